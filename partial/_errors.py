@@ -1,0 +1,77 @@
+"""The errors of the ``partial`` package.
+
+::
+
+    ValueError
+    └── JSONError                 base of everything the parser raises about its input
+        ├── JSONSyntaxError       a character no valid JSON can continue from (offset, line,
+        │                         column, expected, found)
+        ├── IncompleteJSONError   close() on a document that is not finished
+        └── JSONLimitError        a configured limit (depth, size) was passed
+    RuntimeError
+    └── ParserStateError          misuse: feed() after close(), a chunk of the wrong type
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "IncompleteJSONError",
+    "JSONError",
+    "JSONLimitError",
+    "JSONSyntaxError",
+    "ParserStateError",
+]
+
+
+class JSONError(ValueError):
+    """Base of all input errors. ``offset`` is the 0-based character offset, ``line`` and
+    ``column`` are 1-based."""
+
+    def __init__(self, message: str, *, offset: int, line: int, column: int) -> None:
+        super().__init__(f"{message} at line {line} column {column} (char {offset})")
+        self.message = message
+        self.events: list[Any] = []
+        """Events of the failing ``feed`` that came before the bad character."""
+        self.offset = offset
+        self.line = line
+        self.column = column
+
+
+class JSONSyntaxError(JSONError):
+    """The first character from which no valid JSON can continue. ``expected`` says what could
+    have come there; ``found`` is the character that came (``""`` at end of input)."""
+
+    def __init__(
+        self, message: str, *, offset: int, line: int, column: int, expected: str, found: str
+    ) -> None:
+        super().__init__(message, offset=offset, line=line, column=column)
+        self.expected = expected
+        self.found = found
+
+
+class IncompleteJSONError(JSONError):
+    """Raised by ``close()`` when the input ended inside the document. ``expected`` says what
+    was still needed."""
+
+    def __init__(self, message: str, *, offset: int, line: int, column: int, expected: str) -> None:
+        super().__init__(message, offset=offset, line=line, column=column)
+        self.expected = expected
+
+
+class JSONLimitError(JSONError):
+    """A limit was passed: ``limit`` names it (``"max_depth"``, ``"max_bytes"``), ``value`` is
+    the configured bound."""
+
+    def __init__(
+        self, message: str, *, offset: int, line: int, column: int, limit: str, value: int
+    ) -> None:
+        super().__init__(message, offset=offset, line=line, column=column)
+        self.limit = limit
+        self.value = value
+
+
+class ParserStateError(RuntimeError):
+    """The parser was used wrongly (fed after ``close()``, given a chunk that is neither str
+    nor bytes, or given bytes after str)."""

@@ -1,0 +1,92 @@
+"""What a backend hands the stream: :class:`Delta` values, and the :class:`Backend` protocol.
+
+A backend turns one generation request into an async iterator of deltas. Closing the iterator
+(``aclose()``) must stop the generation at once: close the HTTP response, or stop the local
+engine's decoding loop. The stream layer above never needs to know which backend it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+__all__ = ["Backend", "Delta", "GenerationRequest", "Message", "Usage"]
+
+Message = Mapping[str, Any]
+"""One chat message, as the OpenAI Chat Completions API spells it (``{"role", "content"}``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one attempt (or the sum of several: ``a + b``)."""
+
+    prompt_tokens: int = 0
+    """Tokens in the prompt."""
+    completion_tokens: int = 0
+    """Tokens generated."""
+    forced_tokens: int = 0
+    """Of the generated tokens, those the grammar forced (local engine jump-forward)."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.forced_tokens + other.forced_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One piece of a generation, in order. Most deltas carry only ``text``."""
+
+    text: str = ""
+    """Generated text (the JSON document's next characters)."""
+    forced: bool = False
+    """True when the grammar alone decided this text (no sampling: jump-forward)."""
+    tool_call: int | None = None
+    """Index of the parallel tool call this text belongs to; ``None`` for message content."""
+    tool_name: str | None = None
+    """The function name of that tool call, on its first delta."""
+    refusal: str | None = None
+    """A piece of a refusal message (OpenAI ``delta.refusal``)."""
+    finish_reason: str | None = None
+    """Why the generation ended, on the last delta: ``stop``, ``length``, ``content_filter``,
+    ``tool_calls``."""
+    usage: Usage | None = None
+    """Token usage, usually on the last delta."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """Everything a backend needs to start one attempt."""
+
+    messages: tuple[Message, ...]
+    """The conversation, feedback of earlier attempts included."""
+    schema: Mapping[str, Any]
+    """The JSON Schema the output must follow (already resolved from a model or type)."""
+    schema_name: str = "response"
+    """A name for the schema (``response_format.json_schema.name``, or the tool's name)."""
+    mode: Literal["json_schema", "json_object", "tool", "none"] = "json_schema"
+    """How the schema is sent: ``response_format`` json_schema (strict), llama.cpp's
+    ``json_object`` + schema, as a forced tool call, or not at all (plain prompt)."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific parameters passed through as they are (e.g. vLLM's
+    ``structured_outputs``)."""
+
+
+class Backend(Protocol):
+    """Anything that can run a generation. ``generate`` returns an async generator of deltas;
+    closing it stops the generation (the server stops decoding, the engine's loop stops)."""
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,223 @@
+"""The errors of the ``sdk`` package: one tree, rooted at :class:`StreamError`.
+
+::
+
+    Exception
+    ├── StreamError                      every failure of a structured stream
+    │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError)
+    │   ├── SchemaViolation              the output breaks the schema (path, keyword, value, offset)
+    │   │   └── ValidationFailed         the final pydantic/jsonschema validation of the whole value
+    │   ├── TruncatedError               the output stopped early (finish_reason "length",
+    │   │                                or the source ended mid-document): snapshot, open paths
+    │   ├── RefusedError                 the model refused (the refusal text)
+    │   ├── ContentFilteredError         the provider's content filter stopped the output
+    │   ├── TransportError               HTTP status / connection failure (status, retryable)
+    │   ├── BackendError                 a backend failed (local engine error, missing extra)
+    │   │   └── MissingDependencyError   an optional extra is not installed (says what to install)
+    │   ├── CallbackError                an on_field callback raised (its path and exception)
+    │   └── RetriesExhausted             every attempt failed (the list of attempt errors)
+    └── RuntimeError
+        └── StreamUsageError             misuse: iterating twice, result() before the end, ...
+
+Bad input (what the model or server sent) and misuse of the API are different branches:
+a ``StreamError`` is about the output, a ``StreamUsageError`` about the caller's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BackendError",
+    "CallbackError",
+    "ContentFilteredError",
+    "MissingDependencyError",
+    "OutputSyntaxError",
+    "RefusedError",
+    "RetriesExhausted",
+    "SchemaViolation",
+    "StreamError",
+    "StreamUsageError",
+    "TransportError",
+    "TruncatedError",
+    "ValidationFailed",
+]
+
+Path = tuple[str | int, ...]
+
+
+def pointer(path: Path) -> str:
+    """The RFC 6901 JSON Pointer of a path: ``("items", 0, "a/b")`` -> ``"/items/0/a~1b"``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+class StreamError(Exception):
+    """Root of every error about a stream's output or its transport.
+
+    ``retryable`` says whether a fresh attempt may succeed (a retry policy consults it).
+    """
+
+    retryable: bool = True
+
+
+class OutputSyntaxError(StreamError):
+    """The output is not valid JSON. ``cause`` is the parser's error (offset, line, column)."""
+
+    def __init__(self, message: str, *, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+class SchemaViolation(StreamError):
+    """The output breaks the schema.
+
+    Attributes: ``path`` (tuple), ``pointer`` (JSON Pointer), ``keyword`` (the JSON Schema
+    keyword broken, e.g. ``"enum"``, ``"type"``, ``"maxLength"``), ``value`` (the offending value,
+    or the prefix received so far for a string that streams), ``offset`` (character offset in the
+    output at which the violation became certain), ``message`` (for a person).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path = (),
+        keyword: str = "",
+        value: Any = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.pointer = pointer(path)
+        self.keyword = keyword
+        self.value = value
+        self.offset = offset
+
+    def __str__(self) -> str:
+        where = self.pointer or "/"
+        at = f" (at offset {self.offset})" if self.offset is not None else ""
+        return f"{where}: {self.message}{at}"
+
+
+class ValidationFailed(SchemaViolation):
+    """The whole value failed the final validation (jsonschema, then the pydantic model).
+
+    ``errors`` lists the individual problems as ``(path, message)`` pairs.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path = (),
+        keyword: str = "",
+        value: Any = None,
+        offset: int | None = None,
+        errors: Sequence[tuple[Path, str]] = (),
+    ) -> None:
+        super().__init__(message, path=path, keyword=keyword, value=value, offset=offset)
+        self.errors = list(errors)
+
+
+class TruncatedError(StreamError):
+    """The output ended before the document did.
+
+    ``snapshot`` is the partial value received, ``open_paths`` the paths still open (innermost
+    last), ``reason`` what ended it (``"length"`` for max_tokens, ``"eof"`` for a source that ended).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        snapshot: Any = None,
+        open_paths: Sequence[Path] = (),
+        reason: str = "eof",
+    ) -> None:
+        super().__init__(message)
+        self.snapshot = snapshot
+        self.open_paths = list(open_paths)
+        self.reason = reason
+
+
+class RefusedError(StreamError):
+    """The model refused to answer; ``refusal`` is its text."""
+
+    retryable = False
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(f"the model refused: {refusal}")
+        self.refusal = refusal
+
+
+class ContentFilteredError(StreamError):
+    """The provider's content filter stopped the output (``finish_reason == "content_filter"``)."""
+
+    retryable = False
+
+    def __init__(self, message: str = "the provider's content filter stopped the output", *,
+                 snapshot: Any = None) -> None:
+        super().__init__(message)
+        self.snapshot = snapshot
+
+
+class TransportError(StreamError):
+    """The server or the connection failed.
+
+    ``status`` is the HTTP status (``None`` for a connection failure), ``retryable`` whether a new
+    attempt may help (5xx, 429, connection drops: yes; other 4xx: no), ``retry_after`` the
+    server's ``Retry-After`` in seconds when it sent one, ``body`` the error text it sent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = True,
+        retry_after: float | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.body = body
+
+
+class BackendError(StreamError):
+    """A backend failed in a way that is not a transport error (e.g. the local engine)."""
+
+    retryable = False
+
+
+class MissingDependencyError(BackendError, ImportError):
+    """An optional extra is missing; the message says what to ``pip install``."""
+
+
+class CallbackError(StreamError):
+    """An ``on_field`` callback raised. ``path`` is the field, ``__cause__`` the exception."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, path: Path = ()) -> None:
+        super().__init__(message)
+        self.path = path
+        self.pointer = pointer(path)
+
+
+class RetriesExhausted(StreamError):
+    """Every attempt failed; ``errors`` holds each attempt's error, in order."""
+
+    retryable = False
+
+    def __init__(self, errors: Sequence[BaseException]) -> None:
+        last = errors[-1] if errors else None
+        super().__init__(f"all {len(errors)} attempts failed; last error: {last}")
+        self.errors = list(errors)
+
+
+class StreamUsageError(RuntimeError):
+    """The stream was used wrongly: iterated twice, ``result()`` before the end, and so on."""

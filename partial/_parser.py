@@ -90,6 +90,9 @@ _EXPECTED = {
 }
 
 _WS = " \t\n\r"
+# Enum member lookups cost a descriptor call each; the hot loop uses these instead.
+_K_OBJECT, _K_ARRAY, _K_STRING = Kind.OBJECT, Kind.ARRAY, Kind.STRING
+_K_NUMBER, _K_BOOLEAN, _K_NULL = Kind.NUMBER, Kind.BOOLEAN, Kind.NULL
 _NO_WS = frozenset({_ESCAPE, _UNICODE, _LITERAL, _NUMBER})  # states where whitespace is no gap
 _VALUE_START = frozenset('"{[-0123456789tfn')
 
@@ -249,7 +252,11 @@ class Parser:
             if text:
                 self._scan(text, events)
             if self._bad_utf8 is not None:
-                raise self._utf8_error(self._bad_utf8)
+                if not (self._lenient and self._root is not MISSING):
+                    raise self._utf8_error(self._bad_utf8)
+                # lenient mode ignores whatever follows the root, undecodable bytes too
+                self._bad_utf8 = None
+                self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         except JSONError as exc:
             exc.events = events
             self._error = exc
@@ -289,9 +296,13 @@ class Parser:
         if self._decoder is not None:
             try:
                 self._decoder.decode(b"", final=True)
-            except UnicodeDecodeError as exc:  # the input ended inside a UTF-8 sequence
-                self._error = self._utf8_error(exc)
-                raise self._error from None
+            except UnicodeDecodeError as exc:  # the input ended inside a UTF-8 character
+                if self._root is MISSING:  # ... and inside the document: it was cut short
+                    self._error = self._incomplete()
+                    raise self._error from None
+                if not self._lenient:  # ... after the document: trailing garbage
+                    self._error = self._utf8_error(exc)
+                    raise self._error from None
         if self._state == _NUMBER and not self._stack and self._nstate in NUM_ACCEPTING:
             self._state = self._end_number(self._offset, events)
         if self._root is MISSING:
@@ -519,11 +530,12 @@ class Parser:
         st = self._state
         stack = self._stack
         append = events.append
+        search = self._stop.search
         try:
             while i < n:
                 # ---------------------------------------------------------- in a string
                 if st == _STRING:
-                    m = self._stop.search(s, i)
+                    m = search(s, i)
                     if m is None:
                         if self._high:
                             self._parts.append(self._high)
@@ -596,7 +608,7 @@ class Parser:
                     else:
                         path = ()
                     if c == '"':
-                        append(new_value_start(path, base + i, Kind.STRING))
+                        append(new_value_start(path, base + i, _K_STRING))
                         self._path = path
                         self._key = False
                         self._parts = []
@@ -607,13 +619,13 @@ class Parser:
                         if len(stack) >= self._max_depth:
                             raise self._limit(s, i)
                         obj = c == "{"
-                        append(new_value_start(path, base + i, Kind.OBJECT if obj else Kind.ARRAY))
+                        append(new_value_start(path, base + i, _K_OBJECT if obj else _K_ARRAY))
                         stack.append(_Frame({} if obj else [], path, obj))
                         st = _OBJ_FIRST if obj else _ARRAY_FIRST
                         i += 1
                     elif c in LITERALS:
                         word, value = LITERALS[c]
-                        kind = Kind.NULL if value is None else Kind.BOOLEAN
+                        kind = _K_NULL if value is None else _K_BOOLEAN
                         append(new_value_start(path, base + i, kind))
                         end = i + len(word)
                         if s.startswith(word, i):
@@ -626,7 +638,7 @@ class Parser:
                             st = _LITERAL
                             i += 1
                     else:  # a number
-                        append(new_value_start(path, base + i, Kind.NUMBER))
+                        append(new_value_start(path, base + i, _K_NUMBER))
                         m3 = NUMBER.match(s, i)
                         if m3 is not None:
                             e = m3.end()
@@ -744,8 +756,9 @@ class Parser:
                     st = _VALUE
         finally:
             self._state = st
-            if st in (_STRING, _ESCAPE, _UNICODE) and not self._key:
-                self._flush_delta(base + i, events)
+            if st >= _STRING and st <= _UNICODE and self._delta_from < len(self._parts):
+                if not self._key:
+                    self._flush_delta(base + i, events)
             nl = s.rfind("\n", 0, i)
             if nl >= 0:
                 self._line += s.count("\n", 0, i)

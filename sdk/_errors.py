@@ -16,11 +16,15 @@
     │   │   └── MissingDependencyError   an optional extra is not installed (says what to install)
     │   ├── CallbackError                an on_field callback raised (its path and exception)
     │   └── RetriesExhausted             every attempt failed (the list of attempt errors)
-    └── RuntimeError
-        └── StreamUsageError             misuse: iterating twice, result() before the end, ...
+    ├── RuntimeError
+    │   └── StreamUsageError             misuse: iterating twice, two readers at once, ...
+    └── ValueError
+        └── SchemaError                  the schema given cannot be used: not valid JSON Schema,
+                                         or a keyword the tracker cannot check (keyword, pointer)
 
 Bad input (what the model or server sent) and misuse of the API are different branches:
-a ``StreamError`` is about the output, a ``StreamUsageError`` about the caller's code.
+a ``StreamError`` is about the output, a ``StreamUsageError`` about the caller's code, a
+``SchemaError`` about the schema the caller gave (raised when it is compiled, before any output).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "OutputSyntaxError",
     "RefusedError",
     "RetriesExhausted",
+    "SchemaError",
     "SchemaViolation",
     "StreamError",
     "StreamUsageError",
@@ -125,7 +130,8 @@ class TruncatedError(StreamError):
     """The output ended before the document did.
 
     ``snapshot`` is the partial value received, ``open_paths`` the paths still open (innermost
-    last), ``reason`` what ended it (``"length"`` for max_tokens, ``"eof"`` for a source that ended).
+    last), ``reason`` what ended it (``"length"`` for max_tokens, ``"eof"`` for a source that
+    ended).
     """
 
     def __init__(
@@ -219,5 +225,20 @@ class RetriesExhausted(StreamError):
         self.errors = list(errors)
 
 
+class SchemaError(ValueError):
+    """The schema cannot be used: it is not valid JSON Schema (Draft 2020-12), pydantic cannot
+    describe the type, or it holds a keyword the tracker cannot check (``unevaluatedProperties``,
+    ``$dynamicRef``, a remote ``$ref``, an unknown keyword...). Raised when the schema is
+    compiled, never later. ``keyword`` names the keyword (``""`` when not one keyword's fault),
+    ``pointer`` is where it sits in the schema (JSON Pointer, ``""`` for the root).
+    """
+
+    def __init__(self, message: str, *, keyword: str = "", pointer: str = "") -> None:
+        super().__init__(message)
+        self.keyword = keyword
+        self.pointer = pointer
+
+
 class StreamUsageError(RuntimeError):
-    """The stream was used wrongly: iterated twice, ``result()`` before the end, and so on."""
+    """The stream was used wrongly: iterated twice, read by two tasks at once, used outside
+    its ``async with`` block, ``result()`` of a stream with several tool calls, and so on."""

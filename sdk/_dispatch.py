@@ -1,0 +1,191 @@
+"""The dispatcher: runs ``on_field`` callbacks, once per (tool call, path, value) per stream.
+
+Sync callbacks run inline, in the stream's task, before the event reaches the iterator (a
+sync callback that returns an awaitable, such as ``lambda ev: send(ev)``, has it awaited there
+too). ``async def`` callbacks run as tasks in the stream's task group, at most
+``max_concurrency`` at a time (the rest wait their turn in order); the stream does not wait for
+them while it reads, only at its end.
+
+A callback error is an error of the stream unless the caller chose otherwise
+(``on_callback_error``): ``"raise"`` (the default) fails the stream with
+:class:`~sdk.CallbackError` (its ``__cause__`` is the callback's exception); ``"log"`` logs it
+on the ``sdk`` logger and goes on; ``"ignore"`` goes on. Nothing is swallowed unless asked.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._errors import CallbackError, Path, pointer
+from ._events import FieldEvent
+from ._patterns import PatternSet
+
+__all__ = ["Callback", "CallbackErrorPolicy", "Dispatcher", "OnField", "idempotency_key"]
+
+logger = logging.getLogger("sdk")
+
+Callback: TypeAlias = Callable[[FieldEvent], Any]
+"""A field callback: ``def cb(ev) -> None`` or ``async def cb(ev) -> None``."""
+OnField: TypeAlias = Mapping[str, Callback] | Callback | None
+"""``on_field``: patterns mapped to callbacks, or one callback for every field (``"/**"``)."""
+CallbackErrorPolicy: TypeAlias = Literal["raise", "log", "ignore"]
+
+_POLICIES = ("raise", "log", "ignore")
+
+
+def idempotency_key(tool_call: int | None, path: Path, value: Any) -> tuple[int | None, Path, str]:
+    """The identity of a field for exactly-once dispatch: the tool call, the path, and the value
+    as canonical JSON (sorted keys, no spaces), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}``
+    are the same field value. ``1`` and ``1.0`` are different (their JSON differs)."""
+    try:
+        canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        canon = repr(value)
+    return (tool_call, path, canon)
+
+
+def _is_async(cb: Callback) -> bool:
+    if inspect.iscoroutinefunction(cb):
+        return True
+    call = getattr(cb, "__call__", None)  # noqa: B004 - an object with `async def __call__`
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class Dispatcher:
+    """Routes field events to the callbacks whose pattern matches, exactly once per field.
+
+    Use: ``start(task_group, on_failure)`` once the task group runs; ``admit(tool_call, ev)``
+    to ask whether an event is new; ``await dispatch(ev)`` for each new one; at the end
+    ``await wait()`` (all async callbacks done) or ``cancel()`` (cancel those still running).
+    """
+
+    def __init__(
+        self,
+        on_field: OnField,
+        *,
+        on_error: CallbackErrorPolicy = "raise",
+        max_concurrency: int = 8,
+    ) -> None:
+        if on_error not in _POLICIES:
+            raise ValueError(f"on_callback_error must be one of {_POLICIES}, not {on_error!r}")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self._patterns: PatternSet[tuple[Callback, bool]] = PatternSet()
+        if on_field is None:
+            pass
+        elif isinstance(on_field, Mapping):
+            for pattern, cb in on_field.items():
+                if not callable(cb):
+                    raise TypeError(f"on_field[{pattern!r}] is not callable: {cb!r}")
+                self._patterns.add(pattern, (cb, _is_async(cb)))
+        elif callable(on_field):
+            self._patterns.add("/**", (on_field, _is_async(on_field)))
+        else:
+            raise TypeError(
+                "on_field must be a mapping of path patterns to callbacks, or a callable"
+            )
+        self._on_error = on_error
+        self._max_concurrency = max_concurrency
+        self._fired: set[tuple[int | None, Path, str]] = set()
+        self._tg: TaskGroup | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._on_failure: Callable[[CallbackError], None] | None = None
+        self._scopes: set[anyio.CancelScope] = set()
+        self._idle: anyio.Event | None = None
+        self.failure: CallbackError | None = None
+        """The first callback error (policy ``"raise"``), sticky."""
+
+    @property
+    def has_callbacks(self) -> bool:
+        return len(self._patterns) > 0
+
+    @property
+    def running(self) -> int:
+        """Async callbacks started and not finished (waiting for the limiter included)."""
+        return len(self._scopes)
+
+    def start(self, tg: TaskGroup, on_failure: Callable[[CallbackError], None]) -> None:
+        """Attach to the stream's task group; ``on_failure`` is told of an async callback's
+        error (policy ``"raise"``) so the stream can stop at once."""
+        self._tg = tg
+        self._limiter = anyio.CapacityLimiter(self._max_concurrency)
+        self._on_failure = on_failure
+
+    def admit(self, tool_call: int | None, event: FieldEvent) -> bool:
+        """True the first time this (tool call, path, value) is seen in the stream, across
+        attempts; False for a repeat."""
+        key = idempotency_key(tool_call, event.path, event.value)
+        if key in self._fired:
+            return False
+        self._fired.add(key)
+        return True
+
+    async def dispatch(self, event: FieldEvent) -> None:
+        """Run the callbacks matching ``event.path``: sync ones now (raising
+        :class:`CallbackError` under policy ``"raise"``), async ones as tasks."""
+        for cb, is_async in self._patterns.match(event.path):
+            if is_async:
+                self._spawn(cb, event)
+                continue
+            try:
+                result = cb(event)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                error = self._handle(exc, event.path)
+                if error is not None:
+                    raise error from exc
+
+    def _spawn(self, cb: Callback, event: FieldEvent) -> None:
+        if self._tg is None:
+            raise RuntimeError("Dispatcher.start() was not called")
+        scope = anyio.CancelScope()
+        self._scopes.add(scope)
+        self._tg.start_soon(self._run, cb, event, scope, name=f"on_field {event.pointer or '/'}")
+
+    async def _run(self, cb: Callback, event: FieldEvent, scope: anyio.CancelScope) -> None:
+        assert self._limiter is not None
+        try:
+            with scope:
+                async with self._limiter:
+                    try:
+                        await cb(event)
+                    except Exception as exc:
+                        error = self._handle(exc, event.path)
+                        if error is not None and self._on_failure is not None:
+                            self._on_failure(error)
+        finally:
+            self._scopes.discard(scope)
+            if not self._scopes and self._idle is not None:
+                self._idle.set()
+
+    def _handle(self, exc: Exception, path: Path) -> CallbackError | None:
+        """Apply the policy to a callback's exception; the error to raise, if any."""
+        where = pointer(path) or "/"
+        if self._on_error == "raise":
+            error = CallbackError(f"the on_field callback for {where} raised {exc!r}", path=path)
+            error.__cause__ = exc
+            if self.failure is None:
+                self.failure = error
+            return error
+        if self._on_error == "log":
+            logger.error("on_field callback for %s raised", where, exc_info=exc)
+        return None
+
+    async def wait(self) -> None:
+        """Wait until every async callback started so far has finished."""
+        while self._scopes:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    def cancel(self) -> None:
+        """Cancel the async callbacks still running or waiting for their turn."""
+        for scope in list(self._scopes):
+            scope.cancel()

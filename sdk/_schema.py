@@ -1,0 +1,147 @@
+"""The schema compiler: a pydantic model, a type, or a JSON Schema dict, compiled once.
+
+:func:`compile_schema` turns what the caller passed into a :class:`CompiledSchema`: the JSON
+Schema to send to the backend, a name for it, the alternatives the tracker follows for the root
+value, and the final validation (jsonschema on the whole value, then pydantic). It is cached per
+schema object, so every attempt and every tracker of a stream shares one compilation. A dict
+schema must not be mutated after it was first used.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from sdk._errors import Path, SchemaError, ValidationFailed
+from sdk._schema_dnf import Dnf, Group
+from sdk._schema_nodes import Node, NodeCompiler
+from sdk._schema_validators import Validator, best_failure, check_schema, keyword_of, root_validator
+
+__all__ = ["CompiledSchema", "compile_schema"]
+
+_CACHE_SIZE = 256
+_cache: OrderedDict[int, tuple[object, CompiledSchema]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+class CompiledSchema:
+    """Everything the tracker needs about one schema. Immutable once built; shared."""
+
+    __slots__ = ("adapter", "json_schema", "name", "root", "root_node", "validator")
+
+    def __init__(
+        self, json_schema: Mapping[str, Any] | bool, name: str, adapter: Any | None
+    ) -> None:
+        self.json_schema = json_schema
+        """The JSON Schema (Draft 2020-12) the output must follow: what a backend sends."""
+        self.name = name
+        """A name for the schema, fit for ``response_format.json_schema.name``."""
+        self.adapter: pydantic.TypeAdapter[Any] | None = adapter
+        """The pydantic adapter that builds the result (``None`` for a dict schema)."""
+        check_schema(json_schema)
+        self.validator: Validator = root_validator(json_schema)
+        """jsonschema for the whole document (formats checked where jsonschema can)."""
+        self.root_node: Node = NodeCompiler(json_schema, self.validator).compile_root()
+        dnf = Dnf()
+        self.root: Group = dnf.group((self.root_node,))
+        """The alternatives the root value starts with."""
+
+    def validate(self, value: Any, *, offset: int | None = None) -> Any:
+        """Validate a final document: jsonschema on the whole, then pydantic (field and model
+        validators, cross-field rules). Returns the model instance, the adapter's value for a
+        type, or ``value`` itself for a dict schema; raises :class:`~sdk.ValidationFailed`."""
+        errors = list(self.validator.iter_errors(value))
+        if errors:
+            best = best_failure(errors)
+            path = tuple(best.absolute_path)
+            raise ValidationFailed(
+                _summary(len(errors), best.message),
+                path=path,
+                keyword=keyword_of(best),
+                value=best.instance,
+                offset=offset,
+                errors=[(tuple(e.absolute_path), e.message) for e in errors],
+            )
+        if self.adapter is None:
+            return value
+        try:
+            # JSON mode, as if pydantic read the output itself: strict models accept what JSON
+            # can spell (a list for a tuple, a string for a datetime), unlike Python mode.
+            return self.adapter.validate_json(json.dumps(value, ensure_ascii=False))
+        except pydantic.ValidationError as exc:
+            details = exc.errors(include_url=False)
+            first = details[0]
+            loc: Path = tuple(first["loc"])
+            raise ValidationFailed(
+                _summary(len(details), first["msg"]),
+                path=loc,
+                keyword=first["type"],
+                value=first.get("input"),
+                offset=offset,
+                errors=[(tuple(d["loc"]), d["msg"]) for d in details],
+            ) from exc
+
+
+def compile_schema(schema: Any) -> CompiledSchema:
+    """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
+    type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema
+    (a ``dict``, or ``True``/``False``) — or return the cached compilation of that same object.
+
+    Raises :class:`~sdk.SchemaError` when the schema cannot be used.
+    """
+    key = id(schema)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] is schema:
+            _cache.move_to_end(key)
+            return hit[1]
+    compiled = _compile(schema)
+    with _cache_lock:
+        _cache[key] = (schema, compiled)  # holding the object keeps its id from being reused
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+def _compile(schema: Any) -> CompiledSchema:
+    if isinstance(schema, (Mapping, bool)):
+        title = schema.get("title") if isinstance(schema, Mapping) else None
+        return CompiledSchema(copy.deepcopy(schema), _name(title), None)
+    if isinstance(schema, pydantic.TypeAdapter):
+        adapter: pydantic.TypeAdapter[Any] = schema
+        name = _name(getattr(adapter._type, "__name__", None))
+    else:
+        try:
+            adapter = pydantic.TypeAdapter(schema)
+        except (
+            pydantic.PydanticSchemaGenerationError,
+            pydantic.PydanticUserError,
+            TypeError,
+        ) as exc:
+            raise SchemaError(f"pydantic cannot validate {schema!r}: {exc}") from exc
+        name = _name(getattr(schema, "__name__", None) if isinstance(schema, type) else None)
+    try:
+        json_schema = adapter.json_schema()
+    except (pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticUserError) as exc:
+        raise SchemaError(f"pydantic cannot describe {schema!r} as JSON Schema: {exc}") from exc
+    return CompiledSchema(json_schema, name, adapter)
+
+
+def _name(raw: object) -> str:
+    """A name OpenAI accepts (``^[a-zA-Z0-9_-]{1,64}$``), ``"response"`` when there is none."""
+    if not isinstance(raw, str):
+        return "response"
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]+", "_", raw).strip("_")[:64]
+    return cleaned or "response"
+
+
+def _summary(count: int, first: str) -> str:
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return f"the output fails validation: {first}{more}"

@@ -1,0 +1,282 @@
+"""The field tracker: text in, field events out, the schema checked as early as the bytes allow.
+
+A sans-I/O object (no network, no event loop): feed it the output's text as it arrives and it
+returns a :class:`~sdk.FieldEvent` for every value that became final, raising
+:class:`~sdk.SchemaViolation` at the first character after which the output can no longer match
+the schema. :meth:`FieldTracker.close` validates the whole value (jsonschema, then pydantic) and
+returns the result. The async stream moves text from a backend into one tracker per attempt.
+"""
+
+from __future__ import annotations
+
+import copy
+from bisect import bisect_right
+from typing import Any
+
+import partial
+from partial import StringDelta, ValueDone, ValueStart
+from sdk._errors import (
+    OutputSyntaxError,
+    Path,
+    SchemaViolation,
+    StreamError,
+    StreamUsageError,
+    TruncatedError,
+)
+from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._schema import CompiledSchema, compile_schema
+from sdk._schema_checker import SchemaChecker
+
+__all__ = ["FieldTracker"]
+
+
+class FieldTracker:
+    """Tracks one document (one attempt's output) against a schema.
+
+    ``schema`` is a pydantic ``BaseModel`` subclass, any type pydantic can adapt, a
+    ``pydantic.TypeAdapter``, or a JSON Schema (Draft 2020-12) dict; it is compiled once per
+    schema object and shared (raises :class:`~sdk.SchemaError` if it cannot be used).
+    ``lenient`` lets the parser skip prose and a ```` ```json ```` fence around the document;
+    ``max_depth``/``max_bytes`` bound it (passing them is an :class:`~sdk.OutputSyntaxError`).
+    ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``, :meth:`feed` also returns a
+    :class:`~sdk.TextDelta` each time a string value grows.
+
+    Errors are sticky: after one, every later :meth:`feed` or :meth:`close` raises it again.
+    """
+
+    __slots__ = (
+        "_checker",
+        "_closed",
+        "_compiled",
+        "_consumed",
+        "_error",
+        "_finished",
+        "_forced",
+        "_parser",
+        "_result",
+        "attempt",
+        "deltas",
+        "tool_call",
+    )
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        lenient: bool = False,
+        attempt: int = 1,
+        max_depth: int = 512,
+        max_bytes: int | None = None,
+        deltas: bool = False,
+        tool_call: int | None = None,
+    ) -> None:
+        self._compiled: CompiledSchema = compile_schema(schema)
+        self._parser = partial.Parser(lenient=lenient, max_depth=max_depth, max_bytes=max_bytes)
+        self._checker = SchemaChecker(self._compiled)
+        self.attempt = attempt
+        """The attempt number stamped on events (1-based)."""
+        self.deltas = deltas
+        """Whether :meth:`feed` also returns :class:`~sdk.TextDelta` events."""
+        self.tool_call = tool_call
+        """The tool-call index stamped on events (``None`` for message content)."""
+        self._consumed = 0
+        self._forced = _ForcedRuns()
+        self._error: StreamError | None = None
+        self._finished = False
+        self._closed = False
+        self._result: Any = None
+
+    # ------------------------------------------------------------------ what it knows
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema the output must follow (a fresh copy: what a backend sends)."""
+        raw = self._compiled.json_schema
+        if raw is True:
+            return {}
+        if raw is False:
+            return {"not": {}}
+        return dict(copy.deepcopy(raw))
+
+    @property
+    def schema_name(self) -> str:
+        """A name for the schema: the model's class name, the dict's ``title``, or
+        ``"response"`` (only ``[a-zA-Z0-9_-]``, at most 64 characters)."""
+        return self._compiled.name
+
+    @property
+    def snapshot(self) -> Any:
+        """The partial value so far (``None`` before anything can be shown). Open strings show
+        what arrived; open numbers, literals and keys without a value are absent. Read-only."""
+        snap = self._parser.snapshot()
+        return None if snap is partial.MISSING else snap
+
+    @property
+    def open_paths(self) -> list[Path]:
+        """Paths of the values still open, outermost first (a key whose value has not begun
+        counts as open)."""
+        return self._checker.open_paths
+
+    @property
+    def offset(self) -> int:
+        """Characters fed so far."""
+        return self._consumed
+
+    @property
+    def done(self) -> bool:
+        """True once the root value is final (and passed its checks)."""
+        return self._parser.done and self._error is None
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        """Take the output's next characters; return the events they made certain, in order.
+
+        ``forced=True`` says the grammar alone chose these characters (a local engine's
+        jump-forward); events count such characters in :attr:`FieldEvent.forced`.
+
+        Raises :class:`~sdk.SchemaViolation` at the first event after which no continuation can
+        match the schema (events of the same chunk before it are not returned), and
+        :class:`~sdk.OutputSyntaxError` when the text is not JSON.
+        """
+        if self._error is not None:
+            raise self._error
+        if self._finished:
+            raise StreamUsageError("feed() after close(): this tracker's input has ended")
+        start = self._consumed
+        end = self._consumed = start + len(text)
+        if forced and text:
+            self._forced.add(start, end)
+        try:
+            events = self._parser.feed(text)
+        except partial.JSONError as exc:
+            # What came before the bad character may already break the schema: that is the
+            # earlier, truer error.
+            self._handle(getattr(exc, "events", []))
+            raise self._fail(
+                OutputSyntaxError(f"the output is not valid JSON: {exc}", offset=exc.offset), exc
+            ) from exc
+        if not events:  # most tokens only grow a string or a number
+            return []
+        return self._handle(events)
+
+    def finish(self) -> list[TrackerEvent]:
+        """End the input and return its last events (a root number is final only at the end).
+
+        :meth:`close` calls it when needed; call it yourself to receive those events. Raises
+        :class:`~sdk.TruncatedError` if the document is not complete.
+        """
+        if self._error is not None:
+            raise self._error
+        if self._finished:
+            return []
+        try:
+            events = self._parser.finish()
+        except partial.IncompleteJSONError as exc:
+            what = "nothing" if self._parser.snapshot() is partial.MISSING else "part"
+            raise self._fail(
+                TruncatedError(
+                    f"the output ended before the document did ({what} of it arrived; "
+                    f"{exc.expected} was expected next)",
+                    snapshot=self.snapshot,
+                    open_paths=self.open_paths,
+                    reason="eof",
+                ),
+                exc,
+            ) from exc
+        except partial.JSONError as exc:  # the input ended inside a UTF-8 sequence
+            raise self._fail(
+                OutputSyntaxError(f"the output is not valid JSON: {exc}", offset=exc.offset), exc
+            ) from exc
+        out = self._handle(events)
+        self._finished = True
+        return out
+
+    def close(self) -> Any:
+        """End the input and validate the whole value: jsonschema on the full schema, then the
+        pydantic model or type (field and model validators, cross-field rules).
+
+        Returns the model instance, the validated value of a type, or the plain value for a
+        dict schema; calling it again returns the same object. Raises
+        :class:`~sdk.TruncatedError` (with the snapshot and the open paths) when the output
+        ended early, :class:`~sdk.ValidationFailed` when the whole value fails, or the error the
+        tracker already failed with.
+        """
+        if self._closed:
+            return self._result
+        self.finish()
+        value = self._parser.close()
+        try:
+            self._result = self._compiled.validate(value, offset=self._consumed)
+        except StreamError as exc:
+            self._error = exc
+            raise
+        self._closed = True
+        return self._result
+
+    # ------------------------------------------------------------------ internals
+
+    def _handle(self, events: list[partial.Event]) -> list[TrackerEvent]:
+        out: list[TrackerEvent] = []
+        checker = self._checker
+        attempt = self.attempt
+        forced = self._forced if self._forced.total else None
+        try:
+            for ev in events:
+                if type(ev) is StringDelta:
+                    checker.string_delta(ev.path, ev.offset, ev.text)
+                    if self.deltas:
+                        out.append(TextDelta(ev.path, ev.text, attempt, self.tool_call))
+                elif type(ev) is ValueDone:
+                    start, kind = checker.value_done(ev.path, ev.offset, ev.value)
+                    n = 0
+                    if forced is not None:
+                        # A number ends before the character that finished it.
+                        stop = ev.offset if kind == "number" else ev.offset + 1
+                        n = forced.count(start, stop)
+                    out.append(FieldEvent(ev.path, ev.value, ev.offset, attempt, n, self.tool_call))
+                elif type(ev) is ValueStart:
+                    checker.value_start(ev.path, ev.offset, ev.kind.value)
+                else:  # Key
+                    checker.key(ev.path, ev.offset)
+        except SchemaViolation as exc:
+            self._error = exc
+            raise
+        return out
+
+    def _fail(self, err: StreamError, cause: BaseException) -> StreamError:
+        err.__cause__ = cause
+        self._error = err
+        return err
+
+
+class _ForcedRuns:
+    """Which character offsets were fed with ``forced=True``: sorted, disjoint runs, with the
+    forced count before each, so a span's count costs O(log runs)."""
+
+    __slots__ = ("before", "ends", "starts", "total")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.before: list[int] = []  # forced characters before run i
+        self.total = 0
+
+    def add(self, start: int, end: int) -> None:
+        if self.ends and self.ends[-1] == start:
+            self.ends[-1] = end  # extend the last run
+        else:
+            self.starts.append(start)
+            self.ends.append(end)
+            self.before.append(self.total)
+        self.total += end - start
+
+    def _upto(self, x: int) -> int:
+        i = bisect_right(self.starts, x) - 1
+        if i < 0:
+            return 0
+        return self.before[i] + min(x, self.ends[i]) - self.starts[i]
+
+    def count(self, start: int, stop: int) -> int:
+        """Forced characters in ``[start, stop)``."""
+        return self._upto(stop) - self._upto(start)

@@ -1,0 +1,153 @@
+"""The schema compiler: inputs accepted, cache, and schemas refused at compile time."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pydantic
+import pytest
+from typing_extensions import TypedDict
+
+from sdk._errors import SchemaError
+from sdk._schema import compile_schema
+from sdk._tracker import FieldTracker
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    friends: list[Person] = []
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Size:
+    w: float
+    h: float
+
+
+def test_compiled_once_per_schema_object() -> None:
+    assert compile_schema(Person) is compile_schema(Person)
+    schema = {"type": "object"}
+    assert compile_schema(schema) is compile_schema(schema)
+    assert compile_schema(schema) is not compile_schema({"type": "object"})
+    assert FieldTracker(schema)._compiled is compile_schema(schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "doc", "expected"),
+    [
+        pytest.param(
+            Person,
+            '{"name": "a", "friends": [{"name": "b"}]}',
+            Person(name="a", friends=[Person(name="b")]),
+            id="recursive-model",
+        ),
+        pytest.param(Point, '{"x": 1, "y": 2}', {"x": 1, "y": 2}, id="typeddict"),
+        pytest.param(Size, '{"w": 1, "h": 2.5}', Size(1.0, 2.5), id="dataclass"),
+        pytest.param(int | None, "null", None, id="union"),
+    ],
+)
+def test_types_pydantic_can_adapt(schema: Any, doc: str, expected: Any) -> None:
+    t = FieldTracker(schema)
+    t.feed(doc)
+    t.finish()
+    assert t.close() == expected
+
+
+def test_recursive_model_checks_early_at_depth() -> None:
+    t = FieldTracker(Person)
+    with pytest.raises(Exception) as info:
+        t.feed('{"name": "a", "friends": [{"name": "b", "friends": [{"name": 3')
+    assert getattr(info.value, "path", None) == ("friends", 0, "friends", 0, "name")
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer"),
+    [
+        pytest.param({"unevaluatedProperties": False}, "unevaluatedProperties", "", id="uneval"),
+        pytest.param(
+            {"properties": {"a": {"maxLenght": 3}}}, "maxLenght", "/properties/a", id="typo"
+        ),
+        pytest.param({"$dynamicRef": "#x"}, "$dynamicRef", "", id="dynamicRef"),
+        pytest.param({"$ref": "https://example.com/s.json"}, "$ref", "", id="remote-ref"),
+        pytest.param({"$ref": "#/$defs/missing"}, "$ref", "", id="dangling-ref"),
+        pytest.param(
+            {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+            "$ref",
+            "/$defs/a",
+            id="ref-cycle",
+        ),
+        pytest.param({"$defs": {"unused": {"foo": 1}}}, "foo", "/$defs/unused", id="in-defs"),
+        pytest.param(
+            {"$schema": "http://json-schema.org/draft-07/schema#"}, "$schema", "", id="draft-7"
+        ),
+        pytest.param({"items": {"$id": "x"}}, "$id", "/items", id="nested-id"),
+        pytest.param({"type": "strnig"}, "anyOf", "/type", id="invalid"),
+    ],
+)
+def test_unusable_schemas_fail_at_compile_time(schema: Any, keyword: str, pointer: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        FieldTracker(schema)
+    assert (info.value.keyword, info.value.pointer) == (keyword, pointer)
+    assert isinstance(info.value, ValueError)
+
+
+def test_types_pydantic_cannot_handle() -> None:
+    with pytest.raises(SchemaError):
+        compile_schema(object())
+
+
+def test_annotations_and_extensions_are_fine() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.com/s",
+        "title": "T",
+        "description": "d",
+        "$comment": "c",
+        "x-vendor": 1,
+        "properties": {"a": {"default": 1, "examples": [1], "deprecated": True}},
+    }
+    t = FieldTracker(schema)
+    t.feed('{"a": 2}')
+    assert t.close() == {"a": 2}
+
+
+def test_pydantic_discriminated_union() -> None:
+    from typing import Annotated, Literal
+
+    class Cat(pydantic.BaseModel):
+        kind: Literal["cat"]
+        lives: int
+
+    class Dog(pydantic.BaseModel):
+        kind: Literal["dog"]
+        bark: str
+
+    class Owner(pydantic.BaseModel):
+        pets: list[Annotated[Cat | Dog, pydantic.Field(discriminator="kind")]]
+
+    t = FieldTracker(Owner)
+    t.feed('{"pets": [{"kind": "dog", "bark": "woof"}, {"kind": "cat", "lives": 9}]}')
+    owner = t.close()
+    assert isinstance(owner.pets[0], Dog) and isinstance(owner.pets[1], Cat)
+    t = FieldTracker(Owner)
+    with pytest.raises(Exception) as info:
+        t.feed('{"pets": [{"kind": "cow')
+    assert getattr(info.value, "path", None) == ("pets", 0, "kind")
+
+
+def test_too_many_alternatives_fall_back_to_a_final_check() -> None:
+    branches = [
+        {"anyOf": [{"type": "integer"}, {"type": "string"}, {"const": i}]} for i in range(6)
+    ]
+    schema = {"items": {"allOf": branches, "maxLength": 2}}  # 3**6 alternatives
+    t = FieldTracker(schema)
+    t.feed('[1, "ab"')
+    with pytest.raises(Exception) as info:
+        t.feed(', "abc"]')
+    assert getattr(info.value, "path", None) == (2,)

@@ -38,8 +38,8 @@ class FieldTracker:
     schema object and shared (raises :class:`~sdk.SchemaError` if it cannot be used).
     ``lenient`` lets the parser skip prose and a ```` ```json ```` fence around the document;
     ``max_depth``/``max_bytes`` bound it (passing them is an :class:`~sdk.OutputSyntaxError`).
-    ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``, :meth:`feed` also returns a
-    :class:`~sdk.TextDelta` each time a string value grows.
+    ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``,
+    :meth:`feed` also returns a :class:`~sdk.TextDelta` each time a string value grows.
 
     Errors are sticky: after one, every later :meth:`feed` or :meth:`close` raises it again.
     """
@@ -240,6 +240,8 @@ class FieldTracker:
                 else:  # Key
                     checker.key(ev.path, ev.offset)
         except SchemaViolation as exc:
+            if exc.value is None and exc.keyword in _STREAMING_KEYWORDS:
+                exc.value = _lookup(self._parser.snapshot(), exc.path)  # the prefix received
             self._error = exc
             raise
         return out
@@ -248,6 +250,22 @@ class FieldTracker:
         err.__cause__ = cause
         self._error = err
         return err
+
+
+_STREAMING_KEYWORDS = frozenset({"enum", "const", "maxLength"})
+"""Keywords a string can break while it streams: the violation then carries its prefix."""
+
+
+def _lookup(value: Any, path: Path) -> Any:
+    """The value at ``path`` inside a snapshot, or ``None`` where it is not there."""
+    for step in path:
+        if isinstance(value, dict) and isinstance(step, str):
+            value = value.get(step)
+        elif isinstance(value, list) and isinstance(step, int) and step < len(value):
+            value = value[step]
+        else:
+            return None
+    return value
 
 
 class _ForcedRuns:

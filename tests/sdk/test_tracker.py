@@ -167,6 +167,7 @@ def test_violation_is_sticky_and_detailed() -> None:
         t.feed('{"id": "o1", "status": "cl')
     exc = info.value
     assert (exc.path, exc.pointer, exc.keyword, exc.offset) == (("status",), "/status", "enum", 24)
+    assert exc.value == "cl"  # the prefix that no member starts with
     assert "open" in exc.message
     assert str(exc).startswith("/status: ")
     with pytest.raises(SchemaViolation) as again:

@@ -1,0 +1,119 @@
+"""One loaded model ready to serve requests: prompt building, grammars, the decode loop.
+
+An :class:`Engine` is what a :class:`~sdk._local.LocalBackend` drives. Everything here is
+synchronous and blocking; the backend runs it in worker threads. Steps of concurrent
+generations on one engine take turns (one forward pass at a time), which keeps the CPU's
+cores for the pass that runs instead of splitting them between several.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from typing import Any
+
+from .._backend import GenerationRequest
+from .._errors import BackendError
+from ._decode import Batch, DecodeStats, decode
+from ._grammar import Grammars, JsonFormat
+from ._model import LoadedModel
+from ._sampling import Sampler
+
+__all__ = ["Engine"]
+
+
+class Engine:
+    """A model, its tokenizer and its grammar compiler, serving one request at a time per step."""
+
+    def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "compact") -> None:
+        self.loaded = loaded
+        model, tokenizer = loaded.model, loaded.tokenizer
+        self.stop_ids: frozenset[int] = _eos_ids(model, tokenizer)
+        """Tokens that end a generation."""
+        head = model.get_output_embeddings()
+        vocab_size = int(head.weight.shape[0]) if head is not None else model.config.vocab_size
+        self.grammars = Grammars(
+            tokenizer, vocab_size, json_format=json_format, stop_token_ids=self.stop_ids
+        )
+        self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
+        self._step_lock = threading.Lock()
+
+    @property
+    def busy(self) -> bool:
+        """True while a worker thread is inside a decoding step of this engine."""
+        return self._step_lock.locked()
+
+    def prompt_ids(self, request: GenerationRequest) -> list[int]:
+        """The request's conversation, through the tokenizer's chat template, as token ids."""
+        tokenizer = self.loaded.tokenizer
+        if not getattr(tokenizer, "chat_template", None):
+            raise BackendError(
+                f"the tokenizer of {self.loaded.source!r} has no chat template; use a chat "
+                "(instruct) model"
+            )
+        text = tokenizer.apply_chat_template(
+            [dict(m) for m in request.messages], tokenize=False, add_generation_prompt=True
+        )
+        ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids
+
+    def start(
+        self,
+        request: GenerationRequest,
+        *,
+        jump_forward: bool,
+        default_max_tokens: int,
+        stats: DecodeStats,
+    ) -> Generator[Batch, None, None]:
+        """Prepare one generation (tokenize, compile the schema); return its decode loop.
+
+        Nothing is decoded until the caller advances the returned iterator with :meth:`step`.
+        """
+        prompt = self.prompt_ids(request)
+        max_tokens = request.max_tokens if request.max_tokens is not None else default_max_tokens
+        if self.context_length is not None:
+            max_tokens = min(max_tokens, max(0, self.context_length - len(prompt)))
+        constraint = None
+        if request.mode != "none":
+            try:
+                constraint = self.grammars.constraint(request.schema, self.loaded.tokenizer)
+            except (RuntimeError, ValueError) as exc:
+                raise BackendError(f"the local engine cannot compile the schema: {exc}") from exc
+        try:
+            sampler = Sampler(
+                temperature=request.temperature,
+                top_p=request.top_p,
+                seed=request.seed,
+                device=self.loaded.device,
+            )
+        except ValueError as exc:
+            raise BackendError(str(exc)) from exc
+        return decode(
+            self.loaded.model,
+            prompt,
+            sampler=sampler,
+            decoded_vocab=self.grammars.decoded_vocab,
+            stop_ids=self.stop_ids,
+            max_tokens=max_tokens,
+            constraint=constraint,
+            jump_forward=jump_forward,
+            stats=stats,
+        )
+
+    def step(self, loop: Generator[Batch, None, None]) -> Batch:
+        """Run one forward pass of ``loop`` (blocking) and return what it produced."""
+        with self._step_lock:
+            return next(loop)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), tokenizer):
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, list | tuple):
+            ids.update(int(v) for v in value)
+    if not ids:
+        raise BackendError("the local model's tokenizer defines no end-of-sequence token")
+    return frozenset(ids)

@@ -1,0 +1,182 @@
+"""Schema -> token masks: xgrammar's compiler and matchers, plus the special-token mask.
+
+One :class:`Grammars` per tokenizer holds what is costly to build: xgrammar's ``TokenizerInfo``
+(the decoded vocabulary), a ``GrammarCompiler`` with its cache (a schema compiles once per
+process; later requests with an equal schema reuse it), and the bitmask of the tokenizer's
+added/special tokens. One :class:`Constraint` per request wraps a ``GrammarMatcher``.
+
+Why the extra mask: xgrammar's ``TokenizerInfo`` lists no special tokens for SmolLM2's
+tokenizer, so its masks let ``<|im_start|>``, ``<|endoftext|>`` and friends into JSON strings
+(they decode to printable text). Every added or special token except the stop tokens is therefore
+cleared from every mask; the stop tokens stay, and the grammar only allows them at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._deps import require
+
+__all__ = ["Constraint", "Grammars", "JsonFormat"]
+
+JsonFormat = Literal["compact", "any"]
+"""How the grammar lets the model lay out JSON: ``"compact"`` allows no whitespace between
+tokens (``{"a":1,"b":[2]}``, the most text forced by the grammar); ``"any"`` allows any."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    grammar: Any
+    """xgrammar's CompiledGrammar."""
+
+
+class Grammars:
+    """Everything per tokenizer: vocabulary info, the compiler (with cache), masks.
+
+    Thread-safe: requests may compile and build matchers from several threads.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        vocab_size: int,
+        *,
+        json_format: JsonFormat = "compact",
+        stop_token_ids: Collection[int] | None = None,
+    ) -> None:
+        xgr = require("xgrammar")
+        torch = require("torch")
+        self._xgr = xgr
+        self.vocab_size = vocab_size
+        """Rows of the model's logits (the lm_head width); masks cover exactly this many."""
+        self.json_format: JsonFormat = json_format
+        self.info = xgr.TokenizerInfo.from_huggingface(
+            tokenizer,
+            vocab_size=vocab_size,
+            stop_token_ids=sorted(stop_token_ids) if stop_token_ids else None,
+        )
+        self.stop_token_ids: frozenset[int] = frozenset(self.info.stop_token_ids)
+        """Tokens that end a generation (the tokenizer's EOS)."""
+        self.decoded_vocab: list[bytes] = list(self.info.decoded_vocab)
+        """The bytes each token id stands for (what the grammar matches)."""
+        self._compiler = xgr.GrammarCompiler(self.info, cache_enabled=True)
+        self.special_token_ids: frozenset[int] = (
+            frozenset(i for i in _added_token_ids(tokenizer) if i < vocab_size)
+            - self.stop_token_ids
+        )
+        """Added/special tokens no grammar may produce (see the module docstring)."""
+        allowed = xgr.allocate_token_bitmask(1, vocab_size)
+        words = allowed[0].tolist()
+        for token_id in self.special_token_ids:
+            word, bit = divmod(token_id, 32)
+            words[word] = _int32(words[word] & ~(1 << bit))
+        allowed[0] = torch.tensor(words, dtype=allowed.dtype)
+        self.allowed_mask = allowed
+        """An xgrammar bitmask (int32, 1 x ceil(V/32)) with the special tokens' bits cleared."""
+        self._torch = torch
+
+    def compile(self, schema: Mapping[str, Any]) -> _Compiled:
+        """Compile ``schema`` (cached by its JSON text in xgrammar's cache)."""
+        # Key order is kept: it is the order the grammar writes an object's properties in.
+        text = json.dumps(schema, separators=(",", ":"))
+        compact = self.json_format == "compact"
+        return _Compiled(
+            self._compiler.compile_json_schema(
+                text,
+                any_whitespace=not compact,
+                separators=(",", ":") if compact else None,
+                strict_mode=True,
+            )
+        )
+
+    def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> Constraint:
+        """A fresh matcher for one request, constrained by ``schema``."""
+        return Constraint(self, self.compile(schema), tokenizer)
+
+    def clear_cache(self) -> None:
+        """Forget every compiled schema (the next compile of each is cold again)."""
+        self._compiler.clear_cache()
+
+
+def _int32(value: int) -> int:
+    """``value``'s low 32 bits as a signed int32 (xgrammar's bitmask dtype)."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _added_token_ids(tokenizer: Any) -> set[int]:
+    ids = set(getattr(tokenizer, "all_special_ids", ()) or ())
+    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids.update(int(i) for i in decoder)
+    return ids
+
+
+class Constraint:
+    """The grammar state of one generation: masks logits, accepts tokens, proposes forced text.
+
+    Not thread-safe; one decode loop owns it.
+    """
+
+    def __init__(self, grammars: Grammars, compiled: _Compiled, tokenizer: Any) -> None:
+        xgr = grammars._xgr
+        self._grammars = grammars
+        self._xgr = xgr
+        self._tokenizer = tokenizer
+        self._matcher = xgr.GrammarMatcher(compiled.grammar)
+        self._bitmask = xgr.allocate_token_bitmask(1, grammars.vocab_size)
+        self._allowed = grammars.allowed_mask
+        self._device_bitmask: Any = None
+
+    def mask(self, logits: Any) -> None:
+        """Set every logit the grammar forbids now to -inf, in place (``logits``: 1 x V)."""
+        self._matcher.fill_next_token_bitmask(self._bitmask)
+        self._bitmask &= self._allowed
+        bitmask = self._bitmask
+        if logits.device.type != "cpu":
+            if self._device_bitmask is None:
+                self._device_bitmask = bitmask.to(logits.device)
+            else:
+                self._device_bitmask.copy_(bitmask, non_blocking=True)
+            bitmask = self._device_bitmask
+        self._xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=self._grammars.vocab_size)
+
+    def allowed(self) -> set[int]:
+        """The token ids the next mask allows (for tests and debugging; costs O(V))."""
+        self._matcher.fill_next_token_bitmask(self._bitmask)
+        self._bitmask &= self._allowed
+        words = self._bitmask[0].tolist()
+        return {i for i in range(self._grammars.vocab_size) if (words[i // 32] >> (i % 32)) & 1}
+
+    def accept(self, token_id: int) -> None:
+        """Advance past ``token_id``; it must be one the last mask allowed."""
+        if not self._matcher.accept_token(token_id):
+            raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
+
+    def accept_text(self, text: str) -> bool:
+        """Advance past ``text`` (for tests); False if the grammar rejects it."""
+        return bool(self._matcher.accept_string(text))
+
+    @property
+    def terminated(self) -> bool:
+        """True once the grammar has accepted a stop token: the generation is over."""
+        return bool(self._matcher.is_terminated())
+
+    def forced_text(self) -> str:
+        """The longest text the grammar allows next and nothing else ("" when it has a choice)."""
+        return str(self._matcher.find_jump_forward_string())
+
+    def forced_tokens(self) -> list[int]:
+        """The forced text, tokenized as the tokenizer would write it (canonical BPE).
+
+        A proposal only: the decode loop checks each token against the model's own choice,
+        because the model may split the same text differently or merge its last characters
+        with what follows.
+        """
+        text = self.forced_text()
+        if not text:
+            return []
+        ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False)
+        return ids

@@ -1,0 +1,221 @@
+"""Benchmark of the local engine (a script, not a test).
+
+    .venv/bin/python tests/benchmarks/bench_local.py [--threads 1] [--repeat 3] [--device cpu]
+
+Same prompts and schemas for every row; greedy decoding. Prints:
+  * unconstrained and constrained decode speed (tokens/s, prompt excluded);
+  * mask time per token (xgrammar fill + apply, special-token mask included) next to the
+    forward time per token, and the mask's share of decode time;
+  * schema compile time, cold and cached;
+  * jump-forward (verified drafts, the engine's default) against no jump-forward: share of
+    tokens forced, forward passes saved, wall-time speedup, and whether the text is identical;
+    and the classic unverified jump-forward (drafts trusted blindly) for comparison.
+Every configuration runs ``--repeat`` times; the fastest run counts (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+
+from sdk._backend import GenerationRequest
+from sdk._local._decode import DecodeStats, Piece, decode
+from sdk._local._engine import Engine
+from sdk._local._model import load_model
+from sdk._local._sampling import Sampler
+
+USER = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer", "minimum": 1, "maximum": 99999},
+        "first_name": {"type": "string", "maxLength": 12},
+        "last_name": {"type": "string", "maxLength": 12},
+        "email": {"type": "string", "maxLength": 32},
+        "is_active": {"type": "boolean"},
+        "role": {"enum": ["admin", "editor", "viewer"]},
+        "address": {
+            "type": "object",
+            "properties": {
+                "street": {"type": "string", "maxLength": 20},
+                "city": {"type": "string", "maxLength": 16},
+                "postal_code": {"type": "string", "maxLength": 8},
+                "country": {"type": "string", "maxLength": 16},
+            },
+            "required": ["street", "city", "postal_code", "country"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["id", "first_name", "last_name", "email", "is_active", "role", "address"],
+    "additionalProperties": False,
+}
+BOOK = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "maxLength": 24},
+        "publication_year": {"type": "integer", "minimum": 1000, "maximum": 2100},
+        "genre": {"enum": ["fiction", "science", "history", "poetry"]},
+        "author": {
+            "type": "object",
+            "properties": {
+                "first_name": {"type": "string", "maxLength": 12},
+                "last_name": {"type": "string", "maxLength": 12},
+                "nationality": {"type": "string", "maxLength": 12},
+            },
+            "required": ["first_name", "last_name", "nationality"],
+            "additionalProperties": False,
+        },
+        "is_available": {"type": "boolean"},
+    },
+    "required": ["title", "publication_year", "genre", "author", "is_available"],
+    "additionalProperties": False,
+}
+CASES = [
+    ("user", USER, "Create a user record for a new employee of a bakery."),
+    ("book", BOOK, "Describe a classic novel as a catalogue entry."),
+]
+
+
+@dataclass
+class Run:
+    text: str
+    wall: float
+    stats: DecodeStats
+
+
+def run_once(
+    engine: Engine,
+    schema: dict[str, Any] | None,
+    prompt: str,
+    max_tokens: int,
+    *,
+    jump_forward: bool,
+    verify: bool = True,
+) -> Run:
+    request = GenerationRequest(
+        messages=({"role": "user", "content": prompt},),
+        schema=schema or {},
+        mode="json_schema" if schema is not None else "none",
+    )
+    constraint = (
+        engine.grammars.constraint(schema, engine.loaded.tokenizer) if schema is not None else None
+    )
+    stats = DecodeStats()
+    started = time.perf_counter()
+    pieces: list[Piece] = []
+    for batch in decode(
+        engine.loaded.model,
+        engine.prompt_ids(request),
+        sampler=Sampler(),
+        decoded_vocab=engine.grammars.decoded_vocab,
+        stop_ids=engine.stop_ids,
+        max_tokens=max_tokens,
+        constraint=constraint,
+        jump_forward=jump_forward,
+        stats=stats,
+        verify_drafts=verify,
+    ):
+        pieces.extend(batch.pieces)
+    wall = time.perf_counter() - started
+    return Run("".join(p.text for p in pieces), wall, stats)
+
+
+def best(repeat: int, fn: Callable[[], Run]) -> Run:
+    runs = [fn() for _ in range(repeat)]
+    return min(runs, key=lambda r: r.wall)
+
+
+def decode_rate(run: Run) -> float:
+    """Tokens per second after the prompt (prefill excluded)."""
+    return run.stats.completion_tokens / max(run.wall - run.stats.prefill_s, 1e-9)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    loaded = load_model(args.model, args.device, dtype=args.dtype)
+    load_s = time.perf_counter() - started
+    engine = Engine(loaded)
+    print(
+        f"model {loaded.source} on {loaded.device}, torch threads {torch.get_num_threads()}, "
+        f"load {load_s:.1f}s, repeat {args.repeat} (fastest run counts)\n"
+    )
+    # Warm up (first forward passes allocate).
+    run_once(engine, None, "Hi", 4, jump_forward=False)
+
+    rows: list[tuple[str, ...]] = []
+    print(f"{'case':<14}{'what':<34}{'value':>14}")
+    for name, schema, prompt in CASES:
+        plain = partial(run_once, engine, None, prompt + " Answer in JSON.", args.max_tokens)
+        constrained = partial(run_once, engine, schema, prompt, args.max_tokens)
+        unconstrained = best(args.repeat, partial(plain, jump_forward=False))
+        off = best(args.repeat, partial(constrained, jump_forward=False))
+        on = best(args.repeat, partial(constrained, jump_forward=True))
+        naive = best(args.repeat, partial(constrained, jump_forward=True, verify=False))
+        st = off.stats
+        decode_passes = st.forward_passes - 1
+        fwd_per_tok = (st.forward_s - st.prefill_s) / max(decode_passes, 1)
+        mask_per_tok = st.mask_s / max(st.completion_tokens, 1)
+        decode_time = off.wall - st.prefill_s
+        engine.grammars.clear_cache()
+        t0 = time.perf_counter()
+        engine.grammars.compile(schema)
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        engine.grammars.compile(schema)
+        cached = time.perf_counter() - t0
+        saved = off.stats.forward_passes - on.stats.forward_passes
+        rows += [
+            (name, "unconstrained tok/s", f"{decode_rate(unconstrained):.1f}"),
+            (name, "constrained tok/s (no jump-fwd)", f"{decode_rate(off):.1f}"),
+            (name, "constrained tok/s (jump-fwd)", f"{decode_rate(on):.1f}"),
+            (name, "forward ms/token", f"{fwd_per_tok * 1e3:.2f}"),
+            (name, "mask ms/token (fill+apply)", f"{mask_per_tok * 1e3:.3f}"),
+            (name, "mask share of decode time", f"{st.mask_s / decode_time:.2%}"),
+            (name, "schema compile cold ms", f"{cold * 1e3:.2f}"),
+            (name, "schema compile cached ms", f"{cached * 1e3:.3f}"),
+            (name, "tokens generated", f"{on.stats.completion_tokens}"),
+            (
+                name,
+                "jump-fwd: tokens forced",
+                f"{on.stats.forced_tokens / max(on.stats.completion_tokens, 1):.1%}",
+            ),
+            (
+                name,
+                "jump-fwd: drafts confirmed",
+                f"{on.stats.forced_tokens}/{on.stats.drafted_tokens}",
+            ),
+            (
+                name,
+                "jump-fwd: forward passes",
+                f"{on.stats.forward_passes} vs {off.stats.forward_passes} (-{saved})",
+            ),
+            (name, "jump-fwd: wall speedup", f"{off.wall / on.wall:.2f}x"),
+            (name, "jump-fwd: identical text", str(on.text == off.text)),
+            (name, "unverified jump-fwd: speedup", f"{off.wall / naive.wall:.2f}x"),
+            (name, "unverified jump-fwd: identical", str(naive.text == off.text)),
+        ]
+        for row in rows[-16:]:
+            print(f"{row[0]:<14}{row[1]:<34}{row[2]:>14}")
+        print(f"  text:       {off.text}")
+        if naive.text != off.text:
+            print(f"  unverified: {naive.text}")
+        print()
+
+
+if __name__ == "__main__":
+    main()

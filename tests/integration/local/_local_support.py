@@ -1,0 +1,135 @@
+"""Helpers of the local-engine tests: schemas, prompts, requests, collecting a generation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from sdk._backend import Delta, GenerationRequest
+from sdk._local import LocalBackend
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 24},
+        "age": {"type": "integer", "minimum": 0, "maximum": 130},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+ENUM = {
+    "type": "object",
+    "properties": {"mood": {"enum": ["happy", "sad", "angry"]}},
+    "required": ["mood"],
+    "additionalProperties": False,
+}
+NESTED = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "maxLength": 20},
+        "author": {
+            "type": "object",
+            "properties": {
+                "first": {"type": "string", "maxLength": 12},
+                "born": {"type": "integer", "minimum": 0, "maximum": 2100},
+            },
+            "required": ["first", "born"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["title", "author"],
+    "additionalProperties": False,
+}
+TAGS = {
+    "type": "object",
+    "properties": {
+        "tags": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 10},
+            "maxItems": 3,
+        }
+    },
+    "required": ["tags"],
+    "additionalProperties": False,
+}
+ROOT_ARRAY = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 0, "maximum": 999},
+    "minItems": 1,
+    "maxItems": 4,
+}
+FLAGS = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+        "note": {"anyOf": [{"type": "string", "maxLength": 16}, {"type": "null"}]},
+    },
+    "required": ["ok", "stars", "note"],
+    "additionalProperties": False,
+}
+TEXT = {
+    "type": "object",
+    "properties": {"reply": {"type": "string", "maxLength": 40}},
+    "required": ["reply"],
+    "additionalProperties": False,
+}
+
+CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "person": (PERSON, "Invent a person. Reply as JSON."),
+    "person-prose": (PERSON, "Write me a long poem about the sea. Do not use JSON."),
+    "enum": (ENUM, "How do you feel today?"),
+    "enum-prose": (ENUM, "Explain quantum physics in three paragraphs."),
+    "nested": (NESTED, "Give a book title and its author's first name and birth year."),
+    "array-maxitems": (TAGS, "List ten tags for a blog post about cooking."),
+    "root-array": (ROOT_ARRAY, "Count from 1 to 100."),
+    "flags": (FLAGS, "Rate the movie 'The Matrix' and say if it is good."),
+}
+
+
+def request_for(
+    prompt: str,
+    schema: dict[str, Any],
+    *,
+    mode: str = "json_schema",
+    max_tokens: int = 64,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+) -> GenerationRequest:
+    return GenerationRequest(
+        messages=({"role": "user", "content": prompt},),
+        schema=schema,
+        mode=mode,  # type: ignore[arg-type]
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+    )
+
+
+def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
+    """Every delta of one generation (run on asyncio, for sync tests)."""
+
+    async def run() -> list[Delta]:
+        return [delta async for delta in backend.generate(request)]
+
+    return anyio.run(run)
+
+
+_greedy: dict[tuple[int, str], list[Delta]] = {}
+
+
+def greedy_case(backend: LocalBackend, case: str) -> list[Delta]:
+    """The greedy deltas of ``CASES[case]`` on ``backend``, computed once per session."""
+    key = (id(backend), case)
+    if key not in _greedy:
+        schema, prompt = CASES[case]
+        _greedy[key] = collect(backend, request_for(prompt, schema))
+    return _greedy[key]
+
+
+def text_of(deltas: Sequence[Delta]) -> str:
+    return "".join(d.text for d in deltas)

@@ -1,0 +1,35 @@
+"""Fixtures of the local-engine tests: the real default model, loaded once per session.
+
+The first run converts the GGUF to safetensors in the fieldstream cache (tens of seconds);
+later runs load the converted copy in a few seconds. One torch thread: on a small CPU shared
+with other work, one thread decodes faster than several.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk._local import LocalBackend
+from sdk._local._engine import Engine
+
+
+@pytest.fixture(scope="session")
+def local_backend() -> LocalBackend:
+    """The default model with jump-forward on, loaded once for the whole session."""
+    backend = LocalBackend(threads=1)
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="session")
+def plain_backend(local_backend: LocalBackend) -> LocalBackend:
+    """The same weights (shared, not loaded again) with jump-forward off."""
+    backend = LocalBackend(jump_forward=False, threads=1)
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="session")
+def engine(local_backend: LocalBackend) -> Engine:
+    """The engine behind ``local_backend`` (model, tokenizer, grammars)."""
+    return local_backend.load()

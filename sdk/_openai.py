@@ -1,0 +1,144 @@
+"""The OpenAI-compatible backend: Chat Completions over httpx, streamed as server-sent events.
+
+Works with any server that speaks ``POST {base_url}/chat/completions`` with ``stream: true``:
+OpenAI, vLLM, SGLang, llama.cpp's server, Ollama. The server applies the schema (its grammar
+masks the tokens); this backend only moves bytes: it builds the body
+(:mod:`sdk._openai_request`), reads the event stream (:mod:`sdk._sse`) and turns chunks into
+deltas (:mod:`sdk._openai_chunks`).
+
+Closing the iterator :meth:`OpenAIBackend.generate` returns closes the HTTP response at once:
+the connection is dropped, so the server sees the client go and stops decoding. Nothing is
+read after that. There are no retries here; the stream's :class:`~sdk.Retry` policy decides.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+
+import httpx
+
+from sdk._backend import Delta, GenerationRequest
+from sdk._openai_chunks import ChunkDecoder
+from sdk._openai_request import chat_body
+from sdk._sse import aiter_events, error_for_status, finish_response, transport_error
+
+__all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+"""10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
+
+# Idle connections are dropped after 2 s, before the usual server keep-alive timeout (5 s for
+# llama.cpp and uvicorn): reusing a connection the server is closing fails the next request
+# with "Server disconnected without sending a response".
+_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
+
+class OpenAIBackend:
+    """A :class:`~sdk._backend.Backend` for an OpenAI-compatible Chat Completions server.
+
+    ``base_url`` is the API root (``http://127.0.0.1:8080/v1``; ``/chat/completions`` is added).
+    ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
+    (local servers need none). ``model`` may be ``None`` for a server that serves one model.
+
+    ``http_client``: an ``httpx.AsyncClient`` of your own (proxies, TLS, a mock transport); it is
+    used as it is, its timeouts included, and not closed by :meth:`aclose`. Without one the
+    backend makes its own with ``timeout`` (default :data:`DEFAULT_TIMEOUT`). A ``timeout``
+    given together with ``http_client`` applies to this backend's requests only.
+
+    ``strict``: ask for strict structured outputs where the schema allows it (see
+    :func:`sdk._openai_request.strict_schema`). ``headers`` are added to every request.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        headers: Mapping[str, str] | None = None,
+        strict: bool = True,
+    ) -> None:
+        if base_url is None and (http_client is None or not str(http_client.base_url)):
+            raise ValueError("base_url is required (or an http_client with a base_url)")
+        self.model = model
+        self.strict = strict
+        self._url = (base_url.rstrip("/") if base_url else "") + "/chat/completions"
+        if base_url is None:
+            self._url = "chat/completions"  # relative to the client's own base_url
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._headers.update(headers or {})
+        self._owns_client = http_client is None
+        self._timeout = timeout
+        if http_client is None:
+            http_client = httpx.AsyncClient(
+                timeout=DEFAULT_TIMEOUT if timeout is None else timeout, limits=_LIMITS
+            )
+        self._http = http_client
+
+    @property
+    def http_client(self) -> httpx.AsyncClient:
+        """The httpx client requests go through."""
+        return self._http
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
+        failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
+        the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
+        body = chat_body(request, model=self.model, strict=self.strict)
+        decoder = ChunkDecoder(tools=request.mode == "tool")
+        response, closer = await self._open(body)
+        try:
+            if not response.is_success:
+                raise await error_for_status(response)
+            events = aiter_events(response)
+            try:
+                async for event in events:
+                    for delta in decoder.feed_event(event.event, event.data):
+                        yield delta
+                    if decoder.done:
+                        break
+                else:
+                    for delta in decoder.end():  # the body ended without [DONE]
+                        yield delta
+            finally:
+                await finish_response(response, events, drain=decoder.done)
+        finally:
+            await closer.__aexit__(None, None, None)
+
+    async def _open(
+        self, body: dict[str, object]
+    ) -> tuple[httpx.Response, AbstractAsyncContextManager[httpx.Response]]:
+        """Send the request; the response (headers read) and the context that owns it.
+
+        A pooled keep-alive connection the server closed while idle fails with "Server
+        disconnected without sending a response": nothing was processed, so the request is sent
+        once more at once, on a fresh connection. Other failures raise
+        :class:`~sdk.TransportError`.
+        """
+        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
+        for resend in (True, False):
+            manager = self._http.stream(
+                "POST", self._url, json=body, headers=self._headers, timeout=timeout
+            )
+            try:
+                return await manager.__aenter__(), manager
+            except httpx.RemoteProtocolError as exc:
+                if resend and "without sending a response" in str(exc):
+                    continue
+                raise transport_error(exc, during="before the stream began") from exc
+            except httpx.HTTPError as exc:
+                raise transport_error(exc, during="before the stream began") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        """Close the httpx client if this backend made it."""
+        if self._owns_client:
+            await self._http.aclose()
+

@@ -1,0 +1,128 @@
+"""A backend over the caller's own ``openai.AsyncOpenAI`` client (``Client.from_openai``).
+
+The request goes through ``client.chat.completions.create(stream=True, ...)``, so everything the
+caller set up on that client is used as it is: API key or Azure credentials, base URL, default
+headers and query, proxies and TLS of its HTTP client, timeouts. The body is the one
+:func:`sdk._openai_request.chat_body` builds for the httpx backend, sent through ``extra_body``,
+so both paths put the same JSON on the wire.
+
+Two things differ from the client as configured: its own retries are turned off for these calls
+(``max_retries=0``; the stream's :class:`~sdk.Retry` policy retries, with the violation fed
+back, and two retry layers would multiply), and its errors become :class:`~sdk.TransportError`.
+The response is read as a raw event stream (``with_streaming_response``) by the same code as
+the httpx backend; closing the iterator closes that HTTP response at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import httpx
+
+from sdk._backend import Delta, GenerationRequest
+from sdk._errors import MissingDependencyError, TransportError
+from sdk._openai_chunks import ChunkDecoder, error_from_payload
+from sdk._openai_request import chat_body
+from sdk._sse import aiter_events, finish_response, is_retryable_status, parse_retry_after
+
+__all__ = ["OpenAISDKBackend"]
+
+
+class OpenAISDKBackend:
+    """A :class:`~sdk._backend.Backend` that streams through an ``openai.AsyncOpenAI`` client.
+
+    ``client`` is not closed by :meth:`aclose`: it belongs to the caller.
+    """
+
+    def __init__(self, client: Any, *, model: str, strict: bool = True) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - only without the openai package
+            raise MissingDependencyError(
+                "Client.from_openai needs the openai package: pip install openai"
+            ) from exc
+        if not isinstance(client, openai.AsyncOpenAI):
+            raise TypeError(
+                f"expected an openai.AsyncOpenAI (or AsyncAzureOpenAI) client, got "
+                f"{type(client).__name__}; a synchronous OpenAI client cannot stream here"
+            )
+        self._openai = openai
+        # The SDK's HTTP library: httpx for openai 1.x, httpx2 from openai 3.
+        errors: list[type[Exception]] = [httpx.HTTPError, openai.APIError]
+        try:
+            import httpx2
+        except ImportError:  # pragma: no cover - openai 1.x
+            pass
+        else:
+            errors.append(httpx2.HTTPError)
+        self._errors = tuple(errors)
+        self._client = client.with_options(max_retries=0)
+        self.model = model
+        self.strict = strict
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one completion; errors as for :meth:`sdk._openai.OpenAIBackend.generate`."""
+        body = chat_body(request, model=self.model, strict=self.strict)
+        model, messages = body.pop("model"), body.pop("messages")
+        del body["stream"]
+        decoder = ChunkDecoder(tools=request.mode == "tool")
+        # The raw streaming response, not the SDK's chunk iterator: the events then go through
+        # the same code as the httpx backend, and nothing of the SDK's own iterators is left
+        # half-consumed (it stops reading at [DONE] without closing its generators).
+        manager = self._client.chat.completions.with_streaming_response.create(
+            model=model, messages=messages, stream=True, extra_body=body
+        )
+        api_response = await self._call(manager.__aenter__())
+        try:
+            response = api_response.http_response
+            events = aiter_events(response, errors=self._errors)
+            try:
+                async for event in events:
+                    for delta in decoder.feed_event(event.event, event.data):
+                        yield delta
+                    if decoder.done:
+                        break
+                else:
+                    for delta in decoder.end():
+                        yield delta
+            finally:
+                await finish_response(response, events, drain=decoder.done)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await manager.__aexit__(None, None, None)
+
+    async def _call(self, awaitable: Any) -> Any:
+        """Await an SDK call, turning its errors into ours."""
+        openai = self._openai
+        try:
+            return await awaitable
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            raise TransportError(
+                f"HTTP {status}: {exc.message}",
+                status=status,
+                retryable=is_retryable_status(status),
+                retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+                body=exc.response.text[:65536] if _has_body(exc.response) else None,
+            ) from exc
+        except openai.APIConnectionError as exc:
+            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "failed"
+            raise TransportError(
+                f"the connection {kind}: {exc}", status=None, retryable=True
+            ) from exc
+        except openai.APIError as exc:  # an error object inside the stream
+            payload = exc.body if exc.body is not None else exc.message
+            raise error_from_payload(payload, default=exc.message) from exc
+
+    async def aclose(self) -> None:
+        """Nothing to release: the openai client belongs to the caller."""
+
+
+def _has_body(response: Any) -> bool:
+    try:
+        response.text  # noqa: B018 - raises when a streamed body was never read
+    except Exception:
+        return False
+    return True

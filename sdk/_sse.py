@@ -1,0 +1,157 @@
+"""The HTTP side of a streamed completion: status errors, ``Retry-After``, and the event stream.
+
+Event-stream parsing is httpx-sse's (:class:`httpx_sse.EventSource`), which follows the WHATWG
+spec: ``:`` comment lines (``: ping``) are skipped, several ``data:`` lines join with ``\\n``,
+lines end at ``\\r\\n``, ``\\r`` or ``\\n`` (also when split across network reads), and an event
+cut off by the end of the body (no blank line after it) is not dispatched. This module maps what
+can go wrong on the wire to :class:`~sdk.TransportError`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import anyio
+import httpx
+from httpx_sse import EventSource, ServerSentEvent, SSEError
+
+from sdk._errors import TransportError
+
+__all__ = [
+    "aiter_events",
+    "error_for_status",
+    "finish_response",
+    "is_retryable_status",
+    "parse_retry_after",
+    "transport_error",
+]
+
+_BODY_LIMIT = 64 * 1024  # bytes of an error body worth keeping
+_DRAIN_SECONDS = 1.0  # how long the end of a body may take to arrive after [DONE]
+
+ErrorTypes = tuple[type[Exception], ...]
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait, from a ``Retry-After`` header: delta-seconds or an HTTP date.
+
+    ``None`` when absent or unreadable; never negative (a date in the past gives ``0.0``).
+    ``now`` (a Unix time) is for tests.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are GMT; a date without a zone is read so too
+            when = when.replace(tzinfo=datetime.UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
+        return None
+    return max(0.0, seconds)
+
+
+def is_retryable_status(status: int) -> bool:
+    """429 (rate limited) and 5xx may succeed on a new attempt; other statuses will not."""
+    return status == 429 or status >= 500
+
+
+async def error_for_status(response: httpx.Response) -> TransportError:
+    """The error for a response whose status is not 2xx (its body is read; 64 KiB are kept)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        # Read to the end (error bodies are small) rather than stop early: an iterator left
+        # suspended inside httpx would be finalized by the garbage collector.
+        async for chunk in response.aiter_bytes():
+            if size < _BODY_LIMIT:
+                chunks.append(chunk)
+                size += len(chunk)
+    except httpx.HTTPError:
+        pass  # the status is what matters; a body cut short is still worth showing
+    body = b"".join(chunks)[:_BODY_LIMIT].decode("utf-8", "replace")
+    status = response.status_code
+    detail = body.strip().replace("\n", " ")[:300]
+    return TransportError(
+        f"HTTP {status} from {response.request.url}" + (f": {detail}" if detail else ""),
+        status=status,
+        retryable=is_retryable_status(status),
+        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        body=body,
+    )
+
+
+def transport_error(exc: BaseException, *, during: str) -> TransportError:
+    """A :class:`~sdk.TransportError` for a failed connection (always retryable, no status)."""
+    kind = "timed out" if "Timeout" in type(exc).__name__ else "failed"
+    return TransportError(
+        f"the connection {kind} {during}: {type(exc).__name__}: {exc}",
+        status=None,
+        retryable=True,
+    )
+
+
+async def aiter_events(
+    response: httpx.Response, *, errors: ErrorTypes = (httpx.HTTPError,)
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of a ``text/event-stream`` response, in order.
+
+    ``response`` is an ``httpx.Response`` (or an ``httpx2.Response``, whose exception types
+    are then given in ``errors``). Raises :class:`~sdk.TransportError` when the response is not
+    an event stream (a server that ignored ``stream: true``, a proxy's error page) or when the
+    connection fails mid-stream.
+    """
+    try:
+        async with aclosing(EventSource(response).aiter_sse()) as events:
+            async for event in events:
+                yield event
+    except SSEError as exc:
+        raise TransportError(
+            f"expected an event stream, got {response.headers.get('content-type')!r}",
+            status=response.status_code,
+            retryable=False,
+        ) from exc
+    except errors as exc:
+        raise transport_error(exc, during="mid-stream") from exc
+
+
+async def finish_response(
+    response: httpx.Response, events: AsyncIterator[object], *, drain: bool
+) -> None:
+    """End a streamed response whatever happened: normally, on an error, or when the consumer
+    closed the generator early (the abort).
+
+    After ``[DONE]`` (``drain``) the rest of the body (normally nothing but its end) is read,
+    for at most a second, so the connection can go back to the pool. Then the response is
+    closed: on an abort this drops the connection, which is how the server learns to stop
+    decoding. Last, ``events`` is run to its end: once the response is closed its reads fail at
+    once without touching the network, and every async generator inside httpx and httpx-sse
+    finishes now instead of being left to the garbage collector (which trio reports with a
+    ``ResourceWarning`` for each; httpx's iterators do not close their inner ones). Shielded:
+    the connection must be closed even in a cancelled task.
+    """
+    with anyio.CancelScope(shield=True):
+        if drain:
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                await _exhaust(events)
+        await response.aclose()
+        await _exhaust(events)
+
+
+async def _exhaust(events: AsyncIterator[object]) -> None:
+    try:
+        async for _ in events:
+            pass
+    except TransportError:
+        pass  # a read on a closed response: expected here

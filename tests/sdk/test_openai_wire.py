@@ -1,0 +1,338 @@
+"""OpenAIBackend on the wire (respx): the event-stream format, HTTP errors, faults, abort."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from email.utils import formatdate
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._errors import BackendError, StreamUsageError, TransportError
+from sdk._openai import OpenAIBackend
+from sdk._sse import parse_retry_after
+
+pytestmark = pytest.mark.anyio
+
+BASE = "http://llm.test/v1"
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+SSE = {"content-type": "text/event-stream"}
+
+
+class Body(httpx.AsyncByteStream):
+    """A response body served part by part; records how much was read and whether it closed."""
+
+    def __init__(self, parts: list[bytes], *, error: Exception | None = None) -> None:
+        self.parts = parts
+        self.error = error
+        self.pulled = 0
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            if self.closed:  # like a socket: nothing arrives after close
+                return
+            self.pulled += 1
+            yield part
+        if self.error is not None:
+            raise self.error
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def data(delta: dict[str, Any] | None = None, *, finish: str | None = None,
+         usage: dict[str, int] | None = None) -> bytes:
+    chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": []}
+    if delta is not None or finish is not None:
+        chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    if usage is not None:
+        chunk["usage"] = usage
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+DOC_EVENTS = [
+    data({"role": "assistant", "content": ""}),
+    data({"content": '{"a"'}),
+    data({"content": ": 1}"}),
+    data(finish="stop"),
+    data(usage={"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}),
+    b"data: [DONE]\n\n",
+]
+DOC_DELTAS = [Delta(text='{"a"'), Delta(text=": 1}"),
+              Delta(finish_reason="stop", usage=Usage(4, 2))]
+
+
+def request(**kw: Any) -> GenerationRequest:
+    return GenerationRequest(messages=({"role": "user", "content": "hi"},), schema=SCHEMA, **kw)
+
+
+@pytest.fixture
+def mock() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+        yield router
+
+
+async def collect(backend: OpenAIBackend, req: GenerationRequest | None = None) -> list[Delta]:
+    return [d async for d in backend.generate(req or request())]
+
+
+async def test_request_body_and_headers(mock: respx.MockRouter) -> None:
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
+    backend = OpenAIBackend(base_url=BASE + "/", api_key="sk-test", model="m",
+                            headers={"X-Trace": "1"})
+    assert await collect(backend, request(max_tokens=9)) == DOC_DELTAS
+    await backend.aclose()
+    sent = route.calls.last.request
+    assert sent.url == BASE + "/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-test"
+    assert sent.headers["accept"] == "text/event-stream"
+    assert sent.headers["x-trace"] == "1"
+    body = json.loads(sent.content)
+    assert body["model"] == "m"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 9
+    assert body["response_format"]["json_schema"]["strict"] is True
+
+
+async def test_api_key_from_environment_or_none(
+    mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = mock.post("/chat/completions").mock(
+        side_effect=lambda _: httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    await collect(OpenAIBackend(base_url=BASE))
+    assert route.calls.last.request.headers["authorization"] == "Bearer sk-env"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    await collect(OpenAIBackend(base_url=BASE))
+    assert "authorization" not in route.calls.last.request.headers
+
+
+async def test_user_http_client_with_its_base_url_is_not_closed(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
+    async with httpx.AsyncClient(base_url=BASE + "/") as http:
+        backend = OpenAIBackend(http_client=http)
+        assert await collect(backend) == DOC_DELTAS
+        await backend.aclose()
+        assert not http.is_closed
+
+
+def test_base_url_is_required() -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIBackend()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # comment lines (keep-alives) anywhere
+        b": ping\n\n" + b"".join(DOC_EVENTS[:2]) + b": ping\n: another\n\n"
+        + b"".join(DOC_EVENTS[2:]),
+        # CRLF and lone CR line endings
+        b"".join(DOC_EVENTS).replace(b"\n", b"\r\n"),
+        b"".join(DOC_EVENTS).replace(b"\n", b"\r"),
+        # an id field, a retry field, an explicit message event and unknown fields
+        b"".join(b"id: 7\nretry: 100\nevent: message\nx-unknown: 1\n" + e for e in DOC_EVENTS),
+        # "data:" without the optional space
+        b"".join(DOC_EVENTS).replace(b"data: ", b"data:"),
+    ],
+    ids=["comments", "crlf", "cr", "fields", "no-space"],
+)
+@pytest.mark.parametrize("split", [None, 1, 7])
+async def test_event_stream_format(mock: respx.MockRouter, body: bytes, split: int | None) -> None:
+    parts = [body] if split is None else [body[i:i + split] for i in range(0, len(body), split)]
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, stream=Body(parts)))
+    assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
+
+
+async def test_multi_line_data_is_joined_with_newlines(mock: respx.MockRouter) -> None:
+    # One JSON chunk spread over three data lines (the newlines are JSON whitespace).
+    chunk = {"choices": [{"index": 0, "delta": {"content": "{}"}, "finish_reason": "stop"}]}
+    text = json.dumps(chunk, indent=1).split("\n")
+    event = "".join(f"data: {line}\n" for line in text).encode() + b"\n"
+    mock.post("/chat/completions").mock(return_value=httpx.Response(
+        200, headers=SSE, content=event + b"data: [DONE]\n\n"))
+    assert await collect(OpenAIBackend(base_url=BASE)) == [
+        Delta(text="{}"), Delta(finish_reason="stop")]
+
+
+async def test_events_after_done_are_ignored(mock: respx.MockRouter) -> None:
+    # The rest of the body is read (so the connection could be reused) but not interpreted.
+    body = Body([*DOC_EVENTS, data({"content": "garbage"}), b"data: {not json\n\n"])
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, stream=body))
+    assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
+    assert body.closed
+
+
+async def test_end_without_done_and_without_finish_reason(mock: respx.MockRouter) -> None:
+    # Not an error here: the stream layer sees the source end and judges the document.
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:2])))
+    assert await collect(OpenAIBackend(base_url=BASE)) == [Delta(text='{"a"')]
+
+
+async def test_an_event_cut_off_by_the_end_of_the_body_is_not_dispatched(
+    mock: respx.MockRouter,
+) -> None:
+    body = b"".join(DOC_EVENTS[:2]) + data({"content": ": 1}"}).rstrip(b"\n")
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, content=body))
+    assert await collect(OpenAIBackend(base_url=BASE)) == [Delta(text='{"a"')]
+
+
+async def test_finish_reason_without_done_still_ends_the_stream(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:4])))
+    assert await collect(OpenAIBackend(base_url=BASE)) == [
+        Delta(text='{"a"'), Delta(text=": 1}"), Delta(finish_reason="stop")]
+
+
+async def test_error_event_mid_stream(mock: respx.MockRouter) -> None:
+    body = DOC_EVENTS[1] + b'event: error\ndata: {"error": {"message": "model crashed"}}\n\n'
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, content=body))
+    seen: list[Delta] = []
+    with pytest.raises(TransportError, match="model crashed") as info:
+        async for d in OpenAIBackend(base_url=BASE).generate(request()):
+            seen.append(d)  # noqa: PERF401 - the loop raises midway
+    assert seen == [Delta(text='{"a"')]
+    assert info.value.retryable
+
+
+async def test_error_object_in_a_chunk(mock: respx.MockRouter) -> None:
+    body = b'data: {"error": {"message": "context too long", "code": 400}}\n\n'
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, content=body))
+    with pytest.raises(TransportError, match="context too long") as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert (info.value.status, info.value.retryable) == (400, False)
+
+
+async def test_malformed_chunk(mock: respx.MockRouter) -> None:
+    body = DOC_EVENTS[1] + b"data: {\"choices\": [\n\n"
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, content=body))
+    with pytest.raises(TransportError, match="malformed"):
+        await collect(OpenAIBackend(base_url=BASE))
+
+
+async def test_several_choices_are_refused(mock: respx.MockRouter) -> None:
+    second = data({"content": "{"}).replace(b'"index": 0', b'"index": 1')
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=DOC_EVENTS[1] + second))
+    with pytest.raises(BackendError, match="choice 1"):
+        await collect(OpenAIBackend(base_url=BASE))
+
+
+async def test_n_greater_than_one_is_refused_before_sending(mock: respx.MockRouter) -> None:
+    route = mock.post("/chat/completions")
+    with pytest.raises(StreamUsageError):
+        await collect(OpenAIBackend(base_url=BASE), request(extra={"n": 3}))
+    assert not route.called
+
+
+async def test_not_an_event_stream(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, json={"choices": []}))
+    with pytest.raises(TransportError, match="expected an event stream") as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert not info.value.retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(400, False), (401, False), (404, False), (422, False),
+                              (429, True), (500, True), (502, True), (503, True)])
+async def test_http_status_errors(mock: respx.MockRouter, status: int, retryable: bool) -> None:
+    mock.post("/chat/completions").mock(return_value=httpx.Response(
+        status, json={"error": {"message": "nope", "code": status}}))
+    with pytest.raises(TransportError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    err = info.value
+    assert (err.status, err.retryable, err.retry_after) == (status, retryable, None)
+    assert err.body is not None and "nope" in err.body
+    assert f"HTTP {status}" in str(err)
+
+
+async def test_retry_after_seconds(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(429, headers={"Retry-After": "7"}, text="slow down"))
+    with pytest.raises(TransportError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retry_after == 7.0
+
+
+async def test_retry_after_http_date(mock: respx.MockRouter) -> None:
+    import time
+
+    when = formatdate(time.time() + 120, usegmt=True)
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(503, headers={"Retry-After": when}))
+    with pytest.raises(TransportError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retry_after is not None
+    assert 100 < info.value.retry_after <= 120
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None), ("", None), ("soon", None), ("nan", None), ("inf", None),
+        ("0", 0.0), ("2.5", 2.5), ("-3", 0.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 60.0),
+        ("Wed, 21 Oct 2015 07:26:00 GMT", 0.0),  # in the past
+        ("Wednesday, 21-Oct-15 07:28:00 GMT", 60.0),  # obsolete RFC 850 form
+    ],
+)
+def test_parse_retry_after(value: str | None, expected: float | None) -> None:
+    now = 1445412420.0  # Wed, 21 Oct 2015 07:27:00 GMT
+    assert parse_retry_after(value, now=now) == expected
+
+
+async def test_connection_drop_mid_stream(mock: respx.MockRouter) -> None:
+    body = Body(DOC_EVENTS[:2], error=httpx.RemoteProtocolError("peer closed connection"))
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, stream=body))
+    seen: list[Delta] = []
+    with pytest.raises(TransportError, match="mid-stream") as info:
+        async for d in OpenAIBackend(base_url=BASE).generate(request()):
+            seen.append(d)  # noqa: PERF401 - the loop raises midway
+    assert seen == [Delta(text='{"a"')]
+    assert info.value.retryable and info.value.status is None
+    assert body.closed
+
+
+async def test_connection_refused(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(TransportError, match="before the stream began") as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retryable and info.value.status is None
+
+
+async def test_closing_the_generator_closes_the_response_at_once(mock: respx.MockRouter) -> None:
+    body = Body([*DOC_EVENTS[:2], *[data({"content": " "}) for _ in range(50)], DOC_EVENTS[-1]])
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, stream=body))
+    gen = OpenAIBackend(base_url=BASE).generate(request())
+    assert await gen.__anext__() == Delta(text='{"a"')
+    assert not body.closed
+    await gen.aclose()  # type: ignore[attr-defined]
+    assert body.closed
+    assert body.pulled == 2  # nothing read after the delta that was taken
+
+
+async def test_a_stale_keep_alive_connection_is_resent_once(mock: respx.MockRouter) -> None:
+    stale = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    route = mock.post("/chat/completions").mock(side_effect=[
+        stale, httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))])
+    assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
+    assert route.call_count == 2
+
+
+async def test_a_second_stale_connection_is_an_error(mock: respx.MockRouter) -> None:
+    stale = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    route = mock.post("/chat/completions").mock(side_effect=[stale, stale])
+    with pytest.raises(TransportError, match="before the stream began") as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retryable
+    assert route.call_count == 2

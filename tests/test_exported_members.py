@@ -1,0 +1,45 @@
+"""Each package's public API is exactly its ``__all__``: every name there exists and is
+documented, and nothing public lives in the package namespace without being listed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+import partial
+import sdk
+
+
+@pytest.mark.parametrize("package", [partial, sdk], ids=lambda m: m.__name__)
+def test_all_is_the_public_namespace(package: types.ModuleType) -> None:
+    exported = set(package.__all__)
+    public = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    public.discard("annotations")  # from __future__ import annotations
+    assert public == exported - {"__version__"}
+    assert len(package.__all__) == len(exported), "a name is listed twice"
+
+
+@pytest.mark.parametrize("package", [partial, sdk], ids=lambda m: m.__name__)
+def test_every_exported_class_and_function_is_documented(package: types.ModuleType) -> None:
+    for name in package.__all__:
+        value = getattr(package, name)
+        if isinstance(value, type) or callable(value):
+            assert value.__doc__, f"{package.__name__}.{name} has no docstring"
+
+
+def test_core_imports_without_the_local_extra() -> None:
+    # sdk must not import torch, transformers or xgrammar at import time.
+    code = (
+        "import sys, sdk, partial; "
+        "heavy = {'torch', 'transformers', 'xgrammar'} & set(sys.modules); "
+        "print(sorted(heavy)); sys.exit(1 if heavy else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -53,7 +53,7 @@ from sdk._retry import Retry  # noqa: E402
 
 class Verdict(BaseModel):
     answer: Literal["yes", "no"]
-    explanation: str = Field(max_length=300)
+    explanation: str = Field(max_length=600)
 
 
 STRICT = Verdict.model_json_schema()
@@ -61,7 +61,7 @@ LOOSE = {"type": "json_schema", "json_schema": {"name": "Verdict", "schema": {
     "type": "object",
     "properties": {
         "answer": {"enum": ["Yes", "No", "YES", "NO", "yes", "no"]},
-        "explanation": {"type": "string", "maxLength": 300},
+        "explanation": {"type": "string", "maxLength": 600},
     },
     "required": ["answer", "explanation"],
 }}}
@@ -75,8 +75,8 @@ PROMPTS = [
     "Answer Yes or No, then explain in detail: is ice hot?",
     "Answer Yes or No, then explain in detail: are cats mammals?",
 ]
-SYSTEM = {"role": "system", "content": 'Reply in JSON. "answer" is "yes" or "no", in lower case.'}
-MAX_TOKENS = 160
+SYSTEM = {"role": "system", "content": "Reply in JSON."}
+MAX_TOKENS = 200
 TEMPERATURE = 1.0
 
 
@@ -217,15 +217,15 @@ def report(rows: list[tuple[str, Run, Run]], attempts: int) -> None:
                      for _, end, fs in rows)
     print(f"first attempt identical in both methods (fieldstream's cut short): "
           f"{same_first}/{len(rows)}")
-    both = [(end, fs) for _, end, fs in rows if end.valid and fs.valid and end.attempts > 1]
+    both = [(end, fs) for _, end, fs in rows if end.attempts > 1 or fs.attempts > 1]
     if both:
         e = med([end.seconds for end, _ in both])
         f = med([fs.seconds for _, fs in both])
         et = med([end.tokens for end, _ in both])
         ft = med([fs.tokens for _, fs in both])
-        print(f"{'retried prompts only (' + str(len(both)) + '): time':<32}{e:>18.2f}{f:>14.2f}"
-              f"{e / f:>8.2f}")
-        print(f"{'retried prompts only: tokens':<32}{et:>18.2f}{ft:>14.2f}{et / ft:>8.2f}")
+        label = f"violating prompts ({len(both)}): time"
+        print(f"{label:<32}{e:>18.2f}{f:>14.2f}{e / f:>8.2f}")
+        print(f"{'violating prompts: tokens':<32}{et:>18.2f}{ft:>14.2f}{et / ft:>8.2f}")
     valid_end = sum(end.valid for _, end, _ in rows)
     valid_fs = sum(fs.valid for _, _, fs in rows)
     print(f"{'valid results':<32}{valid_end:>18}{valid_fs:>14}")

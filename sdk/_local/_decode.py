@@ -1,8 +1,9 @@
 """The decoding loop: one forward pass per step over the KV cache, masks, jump-forward.
 
 Jump-forward, and why it cannot change the output. When the grammar alone decides the next
-characters (``Constraint.forced_text``), the loop tokenizes them canonically and feeds those
-*draft* tokens to the model in the same forward pass as the token just chosen. The forward
+characters (``Constraint.forced_text``), the loop turns them into *draft* tokens (the pieces
+the model wrote the same text in last time, else the canonical split: see ``_drafts``) and feeds
+those draft tokens to the model in the same forward pass as the token just chosen. The forward
 pass returns logits for every draft position, and the loop then picks each next token exactly as
 plain decoding would (mask, then the sampler) and compares: while the pick equals the draft, the
 draft token is confirmed (``forced``) at no extra forward pass; at the first difference the pick
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._deps import require
+from ._drafts import DraftMemory, DraftRecorder
 from ._grammar import Constraint
 from ._sampling import Sampler
 
@@ -68,6 +70,8 @@ class DecodeStats:
     """Forward passes run, the prompt's included."""
     drafted_tokens: int = 0
     """Draft tokens fed to the model (confirmed or not)."""
+    remembered_tokens: int = 0
+    """Of those, tokens drafted from the draft memory rather than the canonical split."""
     forward_s: float = 0.0
     """Seconds in the model's forward passes (prefill included)."""
     prefill_s: float = 0.0
@@ -110,6 +114,7 @@ def decode(
     jump_forward: bool = True,
     stats: DecodeStats | None = None,
     verify_drafts: bool = True,
+    draft_memory: DraftMemory | None = None,
 ) -> Generator[Batch, None, None]:
     """Generate up to ``max_tokens`` tokens after ``prompt_ids``; yield a Batch per forward pass.
 
@@ -119,13 +124,21 @@ def decode(
 
     ``verify_drafts=False`` trusts the drafts blindly (the classic jump-forward of SGLang): it
     exists to measure what verification buys, and can change the output.
+
+    ``draft_memory`` is where the drafts remember how the model wrote each forced text (an
+    engine shares one between its generations); None uses a fresh one for this generation.
+    It changes how many forward passes run, not what is written.
     """
     torch = require("torch")
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     device = model.device
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    use_drafts = jump_forward and constraint is not None
+    recorder = (
+        DraftRecorder(draft_memory if draft_memory is not None else DraftMemory(), decoded_vocab)
+        if jump_forward and constraint is not None
+        else None
+    )
     transformers = require("transformers")
     # Our own cache object, updated in place by every forward pass (and cropped by us).
     cache: Any = transformers.DynamicCache(config=model.config)
@@ -143,12 +156,14 @@ def decode(
         return
     while True:
         drafts: list[int] = []
-        if use_drafts:
+        if recorder is not None:
             assert constraint is not None
             # The last slot of the budget goes to the model's own pick after the drafts.
-            drafts = constraint.forced_tokens()[
+            drafts = recorder.propose(constraint.forced_text(), constraint.canonical_tokens)[
                 : min(draft_limit, max(0, max_tokens - emitted - 1))
             ]
+            if recorder.from_memory:
+                stats.remembered_tokens += len(drafts)
         stats.drafted_tokens += len(drafts)
         started = time.perf_counter()
         with torch.inference_mode():
@@ -172,9 +187,10 @@ def decode(
                 finish = "length"
                 break
             if not verify_drafts and i < len(drafts):
-                assert constraint is not None
+                assert constraint is not None and recorder is not None
                 token = drafts[i]
                 constraint.accept(token)
+                recorder.emitted(token)
                 emitted += 1
                 stats.completion_tokens += 1
                 stats.forced_tokens += 1
@@ -193,6 +209,8 @@ def decode(
             if token in stop_ids:
                 finish = "stop"
                 break
+            if recorder is not None:
+                recorder.emitted(token)
             forced = i < len(drafts) and token == drafts[i]
             emitted += 1
             stats.completion_tokens += 1

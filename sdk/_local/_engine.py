@@ -15,6 +15,7 @@ from typing import Any
 from .._backend import GenerationRequest
 from .._errors import BackendError
 from ._decode import Batch, DecodeStats, decode
+from ._drafts import DraftMemory
 from ._grammar import Grammars, JsonFormat
 from ._model import LoadedModel
 from ._sampling import Sampler
@@ -36,6 +37,9 @@ class Engine:
             tokenizer, vocab_size, json_format=json_format, stop_token_ids=self.stop_ids
         )
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
+        self.draft_memory = DraftMemory()
+        """How the model wrote each forced text last time, shared by this engine's generations
+        (jump-forward drafts it; see ``_drafts``)."""
         self._step_lock = threading.Lock()
 
     @property
@@ -98,6 +102,7 @@ class Engine:
             constraint=constraint,
             jump_forward=jump_forward,
             stats=stats,
+            draft_memory=self.draft_memory,
         )
 
     def step(self, loop: Generator[Batch, None, None]) -> Batch:

@@ -175,7 +175,10 @@ class Constraint:
         because the model may split the same text differently or merge its last characters
         with what follows.
         """
-        text = self.forced_text()
+        return self.canonical_tokens(self.forced_text())
+
+    def canonical_tokens(self, text: str) -> list[int]:
+        """``text`` tokenized as the tokenizer would write it (no special tokens added)."""
         if not text:
             return []
         ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False)

@@ -8,8 +8,11 @@ Same prompts and schemas for every row; greedy decoding. Prints:
     forward time per token, and the mask's share of decode time;
   * schema compile time, cold and cached;
   * jump-forward (verified drafts, the engine's default) against no jump-forward: share of
-    tokens forced, forward passes saved, wall-time speedup, and whether the text is identical;
-    and the classic unverified jump-forward (drafts trusted blindly) for comparison.
+    tokens forced, drafts confirmed, forward passes saved, wall-time speedup, and whether the
+    text is identical. "canonical": every draft is the tokenizer's split; "cold": a fresh draft
+    memory per run (drafts learn only from earlier in the same output); "warm": the memory of
+    one earlier run of the same request (a repeated schema). And the classic unverified
+    jump-forward (drafts trusted blindly, canonical split) for comparison.
 Every configuration runs ``--repeat`` times; the fastest run counts (the machine is shared).
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -26,6 +29,7 @@ import torch
 
 from sdk._backend import GenerationRequest
 from sdk._local._decode import DecodeStats, Piece, decode
+from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._model import load_model
 from sdk._local._sampling import Sampler
@@ -75,9 +79,32 @@ BOOK = {
     "required": ["title", "publication_year", "genre", "author", "is_available"],
     "additionalProperties": False,
 }
+TEAM = {
+    "type": "object",
+    "properties": {
+        "members": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 12},
+                    "role": {"enum": ["lead", "developer", "designer", "tester"]},
+                    "years": {"type": "integer", "minimum": 0, "maximum": 40},
+                },
+                "required": ["name", "role", "years"],
+                "additionalProperties": False,
+            },
+            "minItems": 3,
+            "maxItems": 3,
+        }
+    },
+    "required": ["members"],
+    "additionalProperties": False,
+}
 CASES = [
     ("user", USER, "Create a user record for a new employee of a bakery."),
     ("book", BOOK, "Describe a classic novel as a catalogue entry."),
+    ("team", TEAM, "List the three members of a small software team."),
 ]
 
 
@@ -96,6 +123,7 @@ def run_once(
     *,
     jump_forward: bool,
     verify: bool = True,
+    memory: DraftMemory | None = None,
 ) -> Run:
     request = GenerationRequest(
         messages=({"role": "user", "content": prompt},),
@@ -119,6 +147,7 @@ def run_once(
         jump_forward=jump_forward,
         stats=stats,
         verify_drafts=verify,
+        draft_memory=memory,
     ):
         pieces.extend(batch.pieces)
     wall = time.perf_counter() - started
@@ -133,6 +162,22 @@ def best(repeat: int, fn: Callable[[], Run]) -> Run:
 def decode_rate(run: Run) -> float:
     """Tokens per second after the prompt (prefill excluded)."""
     return run.stats.completion_tokens / max(run.wall - run.stats.prefill_s, 1e-9)
+
+
+def _confirmed(stats: DecodeStats) -> str:
+    share = stats.forced_tokens / max(stats.drafted_tokens, 1)
+    return f"{stats.forced_tokens}/{stats.drafted_tokens} ({share:.0%})"
+
+
+def _remembered(stats: DecodeStats) -> str:
+    return f"{stats.remembered_tokens}/{stats.drafted_tokens}"
+
+
+class _Canonical(DraftMemory):
+    """A draft memory that never remembers: every draft is the canonical split."""
+
+    def remember(self, text: str, tokens: Sequence[int]) -> None:
+        pass
 
 
 def main() -> None:
@@ -165,7 +210,14 @@ def main() -> None:
         unconstrained = best(args.repeat, partial(plain, jump_forward=False))
         off = best(args.repeat, partial(constrained, jump_forward=False))
         on = best(args.repeat, partial(constrained, jump_forward=True))
-        naive = best(args.repeat, partial(constrained, jump_forward=True, verify=False))
+        canon = best(args.repeat, partial(constrained, jump_forward=True, memory=_Canonical()))
+        warm_memory = DraftMemory()
+        constrained(jump_forward=True, memory=warm_memory)  # the earlier request
+        warm = best(args.repeat, partial(constrained, jump_forward=True, memory=warm_memory))
+        naive = best(
+            args.repeat,
+            partial(constrained, jump_forward=True, verify=False, memory=_Canonical()),
+        )
         st = off.stats
         decode_passes = st.forward_passes - 1
         fwd_per_tok = (st.forward_s - st.prefill_s) / max(decode_passes, 1)
@@ -179,6 +231,7 @@ def main() -> None:
         engine.grammars.compile(schema)
         cached = time.perf_counter() - t0
         saved = off.stats.forward_passes - on.stats.forward_passes
+        warm_saved = off.stats.forward_passes - warm.stats.forward_passes
         rows += [
             (name, "unconstrained tok/s", f"{decode_rate(unconstrained):.1f}"),
             (name, "constrained tok/s (no jump-fwd)", f"{decode_rate(off):.1f}"),
@@ -194,22 +247,36 @@ def main() -> None:
                 "jump-fwd: tokens forced",
                 f"{on.stats.forced_tokens / max(on.stats.completion_tokens, 1):.1%}",
             ),
+            (name, "jump-fwd canonical: confirmed", _confirmed(canon.stats)),
             (
                 name,
-                "jump-fwd: drafts confirmed",
-                f"{on.stats.forced_tokens}/{on.stats.drafted_tokens}",
+                "jump-fwd canonical: fwd passes",
+                f"{canon.stats.forward_passes} vs {off.stats.forward_passes}",
             ),
+            (name, "jump-fwd canonical: speedup", f"{off.wall / canon.wall:.2f}x"),
+            (name, "jump-fwd canonical: identical", str(canon.text == off.text)),
+            (name, "jump-fwd cold: drafts confirmed", _confirmed(on.stats)),
+            (name, "jump-fwd cold: from memory", _remembered(on.stats)),
             (
                 name,
-                "jump-fwd: forward passes",
+                "jump-fwd cold: forward passes",
                 f"{on.stats.forward_passes} vs {off.stats.forward_passes} (-{saved})",
             ),
-            (name, "jump-fwd: wall speedup", f"{off.wall / on.wall:.2f}x"),
-            (name, "jump-fwd: identical text", str(on.text == off.text)),
+            (name, "jump-fwd cold: wall speedup", f"{off.wall / on.wall:.2f}x"),
+            (name, "jump-fwd cold: identical text", str(on.text == off.text)),
+            (name, "jump-fwd warm: drafts confirmed", _confirmed(warm.stats)),
+            (name, "jump-fwd warm: from memory", _remembered(warm.stats)),
+            (
+                name,
+                "jump-fwd warm: forward passes",
+                f"{warm.stats.forward_passes} vs {off.stats.forward_passes} (-{warm_saved})",
+            ),
+            (name, "jump-fwd warm: wall speedup", f"{off.wall / warm.wall:.2f}x"),
+            (name, "jump-fwd warm: identical text", str(warm.text == off.text)),
             (name, "unverified jump-fwd: speedup", f"{off.wall / naive.wall:.2f}x"),
             (name, "unverified jump-fwd: identical", str(naive.text == off.text)),
         ]
-        for row in rows[-16:]:
+        for row in rows[-26:]:
             print(f"{row[0]:<14}{row[1]:<34}{row[2]:>14}")
         print(f"  text:       {off.text}")
         if naive.text != off.text:

@@ -530,3 +530,22 @@ def test_key_with_a_dot_is_one_path_element() -> None:
     p = partial.Parser()
     events = p.feed('{"a.b": {"c": 1}}')
     assert (("a.b", "c"), 1) in done_pairs(events)
+
+
+# --- introspection: open paths, depth, the sticky error --------------------------------------
+
+
+def test_open_paths_depth_and_error() -> None:
+    p = partial.Parser()
+    p.feed('{"a": [1, {"b": "x')
+    assert p.depth == 3
+    assert p.open_paths() == [(), ("a",), ("a", 1), ("a", 1, "b")]
+    p.feed('"}, 2')  # an open number is open too
+    assert p.open_paths() == [(), ("a",), ("a", 2)]
+    assert p.error is None
+    with pytest.raises(partial.JSONSyntaxError) as info:
+        p.feed("x")
+    assert p.error is info.value
+    # 'x' ended the number 2 before it was found to be wrong: 2 is final, and in the snapshot
+    assert [type(e).__name__ for e in info.value.events] == ["ValueDone"]
+    assert p.snapshot() == {"a": [1, {"b": "x"}, 2]}

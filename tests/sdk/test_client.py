@@ -13,6 +13,7 @@ from typing import Any, Literal
 import httpx
 import pytest
 import respx
+from _http_support import Body
 from pydantic import BaseModel, Field
 
 from sdk._backend import Delta, GenerationRequest, Usage
@@ -59,26 +60,6 @@ def stream_of(*texts: str, finish: str | None = "stop", usage: tuple[int, int] |
 GOOD = stream_of('{"name": "Rex", ', '"kind": "dog", ', '"age": 3}')
 
 
-class Body(httpx.AsyncByteStream):
-    """A response body served event by event; records what was read and whether it closed."""
-
-    def __init__(self, parts: list[bytes], *, error: Exception | None = None) -> None:
-        self.parts = parts
-        self.error = error
-        self.pulled = 0
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for part in self.parts:
-            if self.closed:
-                return
-            self.pulled += 1
-            yield part
-        if self.error is not None and not self.closed:
-            raise self.error
-
-    async def aclose(self) -> None:
-        self.closed = True
 
 
 def sse(body: Body) -> httpx.Response:

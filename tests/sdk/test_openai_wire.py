@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
 import httpx
 import pytest
 import respx
+from _http_support import Body
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
@@ -23,26 +24,6 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required"
 SSE = {"content-type": "text/event-stream"}
 
 
-class Body(httpx.AsyncByteStream):
-    """A response body served part by part; records how much was read and whether it closed."""
-
-    def __init__(self, parts: list[bytes], *, error: Exception | None = None) -> None:
-        self.parts = parts
-        self.error = error
-        self.pulled = 0
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for part in self.parts:
-            if self.closed:  # like a socket: nothing arrives after close
-                return
-            self.pulled += 1
-            yield part
-        if self.error is not None:
-            raise self.error
-
-    async def aclose(self) -> None:
-        self.closed = True
 
 
 def data(delta: dict[str, Any] | None = None, *, finish: str | None = None,

@@ -93,7 +93,10 @@ class Dispatcher:
             )
         self._on_error = on_error
         self._max_concurrency = max_concurrency
-        self._fired: set[tuple[int | None, Path, str]] = set()
+        # The values fired at each (tool call, path). Canonical JSON is computed only when a
+        # field repeats (a retry, a duplicate key): encoding every value, containers included,
+        # would re-serialize each subtree once per level on the per-chunk path.
+        self._fired: dict[tuple[int | None, Path], list[Any]] = {}
         self._tg: TaskGroup | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._on_failure: Callable[[CallbackError], None] | None = None
@@ -121,10 +124,15 @@ class Dispatcher:
     def admit(self, tool_call: int | None, event: FieldEvent) -> bool:
         """True the first time this (tool call, path, value) is seen in the stream, across
         attempts; False for a repeat."""
+        field = (tool_call, event.path)
+        seen = self._fired.get(field)
+        if seen is None:
+            self._fired[field] = [event.value]
+            return True
         key = idempotency_key(tool_call, event.path, event.value)
-        if key in self._fired:
+        if any(idempotency_key(tool_call, event.path, v) == key for v in seen):
             return False
-        self._fired.add(key)
+        seen.append(event.value)
         return True
 
     async def dispatch(self, event: FieldEvent) -> None:

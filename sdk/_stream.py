@@ -468,10 +468,10 @@ class Stream:
         if texts is None:
             texts = self._texts[key] = []
         texts.append(text)
-        if key is None and self._is_tool_stream():
-            return ()  # prose next to tool calls: kept in the attempt's text, not parsed
         tracker = self._trackers.get(key)
         if tracker is None:
+            if key is None and self._is_tool_stream():
+                return ()  # prose next to tool calls: kept in the attempt's text, not parsed
             if key is not None:
                 # The first tool call: any message text before it was prose, not the document.
                 self._trackers.pop(None, None)

@@ -1,6 +1,6 @@
 """fieldstream's client: stream structured LLM output, field by field.
 
-The layers, top to bottom (see ``DESIGN.md``):
+The layers, top to bottom (``docs/architecture.md`` draws the whole house):
 
 * :class:`Client` — starts generations on an OpenAI-compatible server or the local engine and
   returns a :class:`Stream`; :func:`stream_structured` does the same for any async source of

@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 import partial
 
 ROOT = FsPath(__file__).resolve().parents[2]
-CORPORA = ROOT.parent / "shared" / "corpora"
+DATA = ROOT / "tests" / "data"
+"""Vendored test corpora (see ``tests/data/README.md``)."""
 
 JsonPath = tuple[str | int, ...]
 T = TypeVar("T", str, bytes)
@@ -208,5 +209,5 @@ def consistent(snap: Any, final: Any, open_path: JsonPath | None) -> bool:
 
 def suite_files(prefix: str) -> Iterator[FsPath]:
     """The JSONTestSuite files whose names start with ``prefix``, sorted."""
-    folder = CORPORA / "JSONTestSuite" / "test_parsing"
+    folder = DATA / "JSONTestSuite" / "test_parsing"
     yield from sorted(folder.glob(f"{prefix}*.json"))

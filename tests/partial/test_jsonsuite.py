@@ -1,4 +1,4 @@
-"""JSONTestSuite (nst/JSONTestSuite, read from ``../shared/corpora``) against ``partial``.
+"""JSONTestSuite (nst/JSONTestSuite, vendored in ``tests/data``) against ``partial``.
 
 - ``y_`` files: ``json.loads``'s value and the matching ``ValueDone`` events, whatever the
   chunking: whole, one character at a time, random splits, and bytes cut anywhere (inside

@@ -1,4 +1,4 @@
-"""Every case of ``../shared/corpora/partial_cases.json`` (199 prefix -> expected pairs from the
+"""Every case of ``tests/data/partial_cases/partial_cases.json`` (199 prefix -> expected pairs from the
 test suites of partial-json-parser (Python and JS), Vercel AI, jiter and langchain).
 
 Each case is asserted. Where our answer is theirs, nothing is listed; where it differs on
@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from _partial_support import (
-    CORPORA,
+    DATA,
     OpenStrings,
     consistent,
     feed_all,
@@ -43,7 +43,7 @@ from _partial_support import (
 
 import partial
 
-CASES: list[dict[str, Any]] = json.loads((CORPORA / "partial_cases.json").read_text("utf-8"))
+CASES: list[dict[str, Any]] = json.loads((DATA / "partial_cases" / "partial_cases.json").read_text("utf-8"))
 MISSING = partial.MISSING
 SyntaxErr = partial.JSONSyntaxError
 

@@ -23,7 +23,7 @@ from sdk._retry import Retry
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "openai_sse"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 MESSAGES = [{"role": "user", "content": "What's the weather like in SF?"}]
 
 

@@ -1,4 +1,4 @@
-"""Every recorded OpenAI stream in ../shared/corpora/openai_sse, replayed through Client (respx).
+"""Every recorded OpenAI stream in tests/data/openai_sse, replayed through Client (respx).
 
 The streams were recorded by openai-python's tests from gpt-4o-2024-08-06; the schemas below are
 the ones those tests sent. Each body is served byte for byte, whole and in small pieces.
@@ -30,7 +30,7 @@ from sdk._retry import Retry
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "openai_sse"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 BASE = "http://llm.test/v1"
 MESSAGES = [{"role": "user", "content": "What's the weather like in SF?"}]
 

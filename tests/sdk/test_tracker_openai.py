@@ -1,4 +1,4 @@
-"""The OpenAI captures in ../shared/corpora/openai_sse, replayed through the tracker as text.
+"""The OpenAI captures in tests/data/openai_sse, replayed through the tracker as text.
 
 The models are those of openai-python's ``tests/lib/chat/test_completions_streaming.py``,
 declared again here. Each capture's content (or tool-call argument) deltas are fed one delta at
@@ -18,7 +18,7 @@ from sdk._errors import OutputSyntaxError, SchemaViolation, TruncatedError
 from sdk._events import FieldEvent
 from sdk._tracker import FieldTracker
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "openai_sse"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 
 
 class Location(pydantic.BaseModel):

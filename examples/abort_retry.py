@@ -45,9 +45,7 @@ MESSAGES = ({"role": "user", "content": "Describe a fictional person as JSON: na
 
 
 class Character(BaseModel):
-    name: Annotated[
-        str, Field(max_length=30, json_schema_extra={"not": {"enum": PLACEHOLDERS}})
-    ]
+    name: Annotated[str, Field(max_length=30, json_schema_extra={"not": {"enum": PLACEHOLDERS}})]
     age: int = Field(ge=0, le=120)
     city: Annotated[str, Field(max_length=30)]
 

@@ -23,8 +23,14 @@ from sdk import Client, FieldEvent
 PROMPT = "Plan a short trip through three cities in Europe."
 
 # Stands in for a slow service (a geocoder, a database, an HTTP API).
-GAZETTEER = {"paris": "48.86N 2.35E", "rome": "41.90N 12.50E", "berlin": "52.52N 13.40E",
-             "london": "51.51N 0.13W", "madrid": "40.42N 3.70W", "vienna": "48.21N 16.37E"}
+GAZETTEER = {
+    "paris": "48.86N 2.35E",
+    "rome": "41.90N 12.50E",
+    "berlin": "52.52N 13.40E",
+    "london": "51.51N 0.13W",
+    "madrid": "40.42N 3.70W",
+    "vienna": "48.21N 16.37E",
+}
 
 
 async def main() -> None:
@@ -35,8 +41,10 @@ async def main() -> None:
     async def look_up(event: FieldEvent) -> None:
         city = event.value["name"]
         writing = "yes" if not document_final.is_set() else "no"
-        print(f"lookup started for {city!r} at +{time.monotonic() - started:.2f} s "
-              f"(model still writing: {writing})")
+        print(
+            f"lookup started for {city!r} at +{time.monotonic() - started:.2f} s "
+            f"(model still writing: {writing})"
+        )
         await anyio.sleep(0.2)  # the slow service
         found[city] = GAZETTEER.get(city.lower(), "not in the gazetteer")
         print(f"lookup done for {city!r}: {found[city]}")

@@ -26,8 +26,16 @@ class Person(BaseModel):
 
 
 Country = Literal[
-    "Austria", "France", "Germany", "Greece", "Italy", "Netherlands", "Portugal", "Spain",
-    "Switzerland", "United Kingdom",
+    "Austria",
+    "France",
+    "Germany",
+    "Greece",
+    "Italy",
+    "Netherlands",
+    "Portugal",
+    "Spain",
+    "Switzerland",
+    "United Kingdom",
 ]
 
 

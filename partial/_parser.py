@@ -380,9 +380,7 @@ class Parser:
             size = len(chunk)
             text = ""
         else:
-            raise ParserStateError(
-                f"feed() takes str or bytes, not {type(chunk).__name__}"
-            )
+            raise ParserStateError(f"feed() takes str or bytes, not {type(chunk).__name__}")
         if self._max_bytes is not None and self._size + size > self._max_bytes:
             line, column = self._position(self._offset)
             self._error = JSONLimitError(
@@ -687,7 +685,7 @@ class Parser:
                         self._parts.append(ESCAPES[c])
                         st = _STRING
                     else:
-                        raise self._syntax(s, i, "an escape character (one of \"\\/bfnrtu)")
+                        raise self._syntax(s, i, 'an escape character (one of "\\/bfnrtu)')
                     i += 1
                     continue
 

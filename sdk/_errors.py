@@ -163,8 +163,12 @@ class ContentFilteredError(StreamError):
 
     retryable = False
 
-    def __init__(self, message: str = "the provider's content filter stopped the output", *,
-                 snapshot: Any = None) -> None:
+    def __init__(
+        self,
+        message: str = "the provider's content filter stopped the output",
+        *,
+        snapshot: Any = None,
+    ) -> None:
         super().__init__(message)
         self.snapshot = snapshot
 

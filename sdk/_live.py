@@ -211,7 +211,7 @@ class LiveView:
         lines = text.splitlines()
         if tail is not None and len(lines) > tail:
             # The value grows at its end: show the end.
-            text = "\n".join(["…", *lines[-(tail - 1):]])
+            text = "\n".join(["…", *lines[-(tail - 1) :]])
         return self._highlight(Text(text))
 
     def _table(self, last: int | None) -> RenderableType:
@@ -239,8 +239,10 @@ class LiveView:
                     f"{type(info.error).__name__}: {info.error}", (then, "yellow")
                 )
                 table.add_row(
-                    Text("✗", style="red"), Text(f"attempt {info.number}", style="red"),
-                    message, when,
+                    Text("✗", style="red"),
+                    Text(f"attempt {info.number}", style="red"),
+                    message,
+                    when,
                 )
                 continue
             if row.attempt > 1:

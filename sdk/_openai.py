@@ -141,4 +141,3 @@ class OpenAIBackend:
         """Close the httpx client if this backend made it."""
         if self._owns_client:
             await self._http.aclose()
-

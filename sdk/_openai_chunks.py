@@ -97,8 +97,9 @@ class ChunkDecoder:
             )
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
-            raise TransportError(f"malformed chunk: choices is {type(choices).__name__}",
-                                 retryable=False)
+            raise TransportError(
+                f"malformed chunk: choices is {type(choices).__name__}", retryable=False
+            )
         for choice in choices:
             if not isinstance(choice, Mapping):
                 continue

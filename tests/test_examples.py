@@ -29,7 +29,11 @@ def run_example(name: str, *args: str) -> str:
     env = dict(os.environ, PYTHONPATH=path, NO_COLOR="1")
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stderr[-4000:]
@@ -58,8 +62,12 @@ def models() -> ModuleType:
 def test_every_example_is_tested_and_documented() -> None:
     scripts = {p.name for p in EXAMPLES.glob("*.py")} - {"models.py"}
     tested = {
-        "bare_parser.py", "field_events.py", "callbacks.py", "abort_retry.py",
-        "live_text.py", "tool_call.py",
+        "bare_parser.py",
+        "field_events.py",
+        "callbacks.py",
+        "abort_retry.py",
+        "live_text.py",
+        "tool_call.py",
     }
     assert scripts == tested
     for name in scripts:
@@ -118,8 +126,13 @@ def test_abort_retry() -> None:
     result: dict[str, Any] = json.loads(line_after(out, "result:"))
     module.Character.model_validate(result)
     assert result["name"] not in module.PLACEHOLDERS
-    attempts = [line for line in out.splitlines() if line.startswith("attempt ") and ":" in line
-                and ("aborted" in line or line.endswith("characters)"))]
+    attempts = [
+        line
+        for line in out.splitlines()
+        if line.startswith("attempt ")
+        and ":" in line
+        and ("aborted" in line or line.endswith("characters)"))
+    ]
     assert attempts[0].startswith("attempt 1: aborted after")
     assert "SchemaViolation: /name:" in attempts[0]
     # Aborted at the name: nothing after the name was generated for that attempt.

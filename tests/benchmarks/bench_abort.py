@@ -57,14 +57,20 @@ class Verdict(BaseModel):
 
 
 STRICT = Verdict.model_json_schema()
-LOOSE = {"type": "json_schema", "json_schema": {"name": "Verdict", "schema": {
-    "type": "object",
-    "properties": {
-        "answer": {"enum": ["Yes", "No", "YES", "NO", "yes", "no"]},
-        "explanation": {"type": "string", "maxLength": 600},
+LOOSE = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "Verdict",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "answer": {"enum": ["Yes", "No", "YES", "NO", "yes", "no"]},
+                "explanation": {"type": "string", "maxLength": 600},
+            },
+            "required": ["answer", "explanation"],
+        },
     },
-    "required": ["answer", "explanation"],
-}}}
+}
 PROMPTS = [
     "Answer Yes or No, then explain in detail: is gold a metal?",
     "Answer Yes or No, then explain in detail: is water wet?",
@@ -123,8 +129,14 @@ async def end_then_retry(backend: OpenAIBackend, prompt: str, base: int, attempt
     start_time = time.perf_counter()
     for number in range(1, attempts + 1):
         request = GenerationRequest(
-            messages=tuple(messages), schema={}, mode="none", max_tokens=MAX_TOKENS,
-            temperature=TEMPERATURE, seed=base + number, extra={"response_format": LOOSE})
+            messages=tuple(messages),
+            schema={},
+            mode="none",
+            max_tokens=MAX_TOKENS,
+            temperature=TEMPERATURE,
+            seed=base + number,
+            extra={"response_format": LOOSE},
+        )
         text = await _complete(backend, request)
         if number == 1:
             first = text
@@ -136,9 +148,12 @@ async def end_then_retry(backend: OpenAIBackend, prompt: str, base: int, attempt
                 where, problem = "/" + "/".join(map(str, exc.absolute_path)), exc.message
             messages += [
                 {"role": "assistant", "content": text},
-                {"role": "user", "content": "Your previous reply does not match the required "
-                 f"JSON schema. At {where}: {problem}. Reply again with the whole JSON "
-                 "document, corrected, and nothing else."},
+                {
+                    "role": "user",
+                    "content": "Your previous reply does not match the required "
+                    f"JSON schema. At {where}: {problem}. Reply again with the whole JSON "
+                    "document, corrected, and nothing else.",
+                },
             ]
             continue
         return Run(time.perf_counter() - start_time, 0, number, True, first)
@@ -161,8 +176,11 @@ async def abort_and_retry(backend: OpenAIBackend, prompt: str, base: int, attemp
     valid, first = True, ""
     try:
         async with client.stream(
-            messages=[SYSTEM, {"role": "user", "content": prompt}], schema=Verdict,
-            retry=Retry(max_attempts=attempts), max_tokens=MAX_TOKENS, temperature=TEMPERATURE,
+            messages=[SYSTEM, {"role": "user", "content": prompt}],
+            schema=Verdict,
+            retry=Retry(max_attempts=attempts),
+            max_tokens=MAX_TOKENS,
+            temperature=TEMPERATURE,
             response_format=LOOSE,
         ) as s:
             await s.result()
@@ -190,10 +208,13 @@ async def bench(attempts: int, threads: int) -> None:
                 t2 = await predicted(http, server.root)
                 end.tokens, fs.tokens = t1 - t0, t2 - t1
                 rows.append((prompt.rsplit(": ", 1)[-1], end, fs))
-                print(f"  {rows[-1][0]:<26} end {end.seconds:6.2f}s {end.tokens:5.0f} tok "
-                      f"{end.attempts} att{'' if end.valid else ' (no valid result)'} | "
-                      f"fieldstream {fs.seconds:6.2f}s {fs.tokens:5.0f} tok {fs.attempts} att"
-                      f"{'' if fs.valid else ' (no valid result)'}", flush=True)
+                print(
+                    f"  {rows[-1][0]:<26} end {end.seconds:6.2f}s {end.tokens:5.0f} tok "
+                    f"{end.attempts} att{'' if end.valid else ' (no valid result)'} | "
+                    f"fieldstream {fs.seconds:6.2f}s {fs.tokens:5.0f} tok {fs.attempts} att"
+                    f"{'' if fs.valid else ' (no valid result)'}",
+                    flush=True,
+                )
     finally:
         server.stop()
     report(rows, attempts)
@@ -204,19 +225,26 @@ def report(rows: list[tuple[str, Run, Run]], attempts: int) -> None:
         return statistics.median(values) if values else float("nan")
 
     print()
-    print(f"SmolLM2-135M on llama.cpp (xllamacpp), {len(rows)} prompts, temperature "
-          f"{TEMPERATURE}, max_tokens {MAX_TOKENS}, up to {attempts} attempts")
+    print(
+        f"SmolLM2-135M on llama.cpp (xllamacpp), {len(rows)} prompts, temperature "
+        f"{TEMPERATURE}, max_tokens {MAX_TOKENS}, up to {attempts} attempts"
+    )
     print(f"{'':<32}{'validate at end':>18}{'fieldstream':>14}{'ratio':>8}")
-    for label, pick in (("wall time to result, median (s)", lambda r: r.seconds),
-                        ("tokens generated, median", lambda r: r.tokens),
-                        ("attempts, median", lambda r: float(r.attempts))):
+    for label, pick in (
+        ("wall time to result, median (s)", lambda r: r.seconds),
+        ("tokens generated, median", lambda r: r.tokens),
+        ("attempts, median", lambda r: float(r.attempts)),
+    ):
         e = med([pick(end) for _, end, _ in rows])
         f = med([pick(fs) for _, _, fs in rows])
         print(f"{label:<32}{e:>18.2f}{f:>14.2f}{e / f if f else float('nan'):>8.2f}")
-    same_first = sum(fs.first != "" and end.first.startswith(fs.first.rstrip())
-                     for _, end, fs in rows)
-    print(f"first attempt identical in both methods (fieldstream's cut short): "
-          f"{same_first}/{len(rows)}")
+    same_first = sum(
+        fs.first != "" and end.first.startswith(fs.first.rstrip()) for _, end, fs in rows
+    )
+    print(
+        f"first attempt identical in both methods (fieldstream's cut short): "
+        f"{same_first}/{len(rows)}"
+    )
     both = [(end, fs) for _, end, fs in rows if end.attempts > 1 or fs.attempts > 1]
     if both:
         e = med([end.seconds for end, _ in both])

@@ -49,8 +49,12 @@ async def test_structured_response(llama_server: LlamaServer) -> None:
     fired: list[tuple[Any, ...]] = []
     async with Client(base_url=llama_server.base_url, model="smollm2") as client:
         async with client.stream(
-            messages=[{"role": "user", "content":
-                       "Ann is a 34 year old engineer from Oslo, Norway who likes chess."}],
+            messages=[
+                {
+                    "role": "user",
+                    "content": "Ann is a 34 year old engineer from Oslo, Norway who likes chess.",
+                }
+            ],
             schema=Person,
             on_field={"/address/*": lambda ev: fired.append(ev.path)},
             max_tokens=120,
@@ -69,8 +73,12 @@ async def test_structured_response(llama_server: LlamaServer) -> None:
 async def test_small_max_tokens_is_a_truncation(llama_server: LlamaServer) -> None:
     async with Client(base_url=llama_server.base_url) as client:
         with pytest.raises(TruncatedError) as info:
-            async with client.stream(messages=[{"role": "user", "content": "A person."}],
-                                     schema=Person, max_tokens=6, temperature=0) as s:
+            async with client.stream(
+                messages=[{"role": "user", "content": "A person."}],
+                schema=Person,
+                max_tokens=6,
+                temperature=0,
+            ) as s:
                 await s.result()
     assert info.value.reason == "length"
     assert info.value.open_paths
@@ -94,12 +102,22 @@ async def _idle(http: httpx.AsyncClient, root: str) -> None:
 
 FRUITS = [{"role": "user", "content": "List one hundred fruits."}]
 # The server is only told "an object with a list of strings"; the client wants at most 2.
-LOOSE_LIST = {"type": "json_schema", "json_schema": {"name": "Fruits", "schema": {
-    "type": "object", "properties": {"fruits": {"type": "array", "items": {"type": "string"}}},
-    "required": ["fruits"]}}}
-STRICT_LIST = {"type": "object", "properties": {
-    "fruits": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
-    "required": ["fruits"]}
+LOOSE_LIST = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "Fruits",
+        "schema": {
+            "type": "object",
+            "properties": {"fruits": {"type": "array", "items": {"type": "string"}}},
+            "required": ["fruits"],
+        },
+    },
+}
+STRICT_LIST = {
+    "type": "object",
+    "properties": {"fruits": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
+    "required": ["fruits"],
+}
 
 
 async def test_an_abort_stops_the_servers_decoding(llama_server: LlamaServer) -> None:
@@ -109,9 +127,14 @@ async def test_an_abort_stops_the_servers_decoding(llama_server: LlamaServer) ->
         await _idle(http, root)
         before = await _metrics(http, root)
         backend = OpenAIBackend(base_url=llama_server.base_url, http_client=http)
-        request = GenerationRequest(messages=tuple(FRUITS), schema={}, mode="none",
-                                    max_tokens=200, temperature=0,
-                                    extra={"response_format": LOOSE_LIST})
+        request = GenerationRequest(
+            messages=tuple(FRUITS),
+            schema={},
+            mode="none",
+            max_tokens=200,
+            temperature=0,
+            extra={"response_format": LOOSE_LIST},
+        )
         full_text = "".join([d.text async for d in backend.generate(request)])
         await _idle(http, root)
         middle = await _metrics(http, root)
@@ -119,8 +142,13 @@ async def test_an_abort_stops_the_servers_decoding(llama_server: LlamaServer) ->
         # The same request through the client: it aborts at the third element.
         async with Client(base_url=llama_server.base_url, http_client=http) as client:
             with pytest.raises(SchemaViolation) as info:
-                async with client.stream(messages=FRUITS, schema=STRICT_LIST, max_tokens=200,
-                                         temperature=0, response_format=LOOSE_LIST) as s:
+                async with client.stream(
+                    messages=FRUITS,
+                    schema=STRICT_LIST,
+                    max_tokens=200,
+                    temperature=0,
+                    response_format=LOOSE_LIST,
+                ) as s:
                     await s.result()
         await _idle(http, root)
         after = await _metrics(http, root)
@@ -187,7 +215,9 @@ async def test_from_openai_against_the_same_server(llama_server: LlamaServer) ->
     async with Client.from_openai(oai, model="smollm2") as client:
         async with client.stream(
             messages=[{"role": "user", "content": "Bob is a 50 year old doctor in Lyon, France."}],
-            schema=Person, max_tokens=120, temperature=0,
+            schema=Person,
+            max_tokens=120,
+            temperature=0,
         ) as s:
             person = await s.result()
     await oai.close()

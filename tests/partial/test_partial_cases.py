@@ -1,5 +1,5 @@
-"""Every case of ``tests/data/partial_cases/partial_cases.json`` (199 prefix -> expected pairs from the
-test suites of partial-json-parser (Python and JS), Vercel AI, jiter and langchain).
+"""Every case of ``tests/data/partial_cases/partial_cases.json`` (199 prefix -> expected pairs
+from the test suites of partial-json-parser (Python and JS), Vercel AI, jiter and langchain).
 
 Each case is asserted. Where our answer is theirs, nothing is listed; where it differs on
 purpose, ``DIFFERS`` gives our answer for that case and the reason. The reasons are few:
@@ -43,7 +43,9 @@ from _partial_support import (
 
 import partial
 
-CASES: list[dict[str, Any]] = json.loads((DATA / "partial_cases" / "partial_cases.json").read_text("utf-8"))
+CASES: list[dict[str, Any]] = json.loads(
+    (DATA / "partial_cases" / "partial_cases.json").read_text("utf-8")
+)
 MISSING = partial.MISSING
 SyntaxErr = partial.JSONSyntaxError
 

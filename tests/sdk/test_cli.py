@@ -98,9 +98,7 @@ class Stdin(io.StringIO):
         return self._tty
 
 
-def cli(
-    *argv: str, backend: FakeBackend | None = None, stdin: str | None = None
-) -> Result:
+def cli(*argv: str, backend: FakeBackend | None = None, stdin: str | None = None) -> Result:
     out, err = io.StringIO(), io.StringIO()
     make: Callable[[Any, Any], Any] | None = None
     if backend is not None:
@@ -129,8 +127,12 @@ def test_version_is_the_one_in_pyproject() -> None:
 def test_help_documents_the_exit_codes() -> None:
     result = cli("--help")
     assert result.code == 0
-    for line in ("0    success", "1    the output failed", "2    usage error",
-                 "3    backend unavailable"):
+    for line in (
+        "0    success",
+        "1    the output failed",
+        "2    usage error",
+        "3    backend unavailable",
+    ):
         assert line in result.out
 
 
@@ -154,8 +156,10 @@ def test_help_documents_the_exit_codes() -> None:
         (["-s", PERSON_JSON, "--api-key", "k", "hi"], "--api-key is for a server"),
         (["-s", PERSON_JSON, "--mode", "tool", "hi"], "--mode is for a server"),
         (["-s", PERSON_JSON, "--base-url", "http://h/v1", "--device", "cpu", "hi"], "--device"),
-        (["-s", PERSON_JSON, "--base-url", "http://h/v1", "--no-jump-forward", "hi"],
-         "--no-jump-forward"),
+        (
+            ["-s", PERSON_JSON, "--base-url", "http://h/v1", "--no-jump-forward", "hi"],
+            "--no-jump-forward",
+        ),
     ],
 )
 def test_bad_arguments_exit_2(argv: list[str], message: str) -> None:
@@ -274,11 +278,21 @@ def test_json_lines_of_a_successful_run() -> None:
     lines = result.lines
     fields = [line for line in lines if line["event"] == "field"]
     assert [f["pointer"] for f in fields] == [
-        "/name", "/age", "/occupation", "/mood", "/hobbies/0", "/hobbies", "",
+        "/name",
+        "/age",
+        "/occupation",
+        "/mood",
+        "/hobbies/0",
+        "/hobbies",
+        "",
     ]
     assert fields[4] == {
-        "event": "field", "path": ["hobbies", 0], "pointer": "/hobbies/0", "value": "chess",
-        "attempt": 1, "t": fields[4]["t"],
+        "event": "field",
+        "path": ["hobbies", 0],
+        "pointer": "/hobbies/0",
+        "value": "chess",
+        "attempt": 1,
+        "t": fields[4]["t"],
     }
     assert all(isinstance(f["t"], float) and f["t"] >= 0 for f in fields)
     assert [f["t"] for f in fields] == sorted(f["t"] for f in fields)
@@ -288,7 +302,9 @@ def test_json_lines_of_a_successful_run() -> None:
     assert result_line["value"] == json.loads(GOOD)
     assert result_line["attempts"] == 1
     assert result_line["usage"] == {
-        "prompt_tokens": 20, "completion_tokens": len(pieces(GOOD)) - 1, "forced_tokens": 3,
+        "prompt_tokens": 20,
+        "completion_tokens": len(pieces(GOOD)) - 1,
+        "forced_tokens": 3,
     }
     assert result_line["tokens"] == len(pieces(GOOD)) - 1
     assert len(lines) == len(fields) + 1
@@ -297,16 +313,26 @@ def test_json_lines_of_a_successful_run() -> None:
 def test_the_request_carries_the_prompt_schema_and_options() -> None:
     backend = FakeBackend(pieces(GOOD))
     result = cli(
-        "-s", PERSON_JSON, "--max-tokens", "64", "--temperature", "0.5", "--top-p", "0.9",
-        "--seed", "7", "--prompt", "Describe someone", backend=backend,
+        "-s",
+        PERSON_JSON,
+        "--max-tokens",
+        "64",
+        "--temperature",
+        "0.5",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "7",
+        "--prompt",
+        "Describe someone",
+        backend=backend,
     )
     assert result.code == 0, result.err
     [request] = backend.requests
     assert request.max_tokens == 64
     assert (request.temperature, request.top_p, request.seed) == (0.5, 0.9, 7)
     assert request.mode == "json_schema"
-    assert request.schema["properties"]["age"] == {"type": "integer", "minimum": 0,
-                                                   "maximum": 120}
+    assert request.schema["properties"]["age"] == {"type": "integer", "minimum": 0, "maximum": 120}
     system, user = request.messages
     assert system["role"] == "system" and '"maxItems":3' in system["content"]
     assert user == {"role": "user", "content": "Describe someone"}
@@ -329,7 +355,10 @@ def test_a_violation_is_retried_and_reported() -> None:
     assert failed[0]["attempt"] == 1 and failed[0]["retrying"] is True
     error = failed[0]["error"]
     assert (error["type"], error["pointer"], error["keyword"], error["value"]) == (
-        "SchemaViolation", "/age", "maximum", 130,
+        "SchemaViolation",
+        "/age",
+        "maximum",
+        130,
     )
     # The first attempt was aborted at the violation: its generation was closed early.
     assert backend.closed_generations == 2
@@ -348,7 +377,8 @@ def test_retries_exhausted_exits_1() -> None:
     assert result.code == 1
     lines = result.lines
     assert [line["retrying"] for line in lines if line["event"] == "attempt_failed"] == [
-        True, False,
+        True,
+        False,
     ]
     last = lines[-1]
     assert last["event"] == "error" and last["exit_code"] == 1
@@ -399,8 +429,17 @@ def test_live_view_shows_fields_retries_and_the_result() -> None:
     result = cli("-s", PERSON_PY, "--live", "hi", backend=backend)
     assert result.code == 0, result.err
     final = plain(result.out[result.out.rindex("╭") :])  # the last frame
-    for text in ('"occupation"', "✓", "/hobbies/0", "attempt 1", "SchemaViolation",
-                 "retrying (attempt 2 of 3)", "done", "2 attempts", "tok/s"):
+    for text in (
+        '"occupation"',
+        "✓",
+        "/hobbies/0",
+        "attempt 1",
+        "SchemaViolation",
+        "retrying (attempt 2 of 3)",
+        "done",
+        "2 attempts",
+        "tok/s",
+    ):
         assert text in final, text
     assert "130" in final  # the failed attempt's value, in its message
 
@@ -463,8 +502,12 @@ async def test_meter_counts_and_closing_it_closes_the_generation() -> None:
 
 def test_parser_defaults() -> None:
     args = build_parser().parse_args(["-s", "x.json", "p"])
-    assert (args.retries, args.max_tokens, args.base_url, args.mode) == (2, None, None,
-                                                                          "json_schema")
+    assert (args.retries, args.max_tokens, args.base_url, args.mode) == (
+        2,
+        None,
+        None,
+        "json_schema",
+    )
 
 
 # -- real runs ---------------------------------------------------------------------------------
@@ -474,7 +517,11 @@ def _python_m_sdk(*argv: str, timeout: float = 600) -> subprocess.CompletedProce
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     return subprocess.run(
         [sys.executable, "-m", "sdk", *argv],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
 
@@ -488,7 +535,13 @@ def test_python_m_sdk_version() -> None:
 @pytest.mark.slow
 def test_unreachable_server_exits_3() -> None:
     done = _python_m_sdk(
-        "-s", PERSON_JSON, "--base-url", "http://127.0.0.1:9/v1", "--retries", "0", "hi",
+        "-s",
+        PERSON_JSON,
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--retries",
+        "0",
+        "hi",
         timeout=120,
     )
     assert done.returncode == 3, done.stderr
@@ -499,8 +552,12 @@ def test_unreachable_server_exits_3() -> None:
 @pytest.mark.slow
 def test_local_engine_json_lines_for_real() -> None:
     schema = json.dumps(
-        {"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]}},
-         "required": ["mood"], "additionalProperties": False}
+        {
+            "type": "object",
+            "properties": {"mood": {"enum": ["happy", "sad"]}},
+            "required": ["mood"],
+            "additionalProperties": False,
+        }
     )
     done = _python_m_sdk("-s", schema, "--max-tokens", "16", "How do you feel today?")
     assert done.returncode == 0, done.stderr
@@ -512,9 +569,7 @@ def test_local_engine_json_lines_for_real() -> None:
     assert "loaded SmolLM2-135M-Instruct" in done.stderr
 
     # Too few tokens for the document: truncated, exit 1, with the error line.
-    done = _python_m_sdk(
-        "-s", PERSON_PY, "--max-tokens", "3", "--retries", "0", "Describe someone"
-    )
+    done = _python_m_sdk("-s", PERSON_PY, "--max-tokens", "3", "--retries", "0", "Describe someone")
     assert done.returncode == 1, done.stderr
     last = json.loads(done.stdout.splitlines()[-1])
     assert last["event"] == "error" and last["error"]["type"] == "TruncatedError"

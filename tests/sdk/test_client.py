@@ -34,8 +34,12 @@ class Pet(BaseModel):
     age: int
 
 
-def event(delta: dict[str, Any] | None = None, *, finish: str | None = None,
-          usage: tuple[int, int] | None = None) -> bytes:
+def event(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish: str | None = None,
+    usage: tuple[int, int] | None = None,
+) -> bytes:
     chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": []}
     if delta is not None or finish is not None:
         chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
@@ -44,8 +48,12 @@ def event(delta: dict[str, Any] | None = None, *, finish: str | None = None,
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-def stream_of(*texts: str, finish: str | None = "stop", usage: tuple[int, int] | None = (10, 5),
-              done: bool = True) -> list[bytes]:
+def stream_of(
+    *texts: str,
+    finish: str | None = "stop",
+    usage: tuple[int, int] | None = (10, 5),
+    done: bool = True,
+) -> list[bytes]:
     parts = [event({"role": "assistant", "content": ""})]
     parts += [event({"content": t}) for t in texts]
     if finish is not None:
@@ -58,8 +66,6 @@ def stream_of(*texts: str, finish: str | None = "stop", usage: tuple[int, int] |
 
 
 GOOD = stream_of('{"name": "Rex", ', '"kind": "dog", ', '"age": 3}')
-
-
 
 
 def sse(body: Body) -> httpx.Response:
@@ -101,8 +107,12 @@ async def test_violation_aborts_the_response_and_retries_at_once_with_feedback(
     route = router.post("/chat/completions").mock(side_effect=[sse(bad), sse(good)])
     sleeps = Sleeps()
     seen: list[FieldEvent] = []
-    async with client.stream(messages=MESSAGES, schema=Pet, on_field={"/name": seen.append},
-                             retry=Retry(max_attempts=3, sleep=sleeps)) as s:
+    async with client.stream(
+        messages=MESSAGES,
+        schema=Pet,
+        on_field={"/name": seen.append},
+        retry=Retry(max_attempts=3, sleep=sleeps),
+    ) as s:
         pet = await s.result()
     assert pet == Pet(name="Rex", kind="dog", age=3)
     # Aborted: closed, and nothing read after the event that broke the schema.
@@ -124,13 +134,16 @@ async def test_violation_aborts_the_response_and_retries_at_once_with_feedback(
 
 
 async def test_retry_after_is_honoured_for_429(router: respx.MockRouter, client: Client) -> None:
-    route = router.post("/chat/completions").mock(side_effect=[
-        httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow"}}),
-        sse(Body(list(GOOD))),
-    ])
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow"}}),
+            sse(Body(list(GOOD))),
+        ]
+    )
     sleeps = Sleeps()
-    async with client.stream(messages=MESSAGES, schema=Pet,
-                             retry=Retry(max_attempts=2, sleep=sleeps)) as s:
+    async with client.stream(
+        messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2, sleep=sleeps)
+    ) as s:
         assert (await s.result()).name == "Rex"
     assert sleeps.delays == [7.0]
     assert route.call_count == 2
@@ -142,11 +155,13 @@ async def test_retry_after_is_honoured_for_429(router: respx.MockRouter, client:
 
 
 async def test_500_is_retried_with_backoff(router: respx.MockRouter, client: Client) -> None:
-    route = router.post("/chat/completions").mock(side_effect=[
-        httpx.Response(500, text="internal error"),
-        httpx.Response(503, text="unavailable"),
-        sse(Body(list(GOOD))),
-    ])
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            httpx.Response(500, text="internal error"),
+            httpx.Response(503, text="unavailable"),
+            sse(Body(list(GOOD))),
+        ]
+    )
     sleeps = Sleeps()
     retry = Retry(max_attempts=3, backoff=0.5, multiplier=2.0, jitter=0.0, sleep=sleeps)
     async with client.stream(messages=MESSAGES, schema=Pet, retry=retry) as s:
@@ -157,13 +172,16 @@ async def test_500_is_retried_with_backoff(router: respx.MockRouter, client: Cli
 
 
 async def test_400_is_not_retried(router: respx.MockRouter, client: Client) -> None:
-    route = router.post("/chat/completions").mock(side_effect=[
-        httpx.Response(400, json={"error": {"message": "bad schema"}}),
-        sse(Body(list(GOOD))),
-    ])
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            httpx.Response(400, json={"error": {"message": "bad schema"}}),
+            sse(Body(list(GOOD))),
+        ]
+    )
     with pytest.raises(TransportError, match="bad schema") as info:
-        async with client.stream(messages=MESSAGES, schema=Pet,
-                                 retry=Retry(max_attempts=3, sleep=Sleeps())) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=3, sleep=Sleeps())
+        ) as s:
             await s.result()
     assert info.value.status == 400
     assert route.call_count == 1
@@ -171,10 +189,12 @@ async def test_400_is_not_retried(router: respx.MockRouter, client: Client) -> N
 
 async def test_every_attempt_failing(router: respx.MockRouter, client: Client) -> None:
     router.post("/chat/completions").mock(
-        side_effect=lambda _: httpx.Response(502, text="bad gateway"))
+        side_effect=lambda _: httpx.Response(502, text="bad gateway")
+    )
     with pytest.raises(RetriesExhausted) as info:
-        async with client.stream(messages=MESSAGES, schema=Pet,
-                                 retry=Retry(max_attempts=3, sleep=Sleeps())) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=3, sleep=Sleeps())
+        ) as s:
             await s.result()
     assert [getattr(e, "status", None) for e in info.value.errors] == [502, 502, 502]
 
@@ -182,12 +202,18 @@ async def test_every_attempt_failing(router: respx.MockRouter, client: Client) -
 async def test_connection_drop_mid_stream_is_retried_and_fields_fire_once(
     router: respx.MockRouter, client: Client
 ) -> None:
-    dropped = Body(stream_of('{"name": "Rex", ', '"kind": "do', done=False, finish=None,
-                             usage=None), error=httpx.RemoteProtocolError("peer closed"))
+    dropped = Body(
+        stream_of('{"name": "Rex", ', '"kind": "do', done=False, finish=None, usage=None),
+        error=httpx.RemoteProtocolError("peer closed"),
+    )
     router.post("/chat/completions").mock(side_effect=[sse(dropped), sse(Body(list(GOOD)))])
     names: list[str] = []
-    async with client.stream(messages=MESSAGES, schema=Pet, on_field={"/name": names.append},
-                             retry=Retry(max_attempts=2, sleep=Sleeps(), jitter=0.0)) as s:
+    async with client.stream(
+        messages=MESSAGES,
+        schema=Pet,
+        on_field={"/name": names.append},
+        retry=Retry(max_attempts=2, sleep=Sleeps(), jitter=0.0),
+    ) as s:
         events = [ev async for ev in s if isinstance(ev, FieldEvent)]
         await s.result()
     assert isinstance(s.attempts[0].error, TransportError)
@@ -199,11 +225,11 @@ async def test_connection_drop_mid_stream_is_retried_and_fields_fire_once(
 async def test_stream_cut_without_done_or_finish_reason_is_truncation(
     router: respx.MockRouter, client: Client
 ) -> None:
-    cut = Body(stream_of('{"name": "Rex", ', '"kind": "dog"', finish=None, usage=None,
-                         done=False))
+    cut = Body(stream_of('{"name": "Rex", ', '"kind": "dog"', finish=None, usage=None, done=False))
     router.post("/chat/completions").mock(side_effect=[sse(cut), sse(Body(list(GOOD)))])
-    async with client.stream(messages=MESSAGES, schema=Pet,
-                             retry=Retry(max_attempts=2, sleep=Sleeps())) as s:
+    async with client.stream(
+        messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2, sleep=Sleeps())
+    ) as s:
         await s.result()
     error = s.attempts[0].error
     assert isinstance(error, TruncatedError)
@@ -214,9 +240,15 @@ async def test_stream_cut_without_done_or_finish_reason_is_truncation(
 async def test_a_complete_document_without_done_is_accepted(
     router: respx.MockRouter, client: Client
 ) -> None:
-    router.post("/chat/completions").mock(return_value=sse(Body(
-        stream_of('{"name": "Rex", "kind": "dog", "age": 3}', finish=None, usage=None,
-                  done=False))))
+    router.post("/chat/completions").mock(
+        return_value=sse(
+            Body(
+                stream_of(
+                    '{"name": "Rex", "kind": "dog", "age": 3}', finish=None, usage=None, done=False
+                )
+            )
+        )
+    )
     async with client.stream(messages=MESSAGES, schema=Pet) as s:
         assert (await s.result()).age == 3
 
@@ -224,8 +256,9 @@ async def test_a_complete_document_without_done_is_accepted(
 async def test_usage_is_summed_over_attempts(router: respx.MockRouter, client: Client) -> None:
     truncated = Body(stream_of('{"name": "Re', finish="length", usage=(10, 4)))
     router.post("/chat/completions").mock(side_effect=[sse(truncated), sse(Body(list(GOOD)))])
-    async with client.stream(messages=MESSAGES, schema=Pet, max_tokens=4,
-                             retry=Retry(max_attempts=2, sleep=Sleeps())) as s:
+    async with client.stream(
+        messages=MESSAGES, schema=Pet, max_tokens=4, retry=Retry(max_attempts=2, sleep=Sleeps())
+    ) as s:
         await s.result()
     assert [a.usage for a in s.attempts] == [Usage(10, 4), Usage(10, 5)]
     assert s.usage == Usage(20, 9)
@@ -236,8 +269,9 @@ async def test_usage_is_summed_over_attempts(router: respx.MockRouter, client: C
 async def test_leaving_the_block_early_closes_the_response(
     router: respx.MockRouter, client: Client
 ) -> None:
-    body = Body(stream_of('{"name": "Rex", ', *(['"kind": "dog", '] * 1), *([" "] * 100),
-                          '"age": 3}'))
+    body = Body(
+        stream_of('{"name": "Rex", ', *(['"kind": "dog", '] * 1), *([" "] * 100), '"age": 3}')
+    )
     router.post("/chat/completions").mock(return_value=sse(body))
     async with client.stream(messages=MESSAGES, schema=Pet) as s:
         async for ev in s:
@@ -249,9 +283,16 @@ async def test_leaving_the_block_early_closes_the_response(
 
 async def test_extra_parameters_reach_the_body(router: respx.MockRouter, client: Client) -> None:
     route = router.post("/chat/completions").mock(return_value=sse(Body(list(GOOD))))
-    async with client.stream(messages=MESSAGES, schema=Pet, max_tokens=64, temperature=0.0,
-                             seed=1, stop=["\n\n"], logprobs=True,
-                             structured_outputs={"regex": ".*"}) as s:
+    async with client.stream(
+        messages=MESSAGES,
+        schema=Pet,
+        max_tokens=64,
+        temperature=0.0,
+        seed=1,
+        stop=["\n\n"],
+        logprobs=True,
+        structured_outputs={"regex": ".*"},
+    ) as s:
         await s.result()
     body = sent(route, 0)
     assert (body["max_tokens"], body["temperature"], body["seed"]) == (64, 0.0, 1)
@@ -266,8 +307,9 @@ async def test_a_looser_response_format_can_be_sent_in_extra(
 ) -> None:
     # The server is given its own schema; the client still checks Pet.
     loose = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
-    route = router.post("/chat/completions").mock(return_value=sse(Body(
-        stream_of('{"name": "Rex", "kind": "cow"}'))))
+    route = router.post("/chat/completions").mock(
+        return_value=sse(Body(stream_of('{"name": "Rex", "kind": "cow"}')))
+    )
     with pytest.raises(SchemaViolation):
         async with client.stream(messages=MESSAGES, schema=Pet, response_format=loose) as s:
             await s.result()
@@ -309,8 +351,15 @@ async def test_from_backend_builds_one_request_per_attempt() -> None:
         [Delta(text='{"name": "Rex", "kind": "dog", "age": 3}'), Delta(finish_reason="stop")],
     )
     async with Client.from_backend(backend) as client:
-        async with client.stream(messages=MESSAGES, schema=Pet, max_tokens=9, mode="tool",
-                                 schema_name="pet", seed=7, retry=Retry(max_attempts=2)) as s:
+        async with client.stream(
+            messages=MESSAGES,
+            schema=Pet,
+            max_tokens=9,
+            mode="tool",
+            schema_name="pet",
+            seed=7,
+            retry=Retry(max_attempts=2),
+        ) as s:
             await s.result()
     assert backend.closed
     first, second = backend.requests
@@ -346,12 +395,13 @@ def test_local_constructs_the_local_backend_lazily(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "sdk._local", fake)
     client = Client.local("some/model", "cpu", jump_forward=False, threads=1)
     assert isinstance(client.backend, LocalBackend)
-    assert made == [{"model": "some/model", "device": "cpu", "jump_forward": False,
-                     "threads": 1}]
+    assert made == [{"model": "some/model", "device": "cpu", "jump_forward": False, "threads": 1}]
 
 
 def test_importing_the_client_does_not_import_the_local_engine() -> None:
-    code = ("import sys, sdk._client; "
-            "assert 'sdk._local' not in sys.modules and 'torch' not in sys.modules; "
-            "assert 'openai' not in sys.modules")
+    code = (
+        "import sys, sdk._client; "
+        "assert 'sdk._local' not in sys.modules and 'torch' not in sys.modules; "
+        "assert 'openai' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -70,8 +70,9 @@ class Recorder:
 
 
 def sse(parts: list[bytes]) -> Callable[[], httpx2.Response]:
-    return lambda: httpx2.Response(200, headers={"content-type": "text/event-stream"},
-                                   stream=Body(parts))
+    return lambda: httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=Body(parts)
+    )
 
 
 def corpus(name: str) -> Callable[[], httpx2.Response]:
@@ -80,8 +81,9 @@ def corpus(name: str) -> Callable[[], httpx2.Response]:
 
 def openai_client(handler: Recorder, **kw: Any) -> openai.AsyncOpenAI:
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
-    return openai.AsyncOpenAI(api_key="sk-user", base_url="http://oai.test/v1",
-                              http_client=http, **kw)
+    return openai.AsyncOpenAI(
+        api_key="sk-user", base_url="http://oai.test/v1", http_client=http, **kw
+    )
 
 
 async def test_structured_output_through_the_users_client() -> None:
@@ -112,8 +114,13 @@ async def test_same_wire_body_as_the_httpx_backend() -> None:
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
     async with client.stream(messages=MESSAGES, schema=Location, seed=3, stop=["x"]) as s:
         await s.result()
-    request = GenerationRequest(messages=tuple(MESSAGES), schema=s.json_schema,
-                                schema_name="Location", seed=3, extra={"stop": ["x"]})
+    request = GenerationRequest(
+        messages=tuple(MESSAGES),
+        schema=s.json_schema,
+        schema_name="Location",
+        seed=3,
+        extra={"stop": ["x"]},
+    )
     assert handler.body(0) == chat_body(request, model="gpt-4o")
 
 
@@ -137,16 +144,18 @@ async def test_parallel_tool_calls() -> None:
 
     handler = Recorder(corpus("test_parse_multiple_pydantic_tools"))
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
-    async with client.stream(messages=MESSAGES, schema=GetWeatherArgs | GetStockPrice,
-                             mode="tool") as s:
+    async with client.stream(
+        messages=MESSAGES, schema=GetWeatherArgs | GetStockPrice, mode="tool"
+    ) as s:
         results = await s.results()
     assert [type(r).__name__ for r in results] == ["GetWeatherArgs", "GetStockPrice"]
 
 
 async def test_429_with_retry_after_then_success_and_no_sdk_retries() -> None:
     handler = Recorder(
-        lambda: httpx2.Response(429, headers={"retry-after": "3"},
-                                json={"error": {"message": "rate limited"}}),
+        lambda: httpx2.Response(
+            429, headers={"retry-after": "3"}, json={"error": {"message": "rate limited"}}
+        ),
         corpus("test_parse_pydantic_model"),
     )
     delays: list[float] = []
@@ -156,8 +165,9 @@ async def test_429_with_retry_after_then_success_and_no_sdk_retries() -> None:
 
     # max_retries=5 on the user's client: fieldstream turns the SDK's own retries off.
     client = Client.from_openai(openai_client(handler, max_retries=5), model="gpt-4o")
-    async with client.stream(messages=MESSAGES, schema=Location,
-                             retry=Retry(max_attempts=2, sleep=sleep)) as s:
+    async with client.stream(
+        messages=MESSAGES, schema=Location, retry=Retry(max_attempts=2, sleep=sleep)
+    ) as s:
         await s.result()
     assert delays == [3.0]
     assert len(handler.requests) == 2
@@ -173,8 +183,9 @@ async def test_400_is_not_retried() -> None:
     )
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
     with pytest.raises(TransportError) as info:
-        async with client.stream(messages=MESSAGES, schema=Location,
-                                 retry=Retry(max_attempts=3)) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Location, retry=Retry(max_attempts=3)
+        ) as s:
             await s.result()
     assert (info.value.status, info.value.retryable) == (400, False)
     assert info.value.body is not None and "bad schema" in info.value.body
@@ -208,10 +219,12 @@ async def test_a_violation_closes_the_sdk_stream_at_once() -> None:
         payload = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
         return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
-    body = Body([chunk('{"city": "SF", '), chunk('"temperature": "hot'),
-                 *[chunk(" ") for _ in range(100)]])
-    handler = Recorder(lambda: httpx2.Response(
-        200, headers={"content-type": "text/event-stream"}, stream=body))
+    body = Body(
+        [chunk('{"city": "SF", '), chunk('"temperature": "hot'), *[chunk(" ") for _ in range(100)]]
+    )
+    handler = Recorder(
+        lambda: httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
     with pytest.raises(SchemaViolation):
         async with client.stream(messages=MESSAGES, schema=Location) as s:

@@ -12,10 +12,14 @@ from sdk._errors import BackendError, TransportError
 from sdk._openai_chunks import ChunkDecoder, error_from_payload
 
 
-def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None,
-          index: int = 0, **extra: Any) -> str:
-    choices = [] if delta is None and finish is None else [
-        {"index": index, "delta": delta or {}, "finish_reason": finish}]
+def chunk(
+    delta: dict[str, Any] | None = None, *, finish: str | None = None, index: int = 0, **extra: Any
+) -> str:
+    choices = (
+        []
+        if delta is None and finish is None
+        else [{"index": index, "delta": delta or {}, "finish_reason": finish}]
+    )
     return json.dumps({"object": "chat.completion.chunk", "choices": choices, **extra})
 
 
@@ -38,7 +42,8 @@ def test_content_then_finish_and_usage_as_one_last_delta() -> None:
     assert out == [Delta(text='{"a"'), Delta(text=": 1}")]
     usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
     assert feed(d, chunk(usage=usage)) == [
-        Delta(finish_reason="stop", usage=Usage(prompt_tokens=5, completion_tokens=3))]
+        Delta(finish_reason="stop", usage=Usage(prompt_tokens=5, completion_tokens=3))
+    ]
     assert feed(d, "[DONE]") == []
     assert d.done
 
@@ -66,15 +71,21 @@ def test_nothing_pending_at_end() -> None:
 
 def test_usage_on_the_finish_chunk_itself() -> None:
     d = ChunkDecoder()
-    out = feed(d, chunk({"content": "x"}, finish="stop", usage={"prompt_tokens": 1,
-                                                               "completion_tokens": 1}))
+    out = feed(
+        d,
+        chunk({"content": "x"}, finish="stop", usage={"prompt_tokens": 1, "completion_tokens": 1}),
+    )
     assert out == [Delta(text="x"), Delta(finish_reason="stop", usage=Usage(1, 1))]
 
 
 def test_refusal_deltas() -> None:
     d = ChunkDecoder()
-    out = feed(d, chunk({"role": "assistant", "content": None, "refusal": ""}),
-               chunk({"refusal": "I can't"}), chunk({"refusal": " do that"}))
+    out = feed(
+        d,
+        chunk({"role": "assistant", "content": None, "refusal": ""}),
+        chunk({"refusal": "I can't"}),
+        chunk({"refusal": " do that"}),
+    )
     assert out == [Delta(refusal="I can't"), Delta(refusal=" do that")]
 
 
@@ -82,14 +93,41 @@ def test_tool_call_arguments_by_index_with_the_name_first() -> None:
     d = ChunkDecoder(tools=True)
     out = feed(
         d,
-        chunk({"role": "assistant", "content": None, "tool_calls": [
-            {"index": 0, "id": "c0", "type": "function",
-             "function": {"name": "f", "arguments": ""}}]}),
+        chunk(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c0",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": ""},
+                    }
+                ],
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a":'}}]}),
-        chunk({"tool_calls": [{"index": 1, "id": "c1", "type": "function",
-                               "function": {"name": "g", "arguments": "{"}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}},
-                              {"index": 1, "function": {"arguments": "}"}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "g", "arguments": "{"},
+                    }
+                ]
+            }
+        ),
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "function": {"arguments": "1}"}},
+                    {"index": 1, "function": {"arguments": "}"}},
+                ]
+            }
+        ),
     )
     assert out == [
         Delta(text="", tool_call=0, tool_name="f"),
@@ -114,9 +152,18 @@ def test_whitespace_content_is_dropped_in_tool_mode_only() -> None:
 
 def test_logprobs_and_unknown_fields_are_ignored() -> None:
     d = ChunkDecoder()
-    data = json.dumps({"choices": [{"index": 0, "delta": {"content": "x", "reasoning": "?"},
-                                    "logprobs": {"content": [{"token": "x"}]}}],
-                       "timings": {"predicted_n": 1}})
+    data = json.dumps(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": "x", "reasoning": "?"},
+                    "logprobs": {"content": [{"token": "x"}]},
+                }
+            ],
+            "timings": {"predicted_n": 1},
+        }
+    )
     assert feed(d, data) == [Delta(text="x")]
 
 
@@ -159,8 +206,9 @@ def test_error_event_with_plain_text() -> None:
 
 
 def test_error_object_inside_a_chunk() -> None:
-    data = json.dumps({"error": {"message": "bad grammar", "type": "invalid_request_error",
-                                 "code": 400}})
+    data = json.dumps(
+        {"error": {"message": "bad grammar", "type": "invalid_request_error", "code": 400}}
+    )
     with pytest.raises(TransportError, match="bad grammar") as info:
         ChunkDecoder().feed_event("", data)
     assert info.value.status == 400

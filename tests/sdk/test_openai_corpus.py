@@ -81,14 +81,17 @@ class Served:
 
     def __init__(self, router: respx.MockRouter, name: str, split: int | None) -> None:
         raw = body(name)
-        self.parts = [raw] if split is None else [
-            raw[i:i + split] for i in range(0, len(raw), split)]
+        self.parts = (
+            [raw] if split is None else [raw[i : i + split] for i in range(0, len(raw), split)]
+        )
         self.route = router.post("/chat/completions").mock(side_effect=self._respond)
 
     def _respond(self, request: httpx.Request) -> httpx.Response:
         return httpx.Response(
-            200, headers={"content-type": "text/event-stream"},
-            stream=httpx.ByteStream(b"") if not self.parts else _Parts(self.parts))
+            200,
+            headers={"content-type": "text/event-stream"},
+            stream=httpx.ByteStream(b"") if not self.parts else _Parts(self.parts),
+        )
 
     def sent(self, i: int = -1) -> dict[str, Any]:
         result: dict[str, Any] = json.loads(self.route.calls[i].request.content)
@@ -121,8 +124,9 @@ def client() -> Client:
     return Client(base_url=BASE, api_key="sk-test", model="gpt-4o-2024-08-06")
 
 
-async def test_structured_output(router: respx.MockRouter, client: Client,
-                                 split: int | None) -> None:
+async def test_structured_output(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     served = Served(router, "test_parse_pydantic_model", split)
     async with client.stream(messages=MESSAGES, schema=Location) as s:
         events = [ev async for ev in s]
@@ -143,13 +147,15 @@ async def test_structured_output(router: respx.MockRouter, client: Client,
     assert fmt["json_schema"]["schema"]["required"] == ["city", "temperature", "units"]
 
 
-async def test_several_choices_are_refused(router: respx.MockRouter, client: Client,
-                                           split: int | None) -> None:
+async def test_several_choices_are_refused(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     # The server sends three choices although one was asked for: a clear error, not retried.
     served = Served(router, "test_parse_pydantic_model_multiple_choices", split)
     with pytest.raises(BackendError, match="choice 1"):
-        async with client.stream(messages=MESSAGES, schema=Location,
-                                 retry=Retry(max_attempts=3)) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Location, retry=Retry(max_attempts=3)
+        ) as s:
             await s.result()
     assert served.route.call_count == 1
 
@@ -163,8 +169,9 @@ async def test_asking_for_three_choices_is_refused_before_any_request(
     assert not served.route.called
 
 
-async def test_length_after_the_first_token(router: respx.MockRouter, client: Client,
-                                            split: int | None) -> None:
+async def test_length_after_the_first_token(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     Served(router, "test_parse_max_tokens_reached", split)
     with pytest.raises(TruncatedError) as info:
         async with client.stream(messages=MESSAGES, schema=Location, max_tokens=1) as s:
@@ -182,20 +189,23 @@ async def test_length_after_the_first_token(router: respx.MockRouter, client: Cl
         ("test_refusal_logprobs_events", "I'm very sorry, but I can't assist with that."),
     ],
 )
-async def test_refusal(router: respx.MockRouter, client: Client, split: int | None,
-                       name: str, refusal: str) -> None:
+async def test_refusal(
+    router: respx.MockRouter, client: Client, split: int | None, name: str, refusal: str
+) -> None:
     served = Served(router, name, split)
     with pytest.raises(RefusedError) as info:
-        async with client.stream(messages=MESSAGES, schema=Location,
-                                 retry=Retry(max_attempts=2)) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Location, retry=Retry(max_attempts=2)
+        ) as s:
             await s.result()
     assert info.value.refusal == refusal
     assert served.route.call_count == 1  # a refusal is not retried
 
 
 @pytest.mark.parametrize("name", ["test_content_logprobs_events", "test_parse_nothing"])
-async def test_prose_is_not_json(router: respx.MockRouter, client: Client, split: int | None,
-                                 name: str) -> None:
+async def test_prose_is_not_json(
+    router: respx.MockRouter, client: Client, split: int | None, name: str
+) -> None:
     # "Foo!" (with logprobs on every chunk) and a paragraph of prose: no JSON document.
     Served(router, name, split)
     with pytest.raises(OutputSyntaxError):
@@ -203,23 +213,27 @@ async def test_prose_is_not_json(router: respx.MockRouter, client: Client, split
             await s.result()
 
 
-async def test_json_object_mode(router: respx.MockRouter, client: Client,
-                                split: int | None) -> None:
+async def test_json_object_mode(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     served = Served(router, "test_non_pydantic_response_format", split)
     expected = {
         "location": "San Francisco, CA",
-        "weather": {"temperature": "18°C", "condition": "Partly Cloudy", "humidity": "72%",
-                    "windSpeed": "15 km/h", "windDirection": "NW"},
+        "weather": {
+            "temperature": "18°C",
+            "condition": "Partly Cloudy",
+            "humidity": "72%",
+            "windSpeed": "15 km/h",
+            "windDirection": "NW",
+        },
     }
-    async with client.stream(messages=MESSAGES, schema={"type": "object"},
-                             mode="json_object") as s:
+    async with client.stream(messages=MESSAGES, schema={"type": "object"}, mode="json_object") as s:
         paths = [ev.path async for ev in s if isinstance(ev, FieldEvent)]
         result = await s.result()
     assert {k: result[k] for k in expected} == expected
     assert [day["day"] for day in result["forecast"]] == ["Monday", "Tuesday", "Wednesday"]
     assert ("forecast", 2, "condition") in paths
-    assert served.sent()["response_format"] == {"type": "json_object",
-                                                "schema": {"type": "object"}}
+    assert served.sent()["response_format"] == {"type": "json_object", "schema": {"type": "object"}}
     assert s.usage == Usage(prompt_tokens=19, completion_tokens=177)
 
 
@@ -246,11 +260,13 @@ STRICT_WEATHER = {
 }
 
 
-async def test_strict_tool_call(router: respx.MockRouter, client: Client,
-                                split: int | None) -> None:
+async def test_strict_tool_call(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     served = Served(router, "test_parse_strict_tools", split)
-    async with client.stream(messages=MESSAGES, schema=STRICT_WEATHER, mode="tool",
-                             schema_name="get_weather") as s:
+    async with client.stream(
+        messages=MESSAGES, schema=STRICT_WEATHER, mode="tool", schema_name="get_weather"
+    ) as s:
         assert await s.result() == {"city": "San Francisco", "state": "CA"}
     assert served.sent()["tools"][0]["function"]["parameters"] == STRICT_WEATHER
 
@@ -259,8 +275,9 @@ async def test_non_strict_tool_call(router: respx.MockRouter, split: int | None)
     served = Served(router, "test_allows_non_strict_tools_but_no_parsing", split)
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
     client = Client(base_url=BASE, model="gpt-4o", strict=False)
-    async with client.stream(messages=MESSAGES, schema=schema, mode="tool",
-                             schema_name="get_weather") as s:
+    async with client.stream(
+        messages=MESSAGES, schema=schema, mode="tool", schema_name="get_weather"
+    ) as s:
         assert await s.result() == {"city": "New York City"}
     function = served.sent()["tools"][0]["function"]
     assert function["strict"] is False
@@ -268,11 +285,13 @@ async def test_non_strict_tool_call(router: respx.MockRouter, split: int | None)
     assert s.usage == Usage(prompt_tokens=44, completion_tokens=16)
 
 
-async def test_parallel_tool_calls(router: respx.MockRouter, client: Client,
-                                   split: int | None) -> None:
+async def test_parallel_tool_calls(
+    router: respx.MockRouter, client: Client, split: int | None
+) -> None:
     Served(router, "test_parse_multiple_pydantic_tools", split)
-    async with client.stream(messages=MESSAGES, schema=GetWeatherArgs | GetStockPrice,
-                             mode="tool") as s:
+    async with client.stream(
+        messages=MESSAGES, schema=GetWeatherArgs | GetStockPrice, mode="tool"
+    ) as s:
         fields = [ev async for ev in s if isinstance(ev, FieldEvent)]
         results = await s.results()
     assert results == [

@@ -43,7 +43,11 @@ def test_json_schema_body() -> None:
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (
-        50, 0.0, 0.9, 7)
+        50,
+        0.0,
+        0.9,
+        7,
+    )
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["name"] == "Person"
@@ -66,8 +70,12 @@ def test_strict_schema_closes_objects_and_requires_every_property() -> None:
     assert address["additionalProperties"] is False
     assert address["required"] == ["city", "zip"]
     tag = strict["$defs"]["Tag"]
-    assert tag == {"type": "object", "properties": {"label": {"enum": ["a", "b"]}},
-                   "additionalProperties": False, "required": ["label"]}
+    assert tag == {
+        "type": "object",
+        "properties": {"label": {"enum": ["a", "b"]}},
+        "additionalProperties": False,
+        "required": ["label"],
+    }
 
 
 def test_strict_schema_does_not_modify_its_input() -> None:
@@ -106,7 +114,10 @@ def test_schemas_that_cannot_be_strict_are_sent_unchanged_and_not_strict(
     assert out == schema
     body = chat_body(request(schema=schema), model="m")
     assert body["response_format"]["json_schema"] == {
-        "name": "Person", "schema": schema, "strict": False}
+        "name": "Person",
+        "schema": schema,
+        "strict": False,
+    }
 
 
 def test_strict_false_sends_the_schema_as_is() -> None:
@@ -119,8 +130,11 @@ def test_strict_schema_walks_anyof_items_and_prefix_items() -> None:
     schema = {
         "anyOf": [
             {"type": "object", "properties": {"a": {"type": "integer"}}},
-            {"type": "array", "prefixItems": [{"type": "object", "properties": {"b": {}}}],
-             "items": {"type": "object", "properties": {"c": {}}}},
+            {
+                "type": "array",
+                "prefixItems": [{"type": "object", "properties": {"b": {}}}],
+                "items": {"type": "object", "properties": {"c": {}}},
+            },
         ]
     }
     out, ok = strict_schema(schema)
@@ -159,8 +173,14 @@ def test_mode_none_with_vllm_structured_outputs_as_extra() -> None:
 def test_extra_is_passed_through_and_replaces_built_keys() -> None:
     mine = {"type": "json_object"}
     body = chat_body(
-        request(extra={"stop": ["\n\n"], "logprobs": True, "response_format": mine,
-                       "stream_options": {"include_usage": False}}),
+        request(
+            extra={
+                "stop": ["\n\n"],
+                "logprobs": True,
+                "response_format": mine,
+                "stream_options": {"include_usage": False},
+            }
+        ),
         model="m",
     )
     assert body["stop"] == ["\n\n"]

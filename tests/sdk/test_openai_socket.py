@@ -54,8 +54,14 @@ async def read_request(stream: SocketStream) -> None:
     while b"\r\n\r\n" not in data:
         data += await stream.receive()
     head, _, rest = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
     while len(rest) < length:
         rest += await stream.receive()
 
@@ -64,8 +70,7 @@ async def send_chunk(stream: SocketStream, payload: bytes) -> None:
     await stream.send(b"%x\r\n%s\r\n" % (len(payload), payload))
 
 
-HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        b"transfer-encoding: chunked\r\n\r\n")
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
 
 @dataclass
@@ -93,8 +98,12 @@ async def server(*scripts: Script) -> AsyncIterator[Server]:
                     srv.requests += 1
                     await stream.send(HEAD)
                     await script(stream, conn)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream,
-                    ConnectionError):
+            except (
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                anyio.EndOfStream,
+                ConnectionError,
+            ):
                 conn.closed_by_client.set()
             finally:
                 conn.done.set()
@@ -163,8 +172,9 @@ async def test_a_violation_closes_the_connection_and_the_server_stops() -> None:
     bad = endless([event('{"name": "Rex", '), event('"kind": "cow')])
     async with server(bad, complete(GOOD)) as srv:
         async with Client(base_url=srv.url) as client:
-            async with client.stream(messages=MESSAGES, schema=Pet,
-                                     retry=Retry(max_attempts=2)) as s:
+            async with client.stream(
+                messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2)
+            ) as s:
                 assert await s.result() == Pet(name="Rex", kind="dog")
         with anyio.fail_after(10):  # a guard against hanging, not a timing assertion
             await srv.conns[0].closed_by_client.wait()
@@ -212,8 +222,9 @@ async def test_breaking_out_of_the_loop_closes_the_connection() -> None:
 async def test_a_stalled_server_hits_the_read_timeout_and_is_retried() -> None:
     async with server(stall([event('{"name": ')]), complete(GOOD)) as srv:
         async with Client(base_url=srv.url, timeout=httpx.Timeout(5.0, read=0.2)) as client:
-            async with client.stream(messages=MESSAGES, schema=Pet,
-                                     retry=Retry(max_attempts=2, backoff=0.0)) as s:
+            async with client.stream(
+                messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2, backoff=0.0)
+            ) as s:
                 assert (await s.result()).kind == "dog"
     error = s.attempts[0].error
     assert isinstance(error, TransportError)
@@ -233,8 +244,9 @@ async def test_a_stalled_server_without_retry_raises_the_timeout() -> None:
 async def test_an_abrupt_disconnect_mid_stream_is_a_retryable_transport_error() -> None:
     async with server(cut([event('{"name": "Rex", ')]), complete(GOOD)) as srv:
         async with Client(base_url=srv.url) as client:
-            async with client.stream(messages=MESSAGES, schema=Pet,
-                                     retry=Retry(max_attempts=2, backoff=0.0)) as s:
+            async with client.stream(
+                messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2, backoff=0.0)
+            ) as s:
                 await s.result()
     error = s.attempts[0].error
     assert isinstance(error, TransportError)

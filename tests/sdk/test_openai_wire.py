@@ -24,10 +24,12 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required"
 SSE = {"content-type": "text/event-stream"}
 
 
-
-
-def data(delta: dict[str, Any] | None = None, *, finish: str | None = None,
-         usage: dict[str, int] | None = None) -> bytes:
+def data(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> bytes:
     chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": []}
     if delta is not None or finish is not None:
         chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
@@ -44,8 +46,11 @@ DOC_EVENTS = [
     data(usage={"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}),
     b"data: [DONE]\n\n",
 ]
-DOC_DELTAS = [Delta(text='{"a"'), Delta(text=": 1}"),
-              Delta(finish_reason="stop", usage=Usage(4, 2))]
+DOC_DELTAS = [
+    Delta(text='{"a"'),
+    Delta(text=": 1}"),
+    Delta(finish_reason="stop", usage=Usage(4, 2)),
+]
 
 
 def request(**kw: Any) -> GenerationRequest:
@@ -64,9 +69,11 @@ async def collect(backend: OpenAIBackend, req: GenerationRequest | None = None) 
 
 async def test_request_body_and_headers(mock: respx.MockRouter) -> None:
     route = mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
-    backend = OpenAIBackend(base_url=BASE + "/", api_key="sk-test", model="m",
-                            headers={"X-Trace": "1"})
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))
+    )
+    backend = OpenAIBackend(
+        base_url=BASE + "/", api_key="sk-test", model="m", headers={"X-Trace": "1"}
+    )
     assert await collect(backend, request(max_tokens=9)) == DOC_DELTAS
     await backend.aclose()
     sent = route.calls.last.request
@@ -86,7 +93,8 @@ async def test_api_key_from_environment_or_none(
     mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     route = mock.post("/chat/completions").mock(
-        side_effect=lambda _: httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
+        side_effect=lambda _: httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))
+    )
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     await collect(OpenAIBackend(base_url=BASE))
     assert route.calls.last.request.headers["authorization"] == "Bearer sk-env"
@@ -97,7 +105,8 @@ async def test_api_key_from_environment_or_none(
 
 async def test_user_http_client_with_its_base_url_is_not_closed(mock: respx.MockRouter) -> None:
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS)))
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))
+    )
     async with httpx.AsyncClient(base_url=BASE + "/") as http:
         backend = OpenAIBackend(http_client=http)
         assert await collect(backend) == DOC_DELTAS
@@ -114,7 +123,9 @@ def test_base_url_is_required() -> None:
     "body",
     [
         # comment lines (keep-alives) anywhere
-        b": ping\n\n" + b"".join(DOC_EVENTS[:2]) + b": ping\n: another\n\n"
+        b": ping\n\n"
+        + b"".join(DOC_EVENTS[:2])
+        + b": ping\n: another\n\n"
         + b"".join(DOC_EVENTS[2:]),
         # CRLF and lone CR line endings
         b"".join(DOC_EVENTS).replace(b"\n", b"\r\n"),
@@ -128,9 +139,10 @@ def test_base_url_is_required() -> None:
 )
 @pytest.mark.parametrize("split", [None, 1, 7])
 async def test_event_stream_format(mock: respx.MockRouter, body: bytes, split: int | None) -> None:
-    parts = [body] if split is None else [body[i:i + split] for i in range(0, len(body), split)]
+    parts = [body] if split is None else [body[i : i + split] for i in range(0, len(body), split)]
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, stream=Body(parts)))
+        return_value=httpx.Response(200, headers=SSE, stream=Body(parts))
+    )
     assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
 
 
@@ -139,10 +151,13 @@ async def test_multi_line_data_is_joined_with_newlines(mock: respx.MockRouter) -
     chunk = {"choices": [{"index": 0, "delta": {"content": "{}"}, "finish_reason": "stop"}]}
     text = json.dumps(chunk, indent=1).split("\n")
     event = "".join(f"data: {line}\n" for line in text).encode() + b"\n"
-    mock.post("/chat/completions").mock(return_value=httpx.Response(
-        200, headers=SSE, content=event + b"data: [DONE]\n\n"))
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=SSE, content=event + b"data: [DONE]\n\n")
+    )
     assert await collect(OpenAIBackend(base_url=BASE)) == [
-        Delta(text="{}"), Delta(finish_reason="stop")]
+        Delta(text="{}"),
+        Delta(finish_reason="stop"),
+    ]
 
 
 async def test_events_after_done_are_ignored(mock: respx.MockRouter) -> None:
@@ -156,7 +171,8 @@ async def test_events_after_done_are_ignored(mock: respx.MockRouter) -> None:
 async def test_end_without_done_and_without_finish_reason(mock: respx.MockRouter) -> None:
     # Not an error here: the stream layer sees the source end and judges the document.
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:2])))
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:2]))
+    )
     assert await collect(OpenAIBackend(base_url=BASE)) == [Delta(text='{"a"')]
 
 
@@ -170,9 +186,13 @@ async def test_an_event_cut_off_by_the_end_of_the_body_is_not_dispatched(
 
 async def test_finish_reason_without_done_still_ends_the_stream(mock: respx.MockRouter) -> None:
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:4])))
+        return_value=httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS[:4]))
+    )
     assert await collect(OpenAIBackend(base_url=BASE)) == [
-        Delta(text='{"a"'), Delta(text=": 1}"), Delta(finish_reason="stop")]
+        Delta(text='{"a"'),
+        Delta(text=": 1}"),
+        Delta(finish_reason="stop"),
+    ]
 
 
 async def test_error_event_mid_stream(mock: respx.MockRouter) -> None:
@@ -195,7 +215,7 @@ async def test_error_object_in_a_chunk(mock: respx.MockRouter) -> None:
 
 
 async def test_malformed_chunk(mock: respx.MockRouter) -> None:
-    body = DOC_EVENTS[1] + b"data: {\"choices\": [\n\n"
+    body = DOC_EVENTS[1] + b'data: {"choices": [\n\n'
     mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, content=body))
     with pytest.raises(TransportError, match="malformed"):
         await collect(OpenAIBackend(base_url=BASE))
@@ -204,7 +224,8 @@ async def test_malformed_chunk(mock: respx.MockRouter) -> None:
 async def test_several_choices_are_refused(mock: respx.MockRouter) -> None:
     second = data({"content": "{"}).replace(b'"index": 0', b'"index": 1')
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers=SSE, content=DOC_EVENTS[1] + second))
+        return_value=httpx.Response(200, headers=SSE, content=DOC_EVENTS[1] + second)
+    )
     with pytest.raises(BackendError, match="choice 1"):
         await collect(OpenAIBackend(base_url=BASE))
 
@@ -224,11 +245,22 @@ async def test_not_an_event_stream(mock: respx.MockRouter) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"), [(400, False), (401, False), (404, False), (422, False),
-                              (429, True), (500, True), (502, True), (503, True)])
+    ("status", "retryable"),
+    [
+        (400, False),
+        (401, False),
+        (404, False),
+        (422, False),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+    ],
+)
 async def test_http_status_errors(mock: respx.MockRouter, status: int, retryable: bool) -> None:
-    mock.post("/chat/completions").mock(return_value=httpx.Response(
-        status, json={"error": {"message": "nope", "code": status}}))
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(status, json={"error": {"message": "nope", "code": status}})
+    )
     with pytest.raises(TransportError) as info:
         await collect(OpenAIBackend(base_url=BASE))
     err = info.value
@@ -239,7 +271,8 @@ async def test_http_status_errors(mock: respx.MockRouter, status: int, retryable
 
 async def test_retry_after_seconds(mock: respx.MockRouter) -> None:
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(429, headers={"Retry-After": "7"}, text="slow down"))
+        return_value=httpx.Response(429, headers={"Retry-After": "7"}, text="slow down")
+    )
     with pytest.raises(TransportError) as info:
         await collect(OpenAIBackend(base_url=BASE))
     assert info.value.retry_after == 7.0
@@ -250,7 +283,8 @@ async def test_retry_after_http_date(mock: respx.MockRouter) -> None:
 
     when = formatdate(time.time() + 120, usegmt=True)
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(503, headers={"Retry-After": when}))
+        return_value=httpx.Response(503, headers={"Retry-After": when})
+    )
     with pytest.raises(TransportError) as info:
         await collect(OpenAIBackend(base_url=BASE))
     assert info.value.retry_after is not None
@@ -260,8 +294,14 @@ async def test_retry_after_http_date(mock: respx.MockRouter) -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (None, None), ("", None), ("soon", None), ("nan", None), ("inf", None),
-        ("0", 0.0), ("2.5", 2.5), ("-3", 0.0),
+        (None, None),
+        ("", None),
+        ("soon", None),
+        ("nan", None),
+        ("inf", None),
+        ("0", 0.0),
+        ("2.5", 2.5),
+        ("-3", 0.0),
         ("Wed, 21 Oct 2015 07:28:00 GMT", 60.0),
         ("Wed, 21 Oct 2015 07:26:00 GMT", 0.0),  # in the past
         ("Wednesday, 21-Oct-15 07:28:00 GMT", 60.0),  # obsolete RFC 850 form
@@ -304,8 +344,9 @@ async def test_closing_the_generator_closes_the_response_at_once(mock: respx.Moc
 
 async def test_a_stale_keep_alive_connection_is_resent_once(mock: respx.MockRouter) -> None:
     stale = httpx.RemoteProtocolError("Server disconnected without sending a response.")
-    route = mock.post("/chat/completions").mock(side_effect=[
-        stale, httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))])
+    route = mock.post("/chat/completions").mock(
+        side_effect=[stale, httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))]
+    )
     assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
     assert route.call_count == 2
 

@@ -17,8 +17,10 @@ raises :class:`StreamUsageError`, a ``RuntimeError``; an unusable schema, :class
 
 from __future__ import annotations
 
+import importlib as _importlib
+import typing as _typing
+
 from sdk._backend import Backend, Delta, GenerationRequest, Message, Usage
-from sdk._client import Client
 from sdk._errors import (
     BackendError,
     CallbackError,
@@ -36,10 +38,38 @@ from sdk._errors import (
     ValidationFailed,
 )
 from sdk._events import FieldEvent, StreamEvent, TextDelta
-from sdk._retry import Attempt, AttemptInfo, Retry
-from sdk._stream import Stream, stream_structured
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
+
+if _typing.TYPE_CHECKING:
+    from sdk._client import Client
+    from sdk._retry import Attempt, AttemptInfo, Retry
+    from sdk._stream import Stream, stream_structured
+
+# The async shell (anyio, httpx) is imported on first use, so that the sans-I/O core
+# (``from sdk import FieldTracker``) stands alone.
+_LAZY = {
+    "Attempt": "sdk._retry",
+    "AttemptInfo": "sdk._retry",
+    "Client": "sdk._client",
+    "Retry": "sdk._retry",
+    "Stream": "sdk._stream",
+    "stream_structured": "sdk._stream",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sdk' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Attempt",

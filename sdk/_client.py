@@ -17,8 +17,8 @@ import httpx
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message
 from sdk._dispatch import CallbackErrorPolicy, OnField
-from sdk._openai import OpenAIBackend
-from sdk._openai_request import check_single_choice
+from sdk._http._openai import OpenAIBackend
+from sdk._http._request import check_single_choice
 from sdk._retry import Attempt, Retry
 from sdk._stream import PendingCallbacks, Stream, stream_structured
 
@@ -31,8 +31,8 @@ class Client:
     """Streams structured completions from one backend.
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
-    Completions server over httpx (see :class:`~sdk._openai.OpenAIBackend` for ``http_client``,
-    ``timeout``, ``headers`` and ``strict``). :meth:`from_openai` wraps an
+    Completions server over httpx (see :class:`~sdk._http.OpenAIBackend` for
+    ``http_client``, ``timeout``, ``headers`` and ``strict``). :meth:`from_openai` wraps an
     ``openai.AsyncOpenAI`` client, :meth:`local` the local engine, :meth:`from_backend` any
     :class:`~sdk.Backend`.
 
@@ -74,7 +74,7 @@ class Client:
         ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies
         and timeouts are the client's. Its own retries are off for these calls (the stream's
         :class:`~sdk.Retry` retries instead). ``client`` is not closed by :meth:`aclose`."""
-        from sdk._openai_sdk import OpenAISDKBackend
+        from sdk._http._openai_sdk import OpenAISDKBackend
 
         return cls.from_backend(OpenAISDKBackend(client, model=model, strict=strict))
 

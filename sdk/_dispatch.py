@@ -23,9 +23,9 @@ from typing import Any, Literal, TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
-from ._errors import CallbackError, Path, pointer
-from ._events import FieldEvent
-from ._patterns import PatternSet
+from sdk._errors import CallbackError, Path, pointer
+from sdk._events import FieldEvent
+from sdk._patterns import PatternSet
 
 __all__ = ["Callback", "CallbackErrorPolicy", "Dispatcher", "OnField", "idempotency_key"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
-from ._backend import Message, Usage
-from ._errors import (
+from sdk._backend import Message, Usage
+from sdk._errors import (
     OutputSyntaxError,
     SchemaViolation,
     StreamError,

@@ -25,9 +25,9 @@ from typing import Any, Literal, NoReturn, TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
-from ._backend import Delta, Message, Usage
-from ._dispatch import CallbackErrorPolicy, Dispatcher, OnField
-from ._errors import (
+from sdk._backend import Delta, Message, Usage
+from sdk._dispatch import CallbackErrorPolicy, Dispatcher, OnField
+from sdk._errors import (
     CallbackError,
     ContentFilteredError,
     RefusedError,
@@ -36,9 +36,9 @@ from ._errors import (
     StreamUsageError,
     TruncatedError,
 )
-from ._events import FieldEvent, StreamEvent
-from ._retry import Attempt, AttemptInfo, Retry, ToolCallText
-from ._tracker import FieldTracker
+from sdk._events import FieldEvent, StreamEvent
+from sdk._retry import Attempt, AttemptInfo, Retry, ToolCallText
+from sdk._tracker import FieldTracker
 
 __all__ = ["PendingCallbacks", "Source", "Stream", "stream_structured"]
 

@@ -24,8 +24,8 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._schema import CompiledSchema, compile_schema
-from sdk._schema_checker import SchemaChecker
+from sdk._schema._checker import SchemaChecker
+from sdk._schema._compile import CompiledSchema, compile_schema
 
 __all__ = ["FieldTracker"]
 

@@ -16,6 +16,8 @@ import sdk
 @pytest.mark.parametrize("package", [partial, sdk], ids=lambda m: m.__name__)
 def test_all_is_the_public_namespace(package: types.ModuleType) -> None:
     exported = set(package.__all__)
+    for name in exported:  # lazy names (the async shell) appear once touched
+        getattr(package, name)
     public = {
         name
         for name, value in vars(package).items()
@@ -43,3 +45,20 @@ def test_core_imports_without_the_local_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_sans_io_core_imports_alone() -> None:
+    # The tracker and the events need no event loop, no HTTP client and no model.
+    code = (
+        "import sys; from sdk import FieldTracker, FieldEvent, SchemaViolation; "
+        "import partial; "
+        "loaded = {'anyio', 'httpx', 'httpx_sse', 'torch', 'transformers', 'xgrammar'} "
+        "& set(sys.modules); print(sorted(loaded)); sys.exit(1 if loaded else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        sdk.Nope  # noqa: B018

@@ -11,7 +11,7 @@ tokens), ``_sampling`` (greedy / temperature / top-p), ``_decode`` (the loop and
 
 from __future__ import annotations
 
-from ._backend import LocalBackend
-from ._decode import DecodeStats
+from sdk._local._backend import LocalBackend
+from sdk._local._decode import DecodeStats
 
 __all__ = ["DecodeStats", "LocalBackend"]

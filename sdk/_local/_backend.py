@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator, Iterable
 
 import anyio
 
-from .._backend import Delta, GenerationRequest, Usage
-from .._errors import BackendError, StreamError, StreamUsageError
-from ._decode import DecodeStats, Piece
-from ._engine import Engine
-from ._grammar import JsonFormat
-from ._model import load_model
+from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._errors import BackendError, StreamError, StreamUsageError
+from sdk._local._decode import DecodeStats, Piece
+from sdk._local._engine import Engine
+from sdk._local._grammar import JsonFormat
+from sdk._local._model import load_model
 
 __all__ = ["LocalBackend"]
 
@@ -88,7 +88,7 @@ class LocalBackend:
         if self._engine is not None:
             return self._engine
         if self.threads is not None:
-            from ._deps import require
+            from sdk._local._deps import require
 
             require("torch").set_num_threads(self.threads)
         loaded = load_model(self.model, self.device, dtype=self.dtype, cache_dir=self.cache_dir)

@@ -27,10 +27,10 @@ from collections.abc import Collection, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._deps import require
-from ._drafts import DraftMemory, DraftRecorder
-from ._grammar import Constraint
-from ._sampling import Sampler
+from sdk._local._deps import require
+from sdk._local._drafts import DraftMemory, DraftRecorder
+from sdk._local._grammar import Constraint
+from sdk._local._sampling import Sampler
 
 __all__ = ["Batch", "DecodeStats", "Piece", "decode"]
 

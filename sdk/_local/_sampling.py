@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._deps import require
+from sdk._local._deps import require
 
 __all__ = ["Sampler"]
 

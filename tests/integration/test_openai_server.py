@@ -21,7 +21,7 @@ from sdk._backend import GenerationRequest
 from sdk._client import Client
 from sdk._errors import SchemaViolation, TruncatedError
 from sdk._events import FieldEvent
-from sdk._openai import OpenAIBackend
+from sdk._http._openai import OpenAIBackend
 from sdk._retry import Retry
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -1,6 +1,6 @@
 """The ``fieldstream`` command: arguments, schema loading, JSON Lines, the live view, exit codes.
 
-Most tests run the command in this process through :func:`sdk._cli.run` with a fake backend
+Most tests run the command in this process through :func:`sdk._cli._main.run` with a fake backend
 (scripted outputs, the requests it got recorded); the ``slow`` ones run ``python -m sdk`` for
 real against the local engine and against a port where no server listens.
 """
@@ -23,9 +23,10 @@ import anyio.lowlevel
 import pytest
 
 from sdk._backend import Delta, GenerationRequest, Usage
-from sdk._cli import build_parser, run
-from sdk._cli_exit import exit_code_for
-from sdk._cli_meter import MeteredBackend
+from sdk._cli._exit import exit_code_for
+from sdk._cli._main import build_parser, run
+from sdk._cli._meter import MeteredBackend
+from sdk._cli._schema_source import SchemaSourceError, load_schema
 from sdk._errors import (
     BackendError,
     MissingDependencyError,
@@ -37,7 +38,6 @@ from sdk._errors import (
     TransportError,
     TruncatedError,
 )
-from sdk._schema_source import SchemaSourceError, load_schema
 from sdk._version import version
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 
 from sdk._backend import Delta, Usage
 from sdk._errors import BackendError, TransportError
-from sdk._openai_chunks import ChunkDecoder, error_from_payload
+from sdk._http._chunks import ChunkDecoder, error_from_payload
 
 
 def chunk(

@@ -10,7 +10,7 @@ import pytest
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._openai_request import chat_body, strict_schema, tool_name
+from sdk._http._request import chat_body, strict_schema, tool_name
 
 PERSON: dict[str, Any] = {
     "type": "object",

@@ -14,8 +14,8 @@ from _http_support import Body
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
-from sdk._openai import OpenAIBackend
-from sdk._sse import parse_retry_after
+from sdk._http._openai import OpenAIBackend
+from sdk._http._sse import parse_retry_after
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from typing_extensions import TypedDict
 
 from sdk._errors import SchemaError
-from sdk._schema import compile_schema
+from sdk._schema._compile import compile_schema
 from sdk._tracker import FieldTracker
 
 

@@ -1,7 +1,7 @@
 """The command's live terminal view (rich): the partial object as it grows, each field ticked
 when final with the time it became final, failed attempts and retries, tokens per second.
 
-:class:`LiveView` is a :class:`~sdk._cli_report.Report`. It redraws on every event and on the
+:class:`LiveView` is a :class:`~sdk._cli._report.Report`. It redraws on every event and on the
 command's periodic ticks (it never refreshes on its own thread, so everything it reads belongs
 to the event loop's thread). While the output streams it shows the tail of the partial value
 and the latest fields so the frame fits the terminal; the last frame shows everything: the
@@ -26,9 +26,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ._cli_report import RunSummary, jsonable
-from ._events import FieldEvent
-from ._retry import AttemptInfo
+from sdk._cli._report import RunSummary, jsonable
+from sdk._events import FieldEvent
+from sdk._retry import AttemptInfo
 
 __all__ = ["LiveView"]
 

@@ -13,7 +13,7 @@ A node sorts its schema's keywords by *when* they can be checked:
   holds nothing else (so a container's check costs its own keys/length, not its subtree);
 * whole-value ones (``not``, ``contains``, ``if``/``then``/``else``, ``dependentSchemas``)
   checked by jsonschema on the final value and its subtree;
-* applicators (``$ref``, ``allOf``, ``anyOf``, ``oneOf``), which :mod:`sdk._schema_dnf` expands
+* applicators (``$ref``, ``allOf``, ``anyOf``, ``oneOf``), which :mod:`sdk._schema._dnf` expands
   into the alternatives a value may still satisfy.
 
 Anything else that is not an annotation raises :class:`~sdk.SchemaError` at compile time, so no
@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from sdk._errors import SchemaError
-from sdk._schema_validators import Validator
+from sdk._schema._validators import Validator
 
 __all__ = ["KINDS", "Node", "NodeCompiler"]
 

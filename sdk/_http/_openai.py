@@ -3,8 +3,8 @@
 Works with any server that speaks ``POST {base_url}/chat/completions`` with ``stream: true``:
 OpenAI, vLLM, SGLang, llama.cpp's server, Ollama. The server applies the schema (its grammar
 masks the tokens); this backend only moves bytes: it builds the body
-(:mod:`sdk._openai_request`), reads the event stream (:mod:`sdk._sse`) and turns chunks into
-deltas (:mod:`sdk._openai_chunks`).
+(:mod:`sdk._http._request`), reads the event stream (:mod:`sdk._http._sse`) and turns chunks into
+deltas (:mod:`sdk._http._chunks`).
 
 Closing the iterator :meth:`OpenAIBackend.generate` returns closes the HTTP response at once:
 the connection is dropped, so the server sees the client go and stops decoding. Nothing is
@@ -20,9 +20,9 @@ from contextlib import AbstractAsyncContextManager
 import httpx
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._openai_chunks import ChunkDecoder
-from sdk._openai_request import chat_body
-from sdk._sse import aiter_events, error_for_status, finish_response, transport_error
+from sdk._http._chunks import ChunkDecoder
+from sdk._http._request import chat_body
+from sdk._http._sse import aiter_events, error_for_status, finish_response, transport_error
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend"]
 
@@ -48,7 +48,7 @@ class OpenAIBackend:
     given together with ``http_client`` applies to this backend's requests only.
 
     ``strict``: ask for strict structured outputs where the schema allows it (see
-    :func:`sdk._openai_request.strict_schema`). ``headers`` are added to every request.
+    :func:`sdk._http._request.strict_schema`). ``headers`` are added to every request.
     """
 
     def __init__(

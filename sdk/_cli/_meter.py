@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
-from ._backend import Backend, Delta, GenerationRequest
+from sdk._backend import Backend, Delta, GenerationRequest
 
 __all__ = ["MeteredBackend"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._errors import SchemaError
-from sdk._schema_nodes import KINDS, Node
-from sdk._schema_validators import Failure, keyword_of
+from sdk._schema._nodes import KINDS, Node
+from sdk._schema._validators import Failure, keyword_of
 
 __all__ = ["MAX_ALTERNATIVES", "Conj", "Dnf", "Forbidden", "Group"]
 

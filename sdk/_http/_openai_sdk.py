@@ -3,7 +3,7 @@
 The request goes through ``client.chat.completions.create(stream=True, ...)``, so everything the
 caller set up on that client is used as it is: API key or Azure credentials, base URL, default
 headers and query, proxies and TLS of its HTTP client, timeouts. The body is the one
-:func:`sdk._openai_request.chat_body` builds for the httpx backend, sent through ``extra_body``,
+:func:`sdk._http._request.chat_body` builds for the httpx backend, sent through ``extra_body``,
 so both paths put the same JSON on the wire.
 
 Two things differ from the client as configured: its own retries are turned off for these calls
@@ -23,9 +23,9 @@ import httpx
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import MissingDependencyError, TransportError
-from sdk._openai_chunks import ChunkDecoder, error_from_payload
-from sdk._openai_request import chat_body
-from sdk._sse import aiter_events, finish_response, is_retryable_status, parse_retry_after
+from sdk._http._chunks import ChunkDecoder, error_from_payload
+from sdk._http._request import chat_body
+from sdk._http._sse import aiter_events, finish_response, is_retryable_status, parse_retry_after
 
 __all__ = ["OpenAISDKBackend"]
 
@@ -63,7 +63,7 @@ class OpenAISDKBackend:
         self.strict = strict
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        """Stream one completion; errors as for :meth:`sdk._openai.OpenAIBackend.generate`."""
+        """Stream one completion; errors as for :meth:`sdk._http._openai.OpenAIBackend.generate`."""
         body = chat_body(request, model=self.model, strict=self.strict)
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]

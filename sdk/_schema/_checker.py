@@ -1,7 +1,7 @@
 """The early-check state machine: parser events in, :class:`~sdk.SchemaViolation` out.
 
 :class:`SchemaChecker` follows one document. For every open value it keeps a frame: the
-alternatives (:class:`~sdk._schema_dnf.Conj`) the value may still satisfy, each tagged with the
+alternatives (:class:`~sdk._schema._dnf.Conj`) the value may still satisfy, each tagged with the
 alternative of its container it belongs to. An event that proves an alternative wrong drops it;
 a container alternative whose member has no alternative left is dropped in turn; when the root
 has none left the document cannot be valid and the violation is raised, at that event. Nothing
@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._errors import Path, SchemaViolation
-from sdk._schema import CompiledSchema
-from sdk._schema_dnf import Conj, Forbidden, Group
-from sdk._schema_validators import keyword_of
+from sdk._schema._compile import CompiledSchema
+from sdk._schema._dnf import Conj, Forbidden, Group
+from sdk._schema._validators import keyword_of
 
 __all__ = ["SchemaChecker"]
 

@@ -20,9 +20,15 @@ from typing import Any
 import pydantic
 
 from sdk._errors import Path, SchemaError, ValidationFailed
-from sdk._schema_dnf import Dnf, Group
-from sdk._schema_nodes import Node, NodeCompiler
-from sdk._schema_validators import Validator, best_failure, check_schema, keyword_of, root_validator
+from sdk._schema._dnf import Dnf, Group
+from sdk._schema._nodes import Node, NodeCompiler
+from sdk._schema._validators import (
+    Validator,
+    best_failure,
+    check_schema,
+    keyword_of,
+    root_validator,
+)
 
 __all__ = ["CompiledSchema", "compile_schema"]
 

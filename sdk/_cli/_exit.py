@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from ._errors import (
+from sdk._errors import (
     BackendError,
     RetriesExhausted,
     SchemaError,

@@ -3,7 +3,7 @@
 A :class:`Report` is told each thing that happens: a status line (the model loads), a field
 that became final, an attempt that failed, a periodic tick with the partial value, then the
 result or the error. :class:`JsonLinesReport` writes one JSON object per line to stdout, each
-with an ``"event"`` key; the live terminal view is :class:`sdk._live.LiveView`.
+with an ``"event"`` key; the live terminal view is :class:`sdk._cli._live.LiveView`.
 
 The JSON Lines a script can rely on (``t`` is seconds since the request was sent)::
 
@@ -29,16 +29,16 @@ from typing import Any, Protocol, TextIO
 
 from pydantic_core import to_jsonable_python
 
-from ._backend import Usage
-from ._errors import (
+from sdk._backend import Usage
+from sdk._errors import (
     RetriesExhausted,
     SchemaViolation,
     TransportError,
     TruncatedError,
     pointer,
 )
-from ._events import FieldEvent
-from ._retry import AttemptInfo
+from sdk._events import FieldEvent
+from sdk._retry import AttemptInfo
 
 __all__ = ["JsonLinesReport", "Report", "RunSummary", "error_info", "jsonable"]
 

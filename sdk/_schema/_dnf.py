@@ -11,10 +11,16 @@ with jsonschema when its value is final.
 A :class:`Conj` gathers its nodes' early checks into O(1) lookups (which kinds may start, which
 strings are still possible, how long, how many items) and answers which schemas a member must
 follow (:meth:`Conj.key_group`, :meth:`Conj.item_group`), cached.
+
+The caches are filled lazily, as documents reach new keys, and a compiled schema is shared by
+every tracker, in any thread: :class:`Dnf` expands under a lock (its cycle detection must not
+see another thread's expansion as a cycle); a lookup that races only computes an equal value
+twice.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from sdk._errors import SchemaError
@@ -235,12 +241,20 @@ class Dnf:
         self._conjs: dict[tuple[Node, ...], Conj] = {}
         self._groups: dict[tuple[Node, ...], Group] = {}
         self._visiting: set[Node] = set()
+        self._lock = threading.RLock()
 
     def group(self, nodes: tuple[Node, ...]) -> Group:
         """The alternatives for a value that must satisfy every one of ``nodes``."""
         found = self._groups.get(nodes)
         if found is not None:
             return found
+        with self._lock:
+            found = self._groups.get(nodes)
+            if found is not None:
+                return found
+            return self._group(nodes)
+
+    def _group(self, nodes: tuple[Node, ...]) -> Group:
         alts: tuple[tuple[Node, ...], ...] = ((),)
         recheck = False
         for node in nodes:
@@ -257,6 +271,13 @@ class Dnf:
     def expand(self, node: Node) -> tuple[tuple[tuple[Node, ...], ...], bool]:
         """A node's alternatives (tuples of nodes whose own keywords must all hold) and whether
         the final value needs a recheck (``oneOf``, or too many alternatives to follow)."""
+        found = self._expanded.get(node)
+        if found is not None:
+            return found
+        with self._lock:
+            return self._expand(node)
+
+    def _expand(self, node: Node) -> tuple[tuple[tuple[Node, ...], ...], bool]:
         found = self._expanded.get(node)
         if found is not None:
             return found

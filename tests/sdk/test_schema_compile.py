@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pydantic
 import pytest
 from typing_extensions import TypedDict
 
-from sdk._errors import SchemaError
-from sdk._schema._compile import compile_schema
+from sdk._errors import SchemaError, SchemaViolation
+from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._tracker import FieldTracker
 
 
@@ -30,12 +33,70 @@ class Size:
     h: float
 
 
-def test_compiled_once_per_schema_object() -> None:
+def test_compiled_once_per_schema() -> None:
     assert compile_schema(Person) is compile_schema(Person)
     schema = {"type": "object"}
-    assert compile_schema(schema) is compile_schema(schema)
-    assert compile_schema(schema) is not compile_schema({"type": "object"})
-    assert FieldTracker(schema)._compiled is compile_schema(schema)
+    compiled = compile_schema(schema)
+    assert compile_schema(schema) is compiled
+    assert compile_schema({"type": "object"}) is compiled  # the same text
+    assert compile_schema(compiled) is compiled
+    assert FieldTracker(compiled)._compiled is compiled
+
+
+def test_a_mutated_dict_is_never_answered_from_the_cache() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    before = compile_schema(schema)
+    schema["properties"]["n"] = {"type": "string"}
+    after = compile_schema(schema)
+    assert after is not before
+    t = FieldTracker(schema)
+    t.feed('{"n": "x"}')
+    assert t.close() == {"n": "x"}
+    with pytest.raises(SchemaViolation):
+        FieldTracker(before).feed('{"n": "')
+
+
+def test_key_order_is_part_of_the_schema() -> None:
+    a = {"properties": {"x": {}, "y": {}}}
+    b = {"properties": {"y": {}, "x": {}}}
+    assert list(compile_schema(a).json_schema["properties"]) == ["x", "y"]  # type: ignore[index]
+    assert list(compile_schema(b).json_schema["properties"]) == ["y", "x"]  # type: ignore[index]
+
+
+def test_one_compilation_tracked_from_many_threads() -> None:
+    # The alternatives of a property are expanded lazily, when a document first reaches it;
+    # threads that reach it together must not take each other's expansion for a $ref cycle
+    # (they did: "refers to itself" SchemaErrors, before the expansion was locked).
+    defs = {
+        f"d{j}": {"allOf": [{"type": "object"}, {"anyOf": [{"required": [f"k{j}"]}, {}]}]}
+        for j in range(12)
+    }
+    branches = [{"$ref": f"#/$defs/d{j}"} for j in range(12)]
+    doc = json.dumps({f"p{i}": i for i in range(40)})
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up
+    try:
+        for rep in range(5):
+            schema = {
+                "title": f"rep{rep}",  # a fresh compilation each round
+                "$defs": defs,
+                "properties": {
+                    f"p{i}": {"anyOf": [*branches, {"type": "integer", "minimum": i}]}
+                    for i in range(40)
+                },
+            }
+            compiled = compile_schema(schema)
+
+            def run(_: int, compiled: CompiledSchema = compiled) -> Any:
+                t = FieldTracker(compiled)
+                t.feed(doc)
+                return t.close()
+
+            with ThreadPoolExecutor(8) as pool:
+                results = list(pool.map(run, range(16)))
+            assert results == [json.loads(doc)] * 16
+    finally:
+        sys.setswitchinterval(interval)
 
 
 @pytest.mark.parametrize(

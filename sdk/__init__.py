@@ -37,22 +37,27 @@ from sdk._errors import (
     TruncatedError,
     ValidationFailed,
 )
-from sdk._events import FieldEvent, StreamEvent, TextDelta
+from sdk._events import (
+    AttemptFailed,
+    AttemptStarted,
+    FieldEvent,
+    StreamEnded,
+    StreamEvent,
+    TextDelta,
+    UsageReported,
+)
+from sdk._retry import Attempt, AttemptInfo, Retry
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
 
 if _typing.TYPE_CHECKING:
     from sdk._client import Client
-    from sdk._retry import Attempt, AttemptInfo, Retry
     from sdk._stream import Stream, stream_structured
 
 # The async shell (anyio, httpx) is imported on first use, so that the sans-I/O core
 # (``from sdk import FieldTracker``) stands alone.
 _LAZY = {
-    "Attempt": "sdk._retry",
-    "AttemptInfo": "sdk._retry",
     "Client": "sdk._client",
-    "Retry": "sdk._retry",
     "Stream": "sdk._stream",
     "stream_structured": "sdk._stream",
 }
@@ -73,7 +78,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Attempt",
+    "AttemptFailed",
     "AttemptInfo",
+    "AttemptStarted",
     "Backend",
     "BackendError",
     "CallbackError",
@@ -92,6 +99,7 @@ __all__ = [
     "SchemaError",
     "SchemaViolation",
     "Stream",
+    "StreamEnded",
     "StreamError",
     "StreamEvent",
     "StreamUsageError",
@@ -99,6 +107,7 @@ __all__ = [
     "TransportError",
     "TruncatedError",
     "Usage",
+    "UsageReported",
     "ValidationFailed",
     "__version__",
     "stream_structured",

@@ -27,9 +27,14 @@ class Usage:
     """Tokens generated."""
     forced_tokens: int = 0
     """Of the generated tokens, those the grammar forced (local engine jump-forward)."""
+    estimated: bool = False
+    """True when the counts are the stream's own estimate, not the backend's report: an
+    attempt aborted before a server sent its usage is counted one token per text delta
+    received (servers stream about one token per delta)."""
 
     @property
     def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -37,6 +42,7 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.forced_tokens + other.forced_tokens,
+            self.estimated or other.estimated,
         )
 
 
@@ -58,7 +64,10 @@ class Delta:
     """Why the generation ended, on the last delta: ``stop``, ``length``, ``content_filter``,
     ``tool_calls``."""
     usage: Usage | None = None
-    """Token usage, usually on the last delta."""
+    """Token usage so far, usually on the last delta (a later report replaces an earlier one)."""
+    tokens: int | None = None
+    """How many generated tokens ``text`` came from, when the backend knows (the local engine
+    does); ``None``: the stream counts one per delta with text, as an estimate."""
 
 
 @dataclass(frozen=True, slots=True)

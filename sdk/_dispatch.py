@@ -9,7 +9,7 @@ them while it reads, only at its end.
 A callback error is an error of the stream unless the caller chose otherwise
 (``on_callback_error``): ``"raise"`` (the default) fails the stream with
 :class:`~sdk.CallbackError` (its ``__cause__`` is the callback's exception); ``"log"`` logs it
-on the ``sdk`` logger and goes on; ``"ignore"`` goes on. Nothing is swallowed unless asked.
+on the ``fieldstream`` logger and goes on; ``"ignore"`` goes on. Nothing is swallowed unless asked.
 """
 
 from __future__ import annotations
@@ -29,15 +29,13 @@ from sdk._patterns import PatternSet
 
 __all__ = ["Callback", "CallbackErrorPolicy", "Dispatcher", "OnField", "idempotency_key"]
 
-logger = logging.getLogger("sdk")
+logger = logging.getLogger("fieldstream")
 
 Callback: TypeAlias = Callable[[FieldEvent], Any]
 """A field callback: ``def cb(ev) -> None`` or ``async def cb(ev) -> None``."""
 OnField: TypeAlias = Mapping[str, Callback] | Callback | None
 """``on_field``: patterns mapped to callbacks, or one callback for every field (``"/**"``)."""
 CallbackErrorPolicy: TypeAlias = Literal["raise", "log", "ignore"]
-
-_POLICIES = ("raise", "log", "ignore")
 
 
 def idempotency_key(tool_call: int | None, path: Path, value: Any) -> tuple[int | None, Path, str]:
@@ -64,6 +62,7 @@ class Dispatcher:
     Use: ``start(task_group, on_failure)`` once the task group runs; ``admit(tool_call, ev)``
     to ask whether an event is new; ``await dispatch(ev)`` for each new one; at the end
     ``await wait()`` (all async callbacks done) or ``cancel()`` (cancel those still running).
+    ``on_error`` and ``max_concurrency`` come checked (:class:`~sdk._options.StreamConfig`).
     """
 
     def __init__(
@@ -73,10 +72,6 @@ class Dispatcher:
         on_error: CallbackErrorPolicy = "raise",
         max_concurrency: int = 8,
     ) -> None:
-        if on_error not in _POLICIES:
-            raise ValueError(f"on_callback_error must be one of {_POLICIES}, not {on_error!r}")
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
         self._patterns: PatternSet[tuple[Callback, bool]] = PatternSet()
         if on_field is None:
             pass

@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from partial import Path as Path  # re-exported: the sdk speaks of paths as partial does
+
 __all__ = [
     "BackendError",
     "CallbackError",
@@ -48,8 +50,6 @@ __all__ = [
     "TruncatedError",
     "ValidationFailed",
 ]
-
-Path = tuple[str | int, ...]
 
 
 def pointer(path: Path) -> str:
@@ -195,6 +195,12 @@ class TransportError(StreamError):
         self.retryable = retryable
         self.retry_after = retry_after
         self.body = body
+
+
+def retryable_status(status: int) -> bool:
+    """Whether an HTTP status may go away on a new attempt: 429 (rate limited) and 5xx do;
+    other statuses will not."""
+    return status == 429 or status >= 500
 
 
 class BackendError(StreamError):

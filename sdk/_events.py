@@ -1,8 +1,15 @@
-"""What the field tracker hands back: small immutable events, one class per thing that happens.
+"""What a stream yields: small immutable events, one class per thing that happens.
 
-Every event has a ``path`` (a tuple of ``str`` keys and ``int`` indices; ``()`` is the document
-root) and the ``attempt`` it belongs to (1-based; a retried stream feeds a fresh tracker per
-attempt). ``pointer`` gives the path as an RFC 6901 JSON Pointer (``"/items/0/name"``).
+Field events come from the tracker: :class:`FieldEvent` when a value is final, and, when asked
+for (``deltas=True``), :class:`TextDelta` as a string grows. Each has a ``path`` (a tuple of
+``str`` keys and ``int`` indices; ``()`` is the document root; ``pointer`` is the same as an RFC
+6901 JSON Pointer) and the ``attempt`` it belongs to (1-based; each attempt has its own
+tracker).
+
+Progress events come from the stream itself, when asked for (``progress=True``): an attempt
+started (:class:`AttemptStarted`), failed (:class:`AttemptFailed`, with whether it will be
+retried), the backend reported token usage (:class:`UsageReported`), and the stream ended
+(:class:`StreamEnded`). A plain ``async for event in stream`` yields field events only.
 """
 
 from __future__ import annotations
@@ -10,14 +17,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._backend import Usage
 from sdk._errors import Path, pointer
 
-__all__ = ["FieldEvent", "StreamEvent", "TextDelta", "TrackerEvent"]
+__all__ = [
+    "AttemptFailed",
+    "AttemptStarted",
+    "FieldEvent",
+    "StreamEnded",
+    "StreamEvent",
+    "TextDelta",
+    "TrackerEvent",
+    "UsageReported",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """Base of the events a structured stream yields."""
+    """Base of every event a stream yields."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PathEvent(StreamEvent):
+    """An event about one place in the document."""
 
     path: Path
     """Where in the document: keys and indices from the root (``()`` is the root)."""
@@ -29,7 +51,7 @@ class StreamEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class FieldEvent(StreamEvent):
+class FieldEvent(_PathEvent):
     """A value is final and passed every check that can be made on it alone.
 
     Fires exactly once per value of the document, in document order, children before their
@@ -54,7 +76,7 @@ class FieldEvent(StreamEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta(StreamEvent):
+class TextDelta(_PathEvent):
     """A string value grew (only when the tracker or stream was asked for ``deltas``).
 
     Concatenating a string's deltas gives its final value; escapes are already decoded. The
@@ -71,3 +93,45 @@ class TextDelta(StreamEvent):
 
 TrackerEvent = FieldEvent | TextDelta
 """What :meth:`sdk.FieldTracker.feed` returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted(StreamEvent):
+    """An attempt is about to send its request (``progress=True``)."""
+
+    attempt: int
+    """Its number (1-based)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailed(StreamEvent):
+    """An attempt failed (``progress=True``); its generation was stopped."""
+
+    attempt: int
+    """Its number (1-based)."""
+    error: BaseException
+    """Why: a :class:`~sdk.StreamError` (violation, syntax, truncation, transport...)."""
+    retrying: bool
+    """Whether another attempt follows. When false, the stream raises its error next."""
+    usage: Usage
+    """The attempt's token usage (``usage.estimated`` when the backend never reported it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported(StreamEvent):
+    """The backend reported the token usage of the attempt in progress (``progress=True``)."""
+
+    attempt: int
+    """The attempt (1-based)."""
+    usage: Usage
+    """The attempt's usage so far, as the backend reported it."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnded(StreamEvent):
+    """The stream succeeded: the last event (``progress=True``). ``result()`` is ready."""
+
+    attempts: int
+    """How many attempts it took."""
+    usage: Usage
+    """Token usage summed over every attempt."""

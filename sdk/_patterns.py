@@ -25,11 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from partial import Path
+
 __all__ = ["Pattern", "PatternSet", "compile_pattern"]
 
 T = TypeVar("T")
 
-Path = tuple[str | int, ...]
 
 _ONE = "*"
 _ANY = "**"

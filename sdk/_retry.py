@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from sdk._backend import Message, Usage
 from sdk._errors import (
     OutputSyntaxError,
@@ -75,12 +73,26 @@ class AttemptInfo:
     error: BaseException | None
     """What ended it; ``None`` for the attempt that succeeded."""
     usage: Usage
-    """Token usage the source reported for it (the sum of its deltas' ``usage``; zero when an
-    aborted generation reported none)."""
+    """Its token usage: what the backend reported, or, for an attempt aborted before the
+    backend reported any, the stream's own count (``usage.estimated``)."""
     text: str
     """The message text received (for an aborted attempt: up to the abort)."""
     tool_calls: tuple[ToolCallText, ...] = ()
     """The tool calls' arguments texts, by index, for a tool-call stream."""
+    seconds: float = 0.0
+    """Wall-clock seconds from the attempt's start (its request) to its end."""
+    first_output: float | None = None
+    """Seconds from the attempt's start to its first text (``None``: it wrote none); the time
+    to first token, prompt processing included."""
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Completion tokens per second of generation (from the first text to the end), or
+        ``None`` when there is nothing to measure."""
+        if self.first_output is None or self.usage.completion_tokens == 0:
+            return None
+        generating = self.seconds - self.first_output
+        return self.usage.completion_tokens / generating if generating > 0 else None
 
 
 def _describe(value: Any) -> str:
@@ -153,6 +165,13 @@ def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
     return tuple(messages)
 
 
+async def _sleep(seconds: float) -> None:
+    """``anyio.sleep``, imported when first needed: a policy is a plain value."""
+    import anyio
+
+    await anyio.sleep(seconds)
+
+
 @dataclass(frozen=True, slots=True)
 class Retry:
     """When and how fast to retry.
@@ -180,7 +199,7 @@ class Retry:
     """Fraction (0..1) of each delay that is random."""
     feedback: FeedbackBuilder = default_feedback
     """Builds the messages that report a failed attempt to the model."""
-    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep, compare=False)
+    sleep: Callable[[float], Awaitable[None]] = field(default=_sleep, compare=False)
     """How to wait (inject a fake in tests)."""
     rng: Callable[[], float] = field(default=random.random, compare=False, repr=False)
     """Uniform random numbers in [0, 1) for the jitter."""

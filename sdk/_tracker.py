@@ -9,7 +9,6 @@ returns the result. The async stream moves text from a backend into one tracker 
 
 from __future__ import annotations
 
-import copy
 from bisect import bisect_right
 from typing import Any
 
@@ -92,12 +91,7 @@ class FieldTracker:
     @property
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema the output must follow (a fresh copy: what a backend sends)."""
-        raw = self._compiled.json_schema
-        if raw is True:
-            return {}
-        if raw is False:
-            return {"not": {}}
-        return dict(copy.deepcopy(raw))
+        return self._compiled.schema_dict()
 
     @property
     def schema_name(self) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast
 
@@ -27,21 +26,12 @@ from rich.table import Table
 from rich.text import Text
 
 from sdk._cli._report import RunSummary, jsonable
-from sdk._events import FieldEvent
-from sdk._retry import AttemptInfo
+from sdk._events import AttemptFailed, FieldEvent
 
 __all__ = ["LiveView"]
 
 _MIN_SNAPSHOT_LINES = 6
 _LIVE_ROWS = 8
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """A failed attempt, as a row of the view."""
-
-    info: AttemptInfo
-    retrying: bool
 
 
 class LiveView:
@@ -70,7 +60,7 @@ class LiveView:
         self._attempt = 1
         self._t = 0.0
         # What happened, in order: fields that became final and attempts that failed.
-        self._rows: list[tuple[FieldEvent | _Failure, float]] = []
+        self._rows: list[tuple[FieldEvent | AttemptFailed, float]] = []
         self._final: RenderableType | None = None
         self._live: Live | None = None
         self._highlight = JSONHighlighter()
@@ -128,11 +118,11 @@ class LiveView:
             self._rows.append((event, t))
         self._refresh()
 
-    def attempt_failed(self, info: AttemptInfo, *, retrying: bool, t: float) -> None:
+    def attempt_failed(self, event: AttemptFailed, t: float) -> None:
         self._t = t
-        self._rows.append((_Failure(info, retrying), t))
-        if retrying:
-            self._attempt = info.number + 1
+        self._rows.append((event, t))
+        if event.retrying:
+            self._attempt = event.attempt + 1
             self._snapshot = None
         self._refresh()
 
@@ -228,19 +218,18 @@ class LiveView:
             rows = rows[-last:]
         for row, t in rows:
             when = f"{t:6.2f} s"
-            if isinstance(row, _Failure):
-                info = row.info
+            if isinstance(row, AttemptFailed):
                 then = (
-                    f" → retrying (attempt {info.number + 1} of {self._max_attempts})"
+                    f" → retrying (attempt {row.attempt + 1} of {self._max_attempts})"
                     if row.retrying
                     else ""
                 )
                 message = Text.assemble(
-                    f"{type(info.error).__name__}: {info.error}", (then, "yellow")
+                    f"{type(row.error).__name__}: {row.error}", (then, "yellow")
                 )
                 table.add_row(
                     Text("✗", style="red"),
-                    Text(f"attempt {info.number}", style="red"),
+                    Text(f"attempt {row.attempt}", style="red"),
                     message,
                     when,
                 )

@@ -37,8 +37,7 @@ from sdk._errors import (
     TruncatedError,
     pointer,
 )
-from sdk._events import FieldEvent
-from sdk._retry import AttemptInfo
+from sdk._events import AttemptFailed, FieldEvent
 
 __all__ = ["JsonLinesReport", "Report", "RunSummary", "error_info", "jsonable"]
 
@@ -107,8 +106,8 @@ class Report(Protocol):
     def field(self, event: FieldEvent, t: float) -> None:
         """A field became final at ``t`` seconds."""
 
-    def attempt_failed(self, info: AttemptInfo, *, retrying: bool, t: float) -> None:
-        """An attempt ended with ``info.error``; ``retrying`` when another attempt follows."""
+    def attempt_failed(self, event: AttemptFailed, t: float) -> None:
+        """An attempt failed with ``event.error``; ``event.retrying`` when another follows."""
 
     def tick(self, snapshot: Any, attempt: int, t: float) -> None:
         """Periodically while the output streams: the partial value now."""
@@ -162,14 +161,13 @@ class JsonLinesReport:
             }
         )
 
-    def attempt_failed(self, info: AttemptInfo, *, retrying: bool, t: float) -> None:
-        assert info.error is not None
+    def attempt_failed(self, event: AttemptFailed, t: float) -> None:
         self._write(
             {
                 "event": "attempt_failed",
-                "attempt": info.number,
-                "retrying": retrying,
-                "error": error_info(info.error),
+                "attempt": event.attempt,
+                "retrying": event.retrying,
+                "error": error_info(event.error),
                 "t": round(t, 4),
             }
         )

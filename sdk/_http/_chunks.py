@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError
+from sdk._errors import BackendError, TransportError, retryable_status
 
 __all__ = ["ChunkDecoder", "error_from_payload"]
 
@@ -180,7 +180,7 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
     elif isinstance(error, str) and error:
         message = error
     if status is not None:
-        retryable = status == 429 or status >= 500
+        retryable = retryable_status(status)
     else:
         retryable = kind != "invalid_request_error"
     body = json.dumps(payload) if isinstance(payload, Mapping) else str(payload)

@@ -16,15 +16,18 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
+from typing import TypedDict
 
+import anyio
 import httpx
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
+from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._request import chat_body
-from sdk._http._sse import aiter_events, error_for_status, finish_response, transport_error
+from sdk._http._sse import error_for_status, transport_error
 
-__all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend"]
+__all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend", "ServerOptions"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 """10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
@@ -33,6 +36,16 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 # llama.cpp and uvicorn): reusing a connection the server is closing fails the next request
 # with "Server disconnected without sending a response".
 _LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
+
+class ServerOptions(TypedDict, total=False):
+    """The options of :class:`OpenAIBackend` besides ``base_url``, ``api_key`` and ``model``
+    (``Client(...)`` takes the same)."""
+
+    http_client: httpx.AsyncClient | None
+    timeout: httpx.Timeout | float | None
+    headers: Mapping[str, str] | None
+    strict: bool
 
 
 class OpenAIBackend:
@@ -87,35 +100,16 @@ class OpenAIBackend:
         """The httpx client requests go through."""
         return self._http
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
         body = chat_body(request, model=self.model, strict=self.strict)
         decoder = ChunkDecoder(tools=request.mode == "tool")
-        response, closer = await self._open(body)
-        try:
-            if not response.is_success:
-                raise await error_for_status(response)
-            events = aiter_events(response)
-            try:
-                async for event in events:
-                    for delta in decoder.feed_event(event.event, event.data):
-                        yield delta
-                    if decoder.done:
-                        break
-                else:
-                    for delta in decoder.end():  # the body ended without [DONE]
-                        yield delta
-            finally:
-                await finish_response(response, events, drain=decoder.done)
-        finally:
-            await closer.__aexit__(None, None, None)
+        return stream_deltas(lambda: self._open(body), decoder)
 
-    async def _open(
-        self, body: dict[str, object]
-    ) -> tuple[httpx.Response, AbstractAsyncContextManager[httpx.Response]]:
-        """Send the request; the response (headers read) and the context that owns it.
+    async def _open(self, body: dict[str, object]) -> Opened:
+        """Send the request; the response (headers read, status 2xx) and its release.
 
         A pooled keep-alive connection the server closed while idle fails with "Server
         disconnected without sending a response": nothing was processed, so the request is sent
@@ -128,13 +122,26 @@ class OpenAIBackend:
                 "POST", self._url, json=body, headers=self._headers, timeout=timeout
             )
             try:
-                return await manager.__aenter__(), manager
+                response = await manager.__aenter__()
             except httpx.RemoteProtocolError as exc:
                 if resend and "without sending a response" in str(exc):
                     continue
                 raise transport_error(exc, during="before the stream began") from exc
             except httpx.HTTPError as exc:
                 raise transport_error(exc, during="before the stream began") from exc
+
+            async def release(
+                manager: AbstractAsyncContextManager[httpx.Response] = manager,
+            ) -> None:
+                await manager.__aexit__(None, None, None)
+
+            if not response.is_success:
+                try:
+                    raise await error_for_status(response)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await release()
+            return response, release
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:

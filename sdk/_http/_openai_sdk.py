@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import httpx
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._errors import MissingDependencyError, TransportError
+from sdk._errors import MissingDependencyError, TransportError, retryable_status
 from sdk._http._chunks import ChunkDecoder, error_from_payload
+from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._request import chat_body
-from sdk._http._sse import aiter_events, finish_response, is_retryable_status, parse_retry_after
+from sdk._http._sse import parse_retry_after
 
 __all__ = ["OpenAISDKBackend"]
 
@@ -62,36 +62,29 @@ class OpenAISDKBackend:
         self.model = model
         self.strict = strict
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        """Stream one completion; errors as for :meth:`sdk._http._openai.OpenAIBackend.generate`."""
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
         body = chat_body(request, model=self.model, strict=self.strict)
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = ChunkDecoder(tools=request.mode == "tool")
-        # The raw streaming response, not the SDK's chunk iterator: the events then go through
-        # the same code as the httpx backend, and nothing of the SDK's own iterators is left
-        # half-consumed (it stops reading at [DONE] without closing its generators).
-        manager = self._client.chat.completions.with_streaming_response.create(
-            model=model, messages=messages, stream=True, extra_body=body
-        )
-        api_response = await self._call(manager.__aenter__())
-        try:
-            response = api_response.http_response
-            events = aiter_events(response, errors=self._errors)
-            try:
-                async for event in events:
-                    for delta in decoder.feed_event(event.event, event.data):
-                        yield delta
-                    if decoder.done:
-                        break
-                else:
-                    for delta in decoder.end():
-                        yield delta
-            finally:
-                await finish_response(response, events, drain=decoder.done)
-        finally:
-            with anyio.CancelScope(shield=True):
+
+        async def open_response() -> Opened:
+            # The raw streaming response, not the SDK's chunk iterator: the events then go
+            # through the same code as the httpx backend, and nothing of the SDK's own
+            # iterators is left half-consumed (it stops reading at [DONE] without closing its
+            # generators).
+            manager = self._client.chat.completions.with_streaming_response.create(
+                model=model, messages=messages, stream=True, extra_body=body
+            )
+            api_response = await self._call(manager.__aenter__())
+
+            async def release() -> None:
                 await manager.__aexit__(None, None, None)
+
+            return api_response.http_response, release
+
+        return stream_deltas(open_response, decoder, errors=self._errors)
 
     async def _call(self, awaitable: Any) -> Any:
         """Await an SDK call, turning its errors into ours."""
@@ -103,7 +96,7 @@ class OpenAISDKBackend:
             raise TransportError(
                 f"HTTP {status}: {exc.message}",
                 status=status,
-                retryable=is_retryable_status(status),
+                retryable=retryable_status(status),
                 retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
                 body=exc.response.text[:65536] if _has_body(exc.response) else None,
             ) from exc

@@ -22,27 +22,19 @@ server understands and can replace any key built here (e.g. a hand-written ``res
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
+from sdk._schema import schema_name
 
-__all__ = ["chat_body", "check_single_choice", "strict_schema", "tool_name"]
-
-_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+__all__ = ["chat_body", "check_single_choice", "strict_schema"]
 
 # Keywords whose values are schemas, or maps/lists of schemas: strict_schema walks into these.
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_ONE = ("items", "not", "if", "then", "else", "contains", "additionalItems")
-
-
-def tool_name(name: str) -> str:
-    """``name`` made acceptable as an OpenAI function / schema name (``^[a-zA-Z0-9_-]{1,64}$``)."""
-    cleaned = _NAME_BAD_CHARS.sub("_", name)[:64]
-    return cleaned or "response"
 
 
 def strict_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -155,7 +147,7 @@ def chat_body(
     if request.seed is not None:
         body["seed"] = request.seed
 
-    name = tool_name(request.schema_name)
+    name = schema_name(request.schema_name)
     if strict:
         schema, is_strict = strict_schema(request.schema)
     else:

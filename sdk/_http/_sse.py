@@ -19,13 +19,12 @@ import anyio
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
-from sdk._errors import TransportError
+from sdk._errors import TransportError, retryable_status
 
 __all__ = [
     "aiter_events",
     "error_for_status",
     "finish_response",
-    "is_retryable_status",
     "parse_retry_after",
     "transport_error",
 ]
@@ -62,11 +61,6 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, seconds)
 
 
-def is_retryable_status(status: int) -> bool:
-    """429 (rate limited) and 5xx may succeed on a new attempt; other statuses will not."""
-    return status == 429 or status >= 500
-
-
 async def error_for_status(response: httpx.Response) -> TransportError:
     """The error for a response whose status is not 2xx (its body is read; 64 KiB are kept)."""
     chunks: list[bytes] = []
@@ -86,7 +80,7 @@ async def error_for_status(response: httpx.Response) -> TransportError:
     return TransportError(
         f"HTTP {status} from {response.request.url}" + (f": {detail}" if detail else ""),
         status=status,
-        retryable=is_retryable_status(status),
+        retryable=retryable_status(status),
         retry_after=parse_retry_after(response.headers.get("retry-after")),
         body=body,
     )

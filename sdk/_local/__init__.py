@@ -13,5 +13,6 @@ from __future__ import annotations
 
 from sdk._local._backend import LocalBackend
 from sdk._local._decode import DecodeStats
+from sdk._local._model import pending_conversion
 
-__all__ = ["DecodeStats", "LocalBackend"]
+__all__ = ["DecodeStats", "LocalBackend", "pending_conversion"]

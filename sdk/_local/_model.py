@@ -36,6 +36,7 @@ __all__ = [
     "converted_dir",
     "default_gguf_path",
     "load_model",
+    "pending_conversion",
     "resolve_device",
 ]
 
@@ -105,6 +106,21 @@ def converted_dir(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return cache_root(cache_dir) / f"{gguf.stem}-{key.hexdigest()[:12]}"
+
+
+def pending_conversion(
+    model: str | os.PathLike[str] | None = None, cache_dir: str | os.PathLike[str] | None = None
+) -> Path | None:
+    """Where the GGUF file ``model`` names (``None``: the default model) will be converted to
+    on its first load, or ``None`` when it is converted already or is not a GGUF file."""
+    if model is None:
+        gguf = default_gguf_path()
+    elif str(model).endswith(".gguf") and Path(model).is_file():
+        gguf = Path(model)
+    else:
+        return None
+    target = converted_dir(gguf, cache_dir)
+    return None if (target / _DONE_MARKER).is_file() else target
 
 
 def resolve_device(device: str | None) -> str:

@@ -9,6 +9,6 @@ expanded into alternatives), ``_checker`` (the early-check state machine the tra
 
 from __future__ import annotations
 
-from sdk._schema._compile import CompiledSchema, compile_schema
+from sdk._schema._compile import CompiledSchema, compile_schema, schema_name
 
-__all__ = ["CompiledSchema", "compile_schema"]
+__all__ = ["CompiledSchema", "compile_schema", "schema_name"]

@@ -35,7 +35,7 @@ from sdk._schema._validators import (
     root_validator,
 )
 
-__all__ = ["CompiledSchema", "compile_schema"]
+__all__ = ["CompiledSchema", "compile_schema", "schema_name"]
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[Hashable, tuple[object, CompiledSchema]] = OrderedDict()
@@ -63,6 +63,16 @@ class CompiledSchema:
         dnf = Dnf()
         self.root: Group = dnf.group((self.root_node,))
         """The alternatives the root value starts with."""
+
+    def schema_dict(self) -> dict[str, Any]:
+        """The JSON Schema as a fresh dict (``true`` is ``{}``, ``false`` is ``{"not": {}}``):
+        what a backend sends, safe to modify."""
+        raw = self.json_schema
+        if raw is True:
+            return {}
+        if raw is False:
+            return {"not": {}}
+        return dict(copy.deepcopy(raw))
 
     def validate(self, value: Any, *, offset: int | None = None) -> Any:
         """Validate a final document: jsonschema on the whole, then pydantic (field and model
@@ -147,10 +157,10 @@ def _cache_key(schema: Any) -> Hashable | None:
 def _compile(schema: Any) -> CompiledSchema:
     if isinstance(schema, (Mapping, bool)):
         title = schema.get("title") if isinstance(schema, Mapping) else None
-        return CompiledSchema(copy.deepcopy(schema), _name(title), None)
+        return CompiledSchema(copy.deepcopy(schema), schema_name(title), None)
     if isinstance(schema, pydantic.TypeAdapter):
         adapter: pydantic.TypeAdapter[Any] = schema
-        name = _name(getattr(adapter._type, "__name__", None))
+        name = schema_name(getattr(adapter._type, "__name__", None))
     else:
         try:
             adapter = pydantic.TypeAdapter(schema)
@@ -160,7 +170,7 @@ def _compile(schema: Any) -> CompiledSchema:
             TypeError,
         ) as exc:
             raise SchemaError(f"pydantic cannot validate {schema!r}: {exc}") from exc
-        name = _name(getattr(schema, "__name__", None) if isinstance(schema, type) else None)
+        name = schema_name(getattr(schema, "__name__", None) if isinstance(schema, type) else None)
     try:
         json_schema = adapter.json_schema()
     except (pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticUserError) as exc:
@@ -168,7 +178,7 @@ def _compile(schema: Any) -> CompiledSchema:
     return CompiledSchema(json_schema, name, adapter)
 
 
-def _name(raw: object) -> str:
+def schema_name(raw: object) -> str:
     """A name OpenAI accepts (``^[a-zA-Z0-9_-]{1,64}$``), ``"response"`` when there is none."""
     if not isinstance(raw, str):
         return "response"

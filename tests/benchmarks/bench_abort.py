@@ -181,7 +181,7 @@ async def abort_and_retry(backend: OpenAIBackend, prompt: str, base: int, attemp
             retry=Retry(max_attempts=attempts),
             max_tokens=MAX_TOKENS,
             temperature=TEMPERATURE,
-            response_format=LOOSE,
+            extra_body={"response_format": LOOSE},
         ) as s:
             await s.result()
     except StreamError:

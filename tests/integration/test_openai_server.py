@@ -22,6 +22,7 @@ from sdk._client import Client
 from sdk._errors import SchemaViolation, TruncatedError
 from sdk._events import FieldEvent
 from sdk._http._openai import OpenAIBackend
+from sdk._options import RequestOptions
 from sdk._retry import Retry
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -147,7 +148,7 @@ async def test_an_abort_stops_the_servers_decoding(llama_server: LlamaServer) ->
                     schema=STRICT_LIST,
                     max_tokens=200,
                     temperature=0,
-                    response_format=LOOSE_LIST,
+                    extra_body={"response_format": LOOSE_LIST},
                 ) as s:
                     await s.result()
         await _idle(http, root)
@@ -187,7 +188,12 @@ async def test_a_retry_after_a_violation_succeeds(llama_server: LlamaServer) -> 
     shown = False
     async with Client(base_url=llama_server.base_url) as client:
         for seed in (7, 8, 9):  # llama.cpp may not repeat a sample exactly: try a few seeds
-            options = dict(max_tokens=20, temperature=1.0, seed=seed, response_format=SERVER)
+            options: RequestOptions = {
+                "max_tokens": 20,
+                "temperature": 1.0,
+                "seed": seed,
+                "extra_body": {"response_format": SERVER},
+            }
             async with client.stream(messages=PICK, schema=pick_schema(COLORS), **options) as s:
                 first = (await s.result())["color"]
             allowed = [c for c in COLORS if c != first]

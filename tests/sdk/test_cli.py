@@ -14,9 +14,9 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -25,7 +25,6 @@ import pytest
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._cli._exit import exit_code_for
 from sdk._cli._main import build_parser, run
-from sdk._cli._meter import MeteredBackend
 from sdk._cli._schema_source import SchemaSourceError, load_schema
 from sdk._errors import (
     BackendError,
@@ -459,7 +458,7 @@ def test_live_view_of_an_error_before_the_stream(tmp_path: Path) -> None:
     assert "schema file not found" in plain(result.out)
 
 
-# -- exit codes and the token meter ------------------------------------------------------------
+# -- exit codes and token counts ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -482,22 +481,20 @@ def test_exit_code_for(error: BaseException, code: int) -> None:
     assert exit_code_for(error) == code
 
 
-@pytest.mark.anyio
-async def test_meter_counts_and_closing_it_closes_the_generation() -> None:
-    inner = FakeBackend(["a", "b", "c", "d"], pieces("xyz", size=1))
-    ticks = iter(range(100))
-    meter = MeteredBackend(inner, clock=lambda: float(next(ticks)))
-    request = GenerationRequest(messages=(), schema={})
-    gen = cast(AsyncGenerator[Delta, None], meter.generate(request))
-    assert await gen.__anext__() == Delta("a")
-    assert await gen.__anext__() == Delta("b")
-    await gen.aclose()  # an abort: the backend's generation must stop at once
-    assert inner.closed_generations == 1
-    assert meter.tokens == 2
-    assert meter.rate() == 2.0  # 2 tokens over 1 tick
-    texts = [d.text async for d in meter.generate(request)]
-    assert texts == ["x", "y", "z", ""]
-    assert meter.tokens == 2 + 3  # the reported usage replaced the estimate
+def test_an_aborted_attempt_counts_in_the_tokens_and_the_rate() -> None:
+    # Attempt 1 is aborted at "130" (the backend never reports its usage): its text deltas
+    # are counted, one token each; attempt 2 reports its own usage.
+    backend = FakeBackend(pieces(OLD, size=3), pieces(GOOD))
+    result = cli("-s", PERSON_PY, "--json", "hi", backend=backend)
+    assert result.code == 0, result.err
+    [failed] = [line for line in result.lines if line["event"] == "attempt_failed"]
+    assert failed["retrying"] is True
+    final = result.lines[-1]
+    # The violation is certain at the comma after 130: the pieces up to the one holding it.
+    aborted_deltas = (OLD.index("130,") + 3) // 3 + 1
+    assert final["usage"]["completion_tokens"] == aborted_deltas + len(pieces(GOOD)) - 1
+    assert final["tokens_per_s"] is not None and final["tokens_per_s"] > 0
+    assert backend.closed_generations == 2
 
 
 def test_parser_defaults() -> None:

@@ -289,9 +289,7 @@ async def test_extra_parameters_reach_the_body(router: respx.MockRouter, client:
         max_tokens=64,
         temperature=0.0,
         seed=1,
-        stop=["\n\n"],
-        logprobs=True,
-        structured_outputs={"regex": ".*"},
+        extra_body={"stop": ["\n\n"], "logprobs": True, "structured_outputs": {"regex": ".*"}},
     ) as s:
         await s.result()
     body = sent(route, 0)
@@ -311,7 +309,9 @@ async def test_a_looser_response_format_can_be_sent_in_extra(
         return_value=sse(Body(stream_of('{"name": "Rex", "kind": "cow"}')))
     )
     with pytest.raises(SchemaViolation):
-        async with client.stream(messages=MESSAGES, schema=Pet, response_format=loose) as s:
+        async with client.stream(
+            messages=MESSAGES, schema=Pet, extra_body={"response_format": loose}
+        ) as s:
             await s.result()
     assert sent(route, 0)["response_format"] == loose
 

@@ -112,7 +112,9 @@ async def test_same_wire_body_as_the_httpx_backend() -> None:
 
     handler = Recorder(corpus("test_parse_pydantic_model"))
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
-    async with client.stream(messages=MESSAGES, schema=Location, seed=3, stop=["x"]) as s:
+    async with client.stream(
+        messages=MESSAGES, schema=Location, seed=3, extra_body={"stop": ["x"]}
+    ) as s:
         await s.result()
     request = GenerationRequest(
         messages=tuple(MESSAGES),

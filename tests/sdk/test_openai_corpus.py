@@ -165,7 +165,7 @@ async def test_asking_for_three_choices_is_refused_before_any_request(
 ) -> None:
     served = Served(router, "test_parse_pydantic_model_multiple_choices", None)
     with pytest.raises(StreamUsageError, match="n=3"):
-        client.stream(messages=MESSAGES, schema=Location, n=3)
+        client.stream(messages=MESSAGES, schema=Location, extra_body={"n": 3})
     assert not served.route.called
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._request import chat_body, strict_schema, tool_name
+from sdk._http._request import chat_body, strict_schema
+from sdk._schema import schema_name
 
 PERSON: dict[str, Any] = {
     "type": "object",
@@ -201,7 +202,7 @@ def test_n_equal_one_is_fine() -> None:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("Person", "Person"), ("list[int]", "list_int_"), ("", "response"), ("a" * 80, "a" * 64)],
+    [("Person", "Person"), ("list[int]", "list_int"), ("", "response"), ("a" * 80, "a" * 64)],
 )
 def test_tool_names_are_made_valid(name: str, expected: str) -> None:
-    assert tool_name(name) == expected
+    assert schema_name(name) == expected

@@ -1,0 +1,252 @@
+"""One attempt's bookkeeping, sans-I/O: deltas in, field events out, then values or the error.
+
+:class:`AttemptState` is what a :class:`~sdk.Stream` feeds, one attempt at a time. It owns no
+event loop and no connection, so every rule below is tested by feeding it values:
+
+- ``Delta.text`` goes to the tracker of its ``tool_call`` (``None``: the message's document; an
+  index: that tool call's arguments, one tracker each). Message text next to tool calls is
+  prose: kept in the attempt's text, never parsed (text seen before the first tool call is
+  dropped from parsing when the call arrives).
+- ``refusal`` pieces are joined into a :class:`~sdk.RefusedError`; ``finish_reason`` ends the
+  parsing (later deltas may only add usage): ``"length"`` makes an unfinished document a
+  :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
+  :class:`~sdk.ContentFilteredError`. Both are raised by :meth:`AttemptState.finish`, after the
+  source ended, so that usage sent after the finish reason is counted.
+- Usage: the backend's latest report (``Delta.usage``) when it sent one, else the attempt's
+  own count (``Delta.tokens``, or one token per text delta, marked ``estimated``), so an
+  aborted attempt is never counted as free.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sdk._backend import Delta, Usage
+from sdk._errors import ContentFilteredError, RefusedError, TruncatedError
+from sdk._events import TrackerEvent
+from sdk._retry import AttemptInfo, ToolCallText
+from sdk._schema import CompiledSchema
+from sdk._tracker import FieldTracker
+
+__all__ = ["AttemptState"]
+
+
+class AttemptState:
+    """The state of attempt number ``number`` of a stream whose schema is ``compiled``.
+
+    Call :meth:`feed` with each chunk the source yields (``str`` or :class:`~sdk.Delta`), then
+    :meth:`finish` when the source ends (the last events, or the error that ends the attempt),
+    then :meth:`close` for the validated values (one per document: the message's, or one per
+    tool call in index order). Errors raised by the trackers (violations, syntax) propagate from
+    :meth:`feed`; after an error the owner stops feeding. :meth:`record` makes the
+    :class:`~sdk.AttemptInfo` of the attempt, whatever its outcome.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_compiled",
+        "_counted",
+        "_deltas",
+        "_estimated",
+        "_finish_reason",
+        "_first_output",
+        "_forced",
+        "_lenient",
+        "_names",
+        "_refusal",
+        "_reported",
+        "_started",
+        "_texts",
+        "_tool_mode",
+        "_trackers",
+        "number",
+    )
+
+    def __init__(
+        self,
+        number: int,
+        compiled: CompiledSchema,
+        *,
+        lenient: bool = False,
+        deltas: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.number = number
+        """The attempt's number (1-based), stamped on its events."""
+        self._compiled = compiled
+        self._lenient = lenient
+        self._deltas = deltas
+        self._trackers: dict[int | None, FieldTracker] = {}
+        self._tool_mode = False  # a tool call arrived: message text is prose from now on
+        self._texts: dict[int | None, list[str]] = {}
+        self._names: dict[int, str | None] = {}
+        self._refusal: list[str] = []
+        self._finish_reason: str | None = None
+        self._reported: Usage | None = None
+        self._counted = 0
+        self._forced = 0
+        self._estimated = False
+        self._clock = clock
+        """Seconds, for the record's timings (``time.monotonic``; tests inject one)."""
+        self._started = clock()
+        self._first_output: float | None = None
+
+    # ------------------------------------------------------------------ what it knows
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The finish reason the source sent, if any yet."""
+        return self._finish_reason
+
+    @property
+    def usage(self) -> Usage:
+        """The attempt's token usage so far (see the module docstring)."""
+        reported = self._reported
+        if reported is not None and reported.completion_tokens >= self._counted:
+            return reported
+        prompt = reported.prompt_tokens if reported is not None else 0
+        forced = max(self._forced, reported.forced_tokens if reported is not None else 0)
+        return Usage(prompt, self._counted, forced, estimated=self._estimated)
+
+    @property
+    def reported_usage(self) -> Usage | None:
+        """The backend's latest usage report, if it sent one."""
+        return self._reported
+
+    @property
+    def snapshot(self) -> Any:
+        """The partial value so far (plain JSON): the document's, or, once a tool call arrived,
+        a list of the calls' snapshots in index order; ``None`` before any output."""
+        if self._tool_mode:
+            return [self._trackers[k].snapshot for k in self._tool_keys()]
+        tracker = self._trackers.get(None)
+        return None if tracker is None else tracker.snapshot
+
+    @property
+    def open_paths(self) -> list[tuple[str | int, ...]]:
+        """The paths still open in the message's document (empty for tool calls)."""
+        tracker = self._trackers.get(None)
+        return [] if tracker is None else tracker.open_paths
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, chunk: str | Delta) -> list[TrackerEvent]:
+        """Take one chunk of the source; return the field events it made certain."""
+        if isinstance(chunk, str):
+            if not chunk or self._finish_reason is not None:
+                return []
+            self._counted += 1
+            self._estimated = True
+            return self._text(chunk, False, None)
+        if not isinstance(chunk, Delta):
+            raise TypeError(f"a source must yield str or Delta, not {type(chunk).__name__}")
+        if chunk.usage is not None:
+            self._reported = chunk.usage
+        if chunk.refusal:
+            self._refusal.append(chunk.refusal)
+        key = chunk.tool_call
+        if key is not None and chunk.tool_name is not None:
+            self._names[key] = chunk.tool_name
+        text = chunk.text
+        if text:
+            if chunk.tokens is None:
+                self._counted += 1
+                self._estimated = True
+                self._forced += chunk.forced
+            else:
+                self._counted += chunk.tokens
+                self._forced += chunk.tokens if chunk.forced else 0
+        if chunk.finish_reason is not None and self._finish_reason is None:
+            # Text on the finishing delta is the output's last; nothing after it is parsed.
+            events = self._text(text, chunk.forced, key) if text else []
+            self._finish_reason = chunk.finish_reason
+            return events
+        if text and self._finish_reason is None:
+            return self._text(text, chunk.forced, key)
+        return []
+
+    def finish(self) -> list[TrackerEvent]:
+        """The source ended: return the documents' last events (a root number is final only at
+        the end), or raise what ended the attempt: :class:`~sdk.RefusedError`,
+        :class:`~sdk.ContentFilteredError`, :class:`~sdk.TruncatedError` (reason
+        ``"length"`` after ``finish_reason == "length"``, else ``"eof"``), or the tracker's
+        error."""
+        if self._refusal:
+            raise RefusedError("".join(self._refusal))
+        if self._finish_reason == "content_filter":
+            raise ContentFilteredError(snapshot=self.snapshot)
+        if not self._trackers:
+            self._trackers[None] = self._new_tracker(None)
+        events: list[TrackerEvent] = []
+        for key in self._keys():
+            try:
+                events.extend(self._trackers[key].finish())
+            except TruncatedError as exc:
+                if self._finish_reason != "length":
+                    raise
+                raise TruncatedError(
+                    "the output hit the token limit (finish_reason 'length') before the "
+                    "document ended",
+                    snapshot=exc.snapshot,
+                    open_paths=exc.open_paths,
+                    reason="length",
+                ) from exc.__cause__
+        return events
+
+    def close(self) -> list[Any]:
+        """Validate every document whole (after :meth:`finish`); their values, in order."""
+        return [self._trackers[key].close() for key in self._keys()]
+
+    def record(self, error: BaseException | None) -> AttemptInfo:
+        """The attempt's record: its error (``None`` for success), usage and text."""
+        tool_calls = tuple(
+            ToolCallText(k, self._names.get(k), "".join(self._texts.get(k, ())))
+            for k in sorted(k for k in self._texts if k is not None)
+        )
+        first = self._first_output
+        return AttemptInfo(
+            number=self.number,
+            error=error,
+            usage=self.usage,
+            text="".join(self._texts.get(None, ())),
+            tool_calls=tool_calls,
+            seconds=self._clock() - self._started,
+            first_output=None if first is None else first - self._started,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _text(self, text: str, forced: bool, key: int | None) -> list[TrackerEvent]:
+        texts = self._texts.get(key)
+        if texts is None:
+            texts = self._texts[key] = []
+            if self._first_output is None:
+                self._first_output = self._clock()
+        texts.append(text)
+        tracker = self._trackers.get(key)
+        if tracker is None:
+            if key is None and self._tool_mode:
+                return []  # prose next to tool calls: kept in the text, not parsed
+            if key is not None and not self._tool_mode:
+                # The first tool call: message text before it was prose, not the document.
+                self._tool_mode = True
+                self._trackers.pop(None, None)
+            tracker = self._trackers[key] = self._new_tracker(key)
+        return tracker.feed(text, forced=forced)
+
+    def _new_tracker(self, key: int | None) -> FieldTracker:
+        return FieldTracker(
+            self._compiled,
+            lenient=self._lenient,
+            attempt=self.number,
+            deltas=self._deltas,
+            tool_call=key,
+        )
+
+    def _tool_keys(self) -> list[int]:
+        return sorted(k for k in self._trackers if k is not None)
+
+    def _keys(self) -> Sequence[int | None]:
+        return self._tool_keys() if self._tool_mode else [None]

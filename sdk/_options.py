@@ -1,0 +1,134 @@
+"""A stream's options, described once.
+
+:class:`StreamOptions` (a ``TypedDict``) types the keyword arguments of every entry point that
+starts a stream (``stream_structured(source, schema=..., **options)``,
+``Client.stream(messages=..., schema=..., **options)``); :class:`StreamConfig` is the same set
+resolved: defaults filled in, every value checked at the call (an error names the argument and
+what it accepts), then carried as one frozen value down to the :class:`~sdk.Stream`.
+:class:`RequestOptions` adds what a :class:`~sdk.Client` sends to its backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeAlias, TypedDict
+
+from sdk._dispatch import CallbackErrorPolicy, OnField
+from sdk._retry import Retry
+
+__all__ = [
+    "Mode",
+    "PendingCallbacks",
+    "RequestOptions",
+    "StreamConfig",
+    "StreamOptions",
+    "split_options",
+]
+
+PendingCallbacks: TypeAlias = Literal["cancel", "wait"]
+Mode: TypeAlias = Literal["json_schema", "json_object", "tool", "none"]
+
+_CALLBACK_POLICIES = ("raise", "log", "ignore")
+_PENDING = ("cancel", "wait")
+_MODES = ("json_schema", "json_object", "tool", "none")
+
+
+class StreamOptions(TypedDict, total=False):
+    """How a stream behaves; every key is optional (see :class:`StreamConfig` for each)."""
+
+    on_field: OnField
+    retry: Retry | None
+    on_callback_error: CallbackErrorPolicy
+    max_concurrency: int
+    pending_callbacks: PendingCallbacks
+    lenient: bool
+    deltas: bool
+    progress: bool
+
+
+class RequestOptions(StreamOptions, total=False):
+    """:class:`StreamOptions` plus what a :class:`~sdk.Client` sends with each attempt."""
+
+    max_tokens: int | None
+    temperature: float | None
+    top_p: float | None
+    seed: int | None
+    mode: Mode
+    schema_name: str | None
+    extra_body: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamConfig:
+    """The resolved options of one stream."""
+
+    on_field: OnField = None
+    """``{pattern: callback}`` (JSON Pointers; ``*`` one segment, ``**`` any depth), or one
+    callback for every field. Callbacks take the :class:`~sdk.FieldEvent`; sync ones run
+    inline, ``async`` ones in the stream's task group."""
+    retry: Retry | None = None
+    """The retry policy; ``None``: one attempt."""
+    on_callback_error: CallbackErrorPolicy = "raise"
+    """A callback that raises: ``"raise"`` fails the stream with :class:`~sdk.CallbackError`;
+    ``"log"`` logs it on the ``fieldstream`` logger and goes on; ``"ignore"`` goes on."""
+    max_concurrency: int = 8
+    """How many async callbacks may run at once."""
+    pending_callbacks: PendingCallbacks = "cancel"
+    """When the stream fails or is left before its end: ``"cancel"`` the async callbacks still
+    running, or ``"wait"`` for them (a cancelled consumer always cancels them). On success the
+    stream always waits for them, so their errors are the stream's."""
+    lenient: bool = False
+    """Accept prose or a code fence around the document (for servers that do not constrain)."""
+    deltas: bool = False
+    """Also yield :class:`~sdk.TextDelta` events as string fields stream."""
+    progress: bool = False
+    """Also yield progress events: :class:`~sdk.AttemptStarted`, :class:`~sdk.AttemptFailed`,
+    :class:`~sdk.UsageReported`, :class:`~sdk.StreamEnded`."""
+
+    def __post_init__(self) -> None:
+        if self.retry is not None and not isinstance(self.retry, Retry):
+            raise TypeError(f"retry must be a sdk.Retry (or None), not {type(self.retry).__name__}")
+        _choice("on_callback_error", self.on_callback_error, _CALLBACK_POLICIES)
+        _choice("pending_callbacks", self.pending_callbacks, _PENDING)
+        if (
+            not isinstance(self.max_concurrency, int)
+            or isinstance(self.max_concurrency, bool)
+            or self.max_concurrency < 1
+        ):
+            raise ValueError(f"max_concurrency must be an int >= 1, not {self.max_concurrency!r}")
+        for name in ("lenient", "deltas", "progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, not {getattr(self, name)!r}")
+
+
+_STREAM_KEYS = frozenset(f.name for f in fields(StreamConfig))
+_REQUEST_KEYS = (RequestOptions.__optional_keys__ | RequestOptions.__required_keys__) - _STREAM_KEYS
+
+
+def split_options(
+    options: Mapping[str, Any], *, where: str, request: bool
+) -> tuple[StreamConfig, dict[str, Any]]:
+    """Resolve ``options`` given to ``where`` (for messages): the stream's config, and (when
+    ``request``) the request options, checked for their kind. Unknown names raise
+    ``TypeError`` naming them and what is accepted."""
+    allowed = _STREAM_KEYS | (_REQUEST_KEYS if request else frozenset())
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        hint = (
+            "; body parameters the client does not name go in extra_body={...}" if request else ""
+        )
+        raise TypeError(
+            f"{where}() got unexpected argument(s) {', '.join(map(repr, unknown))}{hint}"
+            f" (accepted: {', '.join(sorted(allowed))})"
+        )
+    config = StreamConfig(**{k: v for k, v in options.items() if k in _STREAM_KEYS})
+    rest = {k: v for k, v in options.items() if k in _REQUEST_KEYS}
+    if "mode" in rest:
+        _choice("mode", rest["mode"], _MODES)
+    return config, rest
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")

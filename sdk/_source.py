@@ -1,0 +1,120 @@
+"""Where a stream's chunks come from: the source of each attempt, pulled and closed.
+
+A source is an async iterable of chunks, or a callable that starts one per :class:`Attempt`
+(only that kind can be retried). :class:`SourceReader` starts the attempt's iterable, pulls one
+chunk at a time, lets another task interrupt a pull that waits (an async callback that failed
+must be seen at once, not at the next chunk), and closes the iterable: closing is how a
+generation is stopped (the HTTP response is dropped, the local engine's loop ends), so it is
+shielded from cancellation, yet bounded in time.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import TypeAlias
+
+import anyio
+
+from sdk._backend import Delta
+from sdk._retry import Attempt
+
+__all__ = ["Chunk", "Pulled", "Source", "SourceReader"]
+
+Chunk: TypeAlias = str | Delta
+Source: TypeAlias = AsyncIterable[Chunk] | Callable[[Attempt], AsyncIterable[Chunk]]
+"""An async iterable of text (``str``) or :class:`~sdk.Delta` values, or a callable that
+starts one for an :class:`~sdk.Attempt` (only a callable source can be retried)."""
+
+
+class Pulled(enum.Enum):
+    """What :meth:`SourceReader.pull` returns instead of a chunk."""
+
+    END = "end"
+    """The attempt's source is exhausted."""
+    INTERRUPTED = "interrupted"
+    """:meth:`SourceReader.interrupt` cut the pull short."""
+
+
+# How long closing a source may take while cancelled or failing; closing is shielded from
+# cancellation (the generation must stop), but a source that hangs in aclose() must not hang
+# the caller forever.
+CLOSE_TIMEOUT = 10.0
+
+logger = logging.getLogger("fieldstream")
+
+
+class SourceReader:
+    """Reads the chunks of one attempt at a time from ``source``."""
+
+    __slots__ = ("_factory", "_it", "_plain", "_scope")
+
+    def __init__(self, source: Source) -> None:
+        if isinstance(source, AsyncIterable):
+            self._plain: AsyncIterable[Chunk] | None = source
+            self._factory: Callable[[Attempt], AsyncIterable[Chunk]] | None = None
+        elif callable(source):
+            self._plain = None
+            self._factory = source
+        else:
+            raise TypeError(
+                "source must be an async iterable of str/Delta, or a callable taking an Attempt"
+            )
+        self._it: AsyncIterator[Chunk] | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a new attempt can read afresh (the source is a callable)."""
+        return self._factory is not None
+
+    @property
+    def started(self) -> bool:
+        """An attempt's iterable is open."""
+        return self._it is not None
+
+    def start(self, attempt: Attempt) -> None:
+        """Open the iterable of ``attempt`` (calls a callable source: its errors propagate)."""
+        if self._factory is not None:
+            self._it = aiter(self._factory(attempt))
+        else:
+            assert self._plain is not None
+            self._it = aiter(self._plain)
+
+    async def pull(self, *, interruptible: bool) -> Chunk | Pulled:
+        """The next chunk, ``Pulled.END``, or (``interruptible``) ``Pulled.INTERRUPTED``. The
+        source's own errors propagate. A cancel scope per pull is not free: only ask for
+        ``interruptible`` when something may interrupt."""
+        it = self._it
+        assert it is not None
+        try:
+            if not interruptible:
+                return await it.__anext__()
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                chunk = await it.__anext__()
+            return Pulled.INTERRUPTED if scope.cancelled_caught else chunk
+        except StopAsyncIteration:
+            self._it = None
+            return Pulled.END
+        finally:
+            self._scope = None
+
+    def interrupt(self) -> None:
+        """Cut short an interruptible pull in progress (from another task); else nothing."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def close(self) -> None:
+        """Close the attempt's iterable, if open: the generation stops. Never raises: a failure
+        to close is logged (the error that made us close matters more)."""
+        it, self._it = self._it, None
+        aclose = getattr(it, "aclose", None)
+        if aclose is None:
+            return
+        try:
+            with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
+                await aclose()
+        except Exception:
+            logger.warning("closing the stream's source failed", exc_info=True)

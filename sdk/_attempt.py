@@ -53,6 +53,9 @@ class AttemptState:
         "_finish_reason",
         "_first_output",
         "_forced",
+        "_last_key",
+        "_last_texts",
+        "_last_tracker",
         "_lenient",
         "_names",
         "_refusal",
@@ -92,6 +95,10 @@ class AttemptState:
         """Seconds, for the record's timings (``time.monotonic``; tests inject one)."""
         self._started = clock()
         self._first_output: float | None = None
+        # Where the last text went (most chunks go where the one before went).
+        self._last_key: int | None = None
+        self._last_texts: list[str] = []
+        self._last_tracker: FieldTracker | None = None
 
     # ------------------------------------------------------------------ what it knows
 
@@ -134,13 +141,26 @@ class AttemptState:
 
     def feed(self, chunk: str | Delta) -> list[TrackerEvent]:
         """Take one chunk of the source; return the field events it made certain."""
-        if isinstance(chunk, str):
+        if type(chunk) is Delta:
+            if (
+                chunk.usage is None
+                and chunk.finish_reason is None
+                and chunk.refusal is None
+                and chunk.tool_name is None
+            ):
+                # The common delta: text only.
+                text = chunk.text
+                if not text or self._finish_reason is not None:
+                    return []
+                self._count(chunk)
+                return self._text(text, chunk.forced, chunk.tool_call)
+        elif isinstance(chunk, str):
             if not chunk or self._finish_reason is not None:
                 return []
             self._counted += 1
             self._estimated = True
             return self._text(chunk, False, None)
-        if not isinstance(chunk, Delta):
+        elif not isinstance(chunk, Delta):
             raise TypeError(f"a source must yield str or Delta, not {type(chunk).__name__}")
         if chunk.usage is not None:
             self._reported = chunk.usage
@@ -150,22 +170,16 @@ class AttemptState:
         if key is not None and chunk.tool_name is not None:
             self._names[key] = chunk.tool_name
         text = chunk.text
-        if text:
-            if chunk.tokens is None:
-                self._counted += 1
-                self._estimated = True
-                self._forced += chunk.forced
-            else:
-                self._counted += chunk.tokens
-                self._forced += chunk.tokens if chunk.forced else 0
-        if chunk.finish_reason is not None and self._finish_reason is None:
+        if not text or self._finish_reason is not None:
+            if chunk.finish_reason is not None and self._finish_reason is None:
+                self._finish_reason = chunk.finish_reason
+            return []
+        self._count(chunk)
+        events = self._text(text, chunk.forced, key)
+        if chunk.finish_reason is not None:
             # Text on the finishing delta is the output's last; nothing after it is parsed.
-            events = self._text(text, chunk.forced, key) if text else []
             self._finish_reason = chunk.finish_reason
-            return events
-        if text and self._finish_reason is None:
-            return self._text(text, chunk.forced, key)
-        return []
+        return events
 
     def finish(self) -> list[TrackerEvent]:
         """The source ended: return the documents' last events (a root number is final only at
@@ -218,7 +232,23 @@ class AttemptState:
 
     # ------------------------------------------------------------------ internals
 
+    def _count(self, chunk: Delta) -> None:
+        tokens = chunk.tokens
+        if tokens is None:
+            self._counted += 1
+            self._estimated = True
+            if chunk.forced:
+                self._forced += 1
+        else:
+            self._counted += tokens
+            if chunk.forced:
+                self._forced += tokens
+
     def _text(self, text: str, forced: bool, key: int | None) -> list[TrackerEvent]:
+        tracker = self._last_tracker
+        if key == self._last_key and tracker is not None:  # where the last text went
+            self._last_texts.append(text)
+            return tracker.feed(text, forced=forced)
         texts = self._texts.get(key)
         if texts is None:
             texts = self._texts[key] = []
@@ -234,6 +264,7 @@ class AttemptState:
                 self._tool_mode = True
                 self._trackers.pop(None, None)
             tracker = self._trackers[key] = self._new_tracker(key)
+        self._last_key, self._last_texts, self._last_tracker = key, texts, tracker
         return tracker.feed(text, forced=forced)
 
     def _new_tracker(self, key: int | None) -> FieldTracker:

@@ -88,18 +88,22 @@ class SourceReader:
         ``interruptible`` when something may interrupt."""
         it = self._it
         assert it is not None
-        try:
-            if not interruptible:
+        if not interruptible:  # the per-chunk path: nothing more than the read
+            try:
                 return await it.__anext__()
+            except StopAsyncIteration:
+                self._it = None
+                return Pulled.END
+        try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 chunk = await it.__anext__()
-            return Pulled.INTERRUPTED if scope.cancelled_caught else chunk
         except StopAsyncIteration:
             self._it = None
             return Pulled.END
         finally:
             self._scope = None
+        return Pulled.INTERRUPTED if scope.cancelled_caught else chunk
 
     def interrupt(self) -> None:
         """Cut short an interruptible pull in progress (from another task); else nothing."""

@@ -92,6 +92,7 @@ class Stream:
             )
         self._compiled = schema
         self._config = config
+        self._progress = config.progress
         self._dispatcher = Dispatcher(
             config.on_field,
             on_error=config.on_callback_error,
@@ -290,25 +291,26 @@ class Stream:
         if dispatcher.failure is not None:
             await self._fail(dispatcher.failure)
             return
+        source = self._source
         try:
-            if not self._source.started:
+            if not source.started:
                 self._begin()  # calls a callable source: its errors are the attempt's
             # While async callbacks run, one may fail during the wait: it interrupts the pull.
-            chunk = await self._source.pull(interruptible=bool(dispatcher.running))
+            chunk = await source.pull(interruptible=dispatcher.running > 0)
         except Exception as exc:
             await self._attempt_failed(exc)
             return
         except BaseException:
             # Cancelled (or KeyboardInterrupt): the generation must stop too.
-            await self._source.close()
+            await source.close()
             raise
-        if chunk is Pulled.END:
+        if not isinstance(chunk, Pulled):
+            await self._take(chunk)
+        elif chunk is Pulled.END:
             await self._end_attempt()
-        elif chunk is Pulled.INTERRUPTED:
+        else:  # interrupted by a callback's failure
             assert dispatcher.failure is not None
             await self._fail(dispatcher.failure)
-        else:
-            await self._take(chunk)
 
     async def _take(self, chunk: Chunk) -> None:
         attempt = self._attempt
@@ -318,7 +320,7 @@ class Stream:
         except Exception as exc:
             await self._attempt_failed(exc)
             return
-        if self._config.progress and isinstance(chunk, Delta) and chunk.usage is not None:
+        if self._progress and type(chunk) is Delta and chunk.usage is not None:
             self._events.append(UsageReported(attempt.number, attempt.usage))
         if new:
             try:

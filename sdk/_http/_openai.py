@@ -24,7 +24,7 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
-from sdk._http._request import chat_body
+from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend", "ServerOptions"]
@@ -104,9 +104,9 @@ class OpenAIBackend:
         """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
-        body = chat_body(request, model=self.model, strict=self.strict)
+        body, wrapped = chat_request(request, model=self.model, strict=self.strict)
         decoder = ChunkDecoder(tools=request.mode == "tool")
-        return stream_deltas(lambda: self._open(body), decoder)
+        return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
 
     async def _open(self, body: dict[str, object]) -> Opened:
         """Send the request; the response (headers read, status 2xx) and its release.

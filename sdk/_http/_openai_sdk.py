@@ -24,7 +24,7 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._errors import MissingDependencyError, TransportError, retryable_status
 from sdk._http._chunks import ChunkDecoder, error_from_payload
 from sdk._http._deltas import Opened, stream_deltas
-from sdk._http._request import chat_body
+from sdk._http._request import chat_request
 from sdk._http._sse import parse_retry_after
 
 __all__ = ["OpenAISDKBackend"]
@@ -64,7 +64,7 @@ class OpenAISDKBackend:
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
-        body = chat_body(request, model=self.model, strict=self.strict)
+        body, wrapped = chat_request(request, model=self.model, strict=self.strict)
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = ChunkDecoder(tools=request.mode == "tool")
@@ -84,7 +84,7 @@ class OpenAISDKBackend:
 
             return api_response.http_response, release
 
-        return stream_deltas(open_response, decoder, errors=self._errors)
+        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=wrapped)
 
     async def _call(self, awaitable: Any) -> Any:
         """Await an SDK call, turning its errors into ours."""

@@ -21,7 +21,7 @@ from sdk._http import OpenAIBackend
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
-from sdk._retry import Attempt
+from sdk._retry import Attempt, Retry
 from sdk._schema import compile_schema, schema_name
 from sdk._stream import Stream
 
@@ -32,10 +32,16 @@ class Client:
     """Streams structured completions from one backend.
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
-    Completions server over httpx; the other options (``http_client``, ``timeout``,
-    ``headers``, ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
+    Completions server over httpx. Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY``
+    and ``$OPENAI_BASE_URL`` and defaults to OpenAI's API; the other options (``http_client``,
+    ``timeout``, ``headers``, ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
+
+    ``max_retries``: when a stream is given no ``retry`` policy, transport failures
+    (connection errors, 408/409/429/5xx) are retried this many times, with backoff and jitter,
+    honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does. Errors in the
+    model's output are retried only when a ``retry=Retry(...)`` asks for it.
 
     Use it as an async context manager (or call :meth:`aclose`) to release what it opened: the
     httpx client it made, the local engine. Clients passed in by the caller are not closed.
@@ -46,28 +52,37 @@ class Client:
         base_url: str | None = None,
         api_key: str | None = None,
         model: str | None = None,
+        *,
+        max_retries: int = 2,
         **options: Unpack[ServerOptions],
     ) -> None:
         self._backend: Backend = OpenAIBackend(
             base_url=base_url, api_key=api_key, model=model, **options
         )
+        self._max_retries = _check_max_retries(max_retries)
 
     @classmethod
-    def from_backend(cls, backend: Backend) -> Client:
+    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
         """A client over any :class:`~sdk.Backend` (closed by :meth:`aclose`)."""
         client = cls.__new__(cls)
         client._backend = backend
+        client._max_retries = _check_max_retries(max_retries)
         return client
 
     @classmethod
-    def from_openai(cls, client: Any, *, model: str, strict: bool = True) -> Client:
+    def from_openai(
+        cls, client: Any, *, model: str, strict: bool = True, max_retries: int = 0
+    ) -> Client:
         """A client that sends its requests through ``client``, an ``openai.AsyncOpenAI`` (or
-        ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies
-        and timeouts are the client's. Its own retries are off for these calls (the stream's
-        :class:`~sdk.Retry` retries instead). ``client`` is not closed by :meth:`aclose`."""
+        ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies,
+        timeouts and retries are the client's, unchanged. Its ``max_retries`` retries a request
+        that fails before the stream begins; a stream broken midway is retried here only with
+        ``max_retries`` (0 by default, so that the two layers do not multiply) or a ``retry``
+        policy. ``client`` is not closed by :meth:`aclose`."""
         from sdk._http import OpenAISDKBackend
 
-        return cls.from_backend(OpenAISDKBackend(client, model=model, strict=strict))
+        backend = OpenAISDKBackend(client, model=model, strict=strict)
+        return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
@@ -80,7 +95,8 @@ class Client:
         """
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 
-        return cls.from_backend(LocalBackend(model=model, device=device, **opts))
+        # Nothing to retry by default: the engine has no transport.
+        return cls.from_backend(LocalBackend(model=model, device=device, **opts), max_retries=0)
 
     @property
     def backend(self) -> Backend:
@@ -115,6 +131,9 @@ class Client:
         :class:`~sdk.SchemaError`.
         """
         config, request = split_options(options, where="Client.stream", request=True)
+        if "retry" not in options and self._max_retries:
+            retry = Retry(max_attempts=self._max_retries + 1, output_errors=False)
+            config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_schema(schema)
@@ -178,3 +197,9 @@ def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"not {message!r}"
             )
     return tuple(messages)
+
+
+def _check_max_retries(max_retries: int) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, not {max_retries!r}")
+    return max_retries

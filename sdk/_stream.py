@@ -20,7 +20,7 @@ from typing_extensions import Unpack
 from sdk._attempt import AttemptState
 from sdk._backend import Delta, Message, Usage
 from sdk._dispatch import Dispatcher
-from sdk._errors import CallbackError, RetriesExhausted, StreamError, StreamUsageError
+from sdk._errors import CallbackError, RetriesExhausted, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
@@ -393,8 +393,7 @@ class Stream:
                 retry is not None
                 and retry.max_attempts > 1
                 and number >= retry.max_attempts
-                and isinstance(exc, StreamError)
-                and exc.retryable
+                and retry.covers(exc)
             ):
                 error = RetriesExhausted([a.error for a in self._attempts if a.error is not None])
                 error.__cause__ = exc

@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message
@@ -26,6 +27,8 @@ from sdk._schema import compile_schema, schema_name
 from sdk._stream import Stream
 
 __all__ = ["Client"]
+
+T = TypeVar("T")
 
 
 class Client:
@@ -103,14 +106,34 @@ class Client:
         """The backend requests go to."""
         return self._backend
 
+    @overload
+    def stream(
+        self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
+    ) -> Stream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: TypeAdapter[T],
+        **options: Unpack[RequestOptions],
+    ) -> Stream[T]: ...
+    @overload
     def stream(
         self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
-    ) -> Stream:
+    ) -> Stream[Any]: ...
+    def stream(
+        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+    ) -> Stream[Any]:
         """Stream a structured completion; use the result with ``async with``.
 
         - ``messages``: the conversation (OpenAI chat messages: mappings with a ``role``).
         - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema
-          dict. Its resolved JSON Schema is what the server is sent.
+          dict. Its resolved JSON Schema is what the server is sent (made strict, see
+          :mod:`sdk._http._strict`); it is the contract: the result is validated by pydantic
+          in JSON mode, which may accept more than the schema says (lax coercions), never
+          less. The stream is typed by it: ``Stream[Model]``, ``Stream[list[Item]]``,
+          ``Stream[Any]`` for a dict.
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).

@@ -124,9 +124,34 @@ def split_options(
         )
     config = StreamConfig(**{k: v for k, v in options.items() if k in _STREAM_KEYS})
     rest = {k: v for k, v in options.items() if k in _REQUEST_KEYS}
-    if "mode" in rest:
-        _choice("mode", rest["mode"], _MODES)
+    _check_request(rest)
     return config, rest
+
+
+def _check_request(options: Mapping[str, Any]) -> None:
+    """Each request option is of the kind it must be (``None`` leaves it unset)."""
+    if "mode" in options:
+        _choice("mode", options["mode"], _MODES)
+    checks: dict[str, tuple[Any, str]] = {
+        "max_tokens": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
+        "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+        "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "seed": (_is_int, "an int"),
+        "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
+        "extra_body": (lambda v: isinstance(v, Mapping), "a mapping of body parameters"),
+    }
+    for name, (ok, what) in checks.items():
+        value = options.get(name)
+        if value is not None and not ok(value):
+            raise TypeError(f"{name} must be {what} (or None), not {value!r}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

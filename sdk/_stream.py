@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import anyio
 from anyio.abc import TaskGroup
+from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
 from sdk._attempt import AttemptState
@@ -37,10 +38,26 @@ from sdk._source import Chunk, Pulled, Source, SourceReader
 
 __all__ = ["Stream", "stream_structured"]
 
+T = TypeVar("T")
+
 _NEW, _OPEN, _DONE, _FAILED, _CLOSED = "new", "open", "done", "failed", "closed"
 
 
-def stream_structured(source: Source, *, schema: Any, **options: Unpack[StreamOptions]) -> Stream:
+@overload
+def stream_structured(
+    source: Source, *, schema: type[T], **options: Unpack[StreamOptions]
+) -> Stream[T]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: TypeAdapter[T], **options: Unpack[StreamOptions]
+) -> Stream[T]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: Any, **options: Unpack[StreamOptions]
+) -> Stream[Any]: ...
+def stream_structured(
+    source: Source, *, schema: Any, **options: Unpack[StreamOptions]
+) -> Stream[Any]:
     """Stream a structured document from ``source``; use the result with ``async with``.
 
     - ``source``: an async iterable of ``str`` / :class:`~sdk.Delta`, or a callable taking an
@@ -58,8 +75,11 @@ def stream_structured(source: Source, *, schema: Any, **options: Unpack[StreamOp
     return Stream(source, compile_schema(schema), config)
 
 
-class Stream:
+class Stream(Generic[T]):
     """A structured stream: an async context manager and a one-shot async iterator.
+
+    ``T`` is the result's type: the model for ``schema=Model``, ``list[Item]`` for
+    ``schema=list[Item]``, ``Any`` for a dict schema.
 
     ``async for ev in s`` yields each :class:`~sdk.FieldEvent` once per stream (and
     :class:`~sdk.TextDelta` / progress events if asked for), then ends when the document is
@@ -104,7 +124,7 @@ class Stream:
         self._iterated = False
         self._busy = False
         self._error: BaseException | None = None
-        self._values: list[Any] | None = None
+        self._values: list[T] | None = None
         self._attempts: list[AttemptInfo] = []
         self._feedback: list[Message] = []
         self._attempt: AttemptState | None = None  # the attempt in progress (or the last one)
@@ -156,7 +176,7 @@ class Stream:
         """The error the stream failed with, if it did."""
         return self._error
 
-    async def result(self) -> Any:
+    async def result(self) -> T:
         """The validated value: the model instance (or plain value) of the document, or of the
         single tool call. Reads the rest of the stream first (dispatching its fields) if it was
         not read to the end; raises the stream's error if it failed.
@@ -172,7 +192,7 @@ class Stream:
             )
         return values[0]
 
-    async def results(self) -> list[Any]:
+    async def results(self) -> list[T]:
         """The validated values, one per tool call in index order (one element for a plain
         document). Same rules as :meth:`result`."""
         if self._state == _NEW:
@@ -194,7 +214,7 @@ class Stream:
         assert self._values is not None
         return list(self._values)
 
-    def __aiter__(self) -> Stream:
+    def __aiter__(self) -> Stream[T]:
         if self._state == _NEW:
             raise StreamUsageError("enter the stream with `async with` before iterating it")
         if self._iterated:
@@ -222,7 +242,7 @@ class Stream:
         finally:
             self._busy = False
 
-    async def __aenter__(self) -> Stream:
+    async def __aenter__(self) -> Stream[T]:
         if self._state != _NEW:
             raise StreamUsageError("a stream can be entered once")
         tg = anyio.create_task_group()

@@ -156,7 +156,7 @@ class _Rate:
 
     def __init__(self, clock: _Clock) -> None:
         self._clock = clock
-        self.stream: Stream | None = None
+        self.stream: Stream[Any] | None = None
         self._first: float | None = None  # when tokens were first seen
 
     def __call__(self) -> tuple[int, float | None]:
@@ -187,13 +187,17 @@ class _Clock:
 
 
 def _fail(
-    report: Report, error: BaseException, code: int, clock: _Clock, stream: Stream | None = None
+    report: Report,
+    error: BaseException,
+    code: int,
+    clock: _Clock,
+    stream: Stream[Any] | None = None,
 ) -> int:
     report.error(error, code, _summary(stream), clock())
     return int(code)
 
 
-def _summary(stream: Stream | None) -> RunSummary:
+def _summary(stream: Stream[Any] | None) -> RunSummary:
     """The run's numbers; tokens per second over the attempts' generation time."""
     if stream is None:
         return RunSummary(attempts=0, usage=Usage(), tokens=0, rate=None)
@@ -277,7 +281,7 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
     return backend
 
 
-async def _consume(stream: Stream, report: Report, clock: _Clock) -> int:
+async def _consume(stream: Stream[Any], report: Report, clock: _Clock) -> int:
     async def ticker() -> None:
         while True:
             await anyio.sleep(_TICK_S)

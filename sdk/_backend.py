@@ -60,6 +60,9 @@ class Delta:
     """The function name of that tool call, on its first delta."""
     refusal: str | None = None
     """A piece of a refusal message (OpenAI ``delta.refusal``)."""
+    reasoning: str | None = None
+    """A piece of the model's reasoning (``delta.reasoning_content`` / ``delta.reasoning``):
+    kept apart, never parsed."""
     finish_reason: str | None = None
     """Why the generation ended, on the last delta: ``stop``, ``length``, ``content_filter``,
     ``tool_calls``."""

@@ -45,6 +45,7 @@ class StreamOptions(TypedDict, total=False):
     lenient: bool
     deltas: bool
     progress: bool
+    reasoning: bool
 
 
 class RequestOptions(StreamOptions, total=False):
@@ -79,12 +80,15 @@ class StreamConfig:
     running, or ``"wait"`` for them (a cancelled consumer always cancels them). On success the
     stream always waits for them, so their errors are the stream's."""
     lenient: bool = False
-    """Accept prose or a code fence around the document (for servers that do not constrain)."""
+    """Accept prose or a code fence around the document (for servers that do not constrain),
+    and route a ``<think>…</think>`` block before it to the reasoning."""
     deltas: bool = False
     """Also yield :class:`~sdk.TextDelta` events as string fields stream."""
     progress: bool = False
     """Also yield progress events: :class:`~sdk.AttemptStarted`, :class:`~sdk.AttemptFailed`,
     :class:`~sdk.UsageReported`, :class:`~sdk.StreamEnded`."""
+    reasoning: bool = False
+    """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
@@ -97,7 +101,7 @@ class StreamConfig:
             or self.max_concurrency < 1
         ):
             raise ValueError(f"max_concurrency must be an int >= 1, not {self.max_concurrency!r}")
-        for name in ("lenient", "deltas", "progress"):
+        for name in ("lenient", "deltas", "progress", "reasoning"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

@@ -84,6 +84,9 @@ class AttemptInfo:
     first_output: float | None = None
     """Seconds from the attempt's start to its first text (``None``: it wrote none); the time
     to first token, prompt processing included."""
+    reasoning: str = ""
+    """The model's reasoning in this attempt (reasoning deltas, or a ``<think>`` block in
+    lenient mode); empty when there was none."""
 
     @property
     def tokens_per_second(self) -> float | None:

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
-from sdk._attempt import AttemptState
+from sdk._attempt import AttemptEvent, AttemptState
 from sdk._backend import Delta, Message, Usage
 from sdk._dispatch import Dispatcher
 from sdk._errors import CallbackError, RetriesExhausted, StreamUsageError
@@ -28,7 +28,6 @@ from sdk._events import (
     FieldEvent,
     StreamEnded,
     StreamEvent,
-    TrackerEvent,
     UsageReported,
 )
 from sdk._options import StreamConfig, StreamOptions, split_options
@@ -296,7 +295,11 @@ class Stream(Generic[T]):
         number = self.attempt + 1
         config = self._config
         self._attempt = AttemptState(
-            number, self._compiled, lenient=config.lenient, deltas=config.deltas
+            number,
+            self._compiled,
+            lenient=config.lenient,
+            deltas=config.deltas,
+            reasoning=config.reasoning,
         )
         self._recorded = False
         if config.progress:
@@ -348,7 +351,7 @@ class Stream(Generic[T]):
             except CallbackError as exc:
                 await self._fail(exc)
 
-    async def _dispatch(self, new: Sequence[TrackerEvent]) -> None:
+    async def _dispatch(self, new: Sequence[AttemptEvent]) -> None:
         dispatcher = self._dispatcher
         callbacks = dispatcher.has_callbacks
         events = self._events

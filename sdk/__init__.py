@@ -52,6 +52,7 @@ from sdk._tracker import FieldTracker
 from sdk._version import __version__
 
 if _typing.TYPE_CHECKING:
+    from sdk._batch import BatchRequest, BatchResult
     from sdk._client import Client
     from sdk._stream import Stream, stream_structured
     from sdk._sync import SyncClient, SyncStream
@@ -59,6 +60,8 @@ if _typing.TYPE_CHECKING:
 # The async shell (anyio, httpx) is imported on first use, so that the sans-I/O core
 # (``from sdk import FieldTracker``) stands alone.
 _LAZY = {
+    "BatchRequest": "sdk._batch",
+    "BatchResult": "sdk._batch",
     "Client": "sdk._client",
     "Stream": "sdk._stream",
     "SyncClient": "sdk._sync",
@@ -87,6 +90,8 @@ __all__ = [
     "AttemptStarted",
     "Backend",
     "BackendError",
+    "BatchRequest",
+    "BatchResult",
     "CallbackError",
     "Client",
     "ContentFilteredError",

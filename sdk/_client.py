@@ -10,7 +10,8 @@ violation is seen, not after the whole output.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -18,6 +19,7 @@ from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message
+from sdk._batch import BatchResult, run_batch
 from sdk._http import OpenAIBackend
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
@@ -169,6 +171,49 @@ class Client:
             **request,
         )
         return Stream(_Requests(self._backend, template), compiled, config)
+
+    @overload
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: type[T],
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[T]]]: ...
+    @overload
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: Any,
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]: ...
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: Any,
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:
+        """Run many requests, at most ``concurrency`` at once; their results as they complete.
+
+        ``requests``: :class:`~sdk.BatchRequest` values or mappings ``{"id": ..., "prompt":
+        ...}`` / ``{"id": ..., "messages": [...]}`` (``system``, when given, comes before each
+        prompt), from an iterable or an async iterable, read lazily. The other arguments are
+        :meth:`stream`'s, for every request. Use with ``async with ... as results: async for
+        done in results``; each :class:`~sdk.BatchResult` has the request's ``id`` and its
+        ``value`` or ``error`` (a failed request never ends the batch), ``attempts``, ``usage``
+        and ``seconds``. Leaving the block early cancels what still runs.
+        """
+        return run_batch(
+            self, requests, schema=schema, concurrency=concurrency, system=system, options=options
+        )
 
     async def aclose(self) -> None:
         """Release the backend (the httpx client this client made, the local engine)."""

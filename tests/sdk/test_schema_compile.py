@@ -147,7 +147,7 @@ def test_recursive_model_checks_early_at_depth() -> None:
         pytest.param(
             {"$schema": "http://json-schema.org/draft-07/schema#"}, "$schema", "", id="draft-7"
         ),
-        pytest.param({"items": {"$id": "x"}}, "$id", "/items", id="nested-id"),
+        pytest.param({"$ref": "other.json#/a"}, "$ref", "", id="relative-ref"),
         pytest.param({"type": "strnig"}, "anyOf", "/type", id="invalid"),
     ],
 )

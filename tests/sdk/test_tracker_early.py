@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 from _tracker_support import assert_fires, assert_valid
 
+from sdk._schema._compile import CompiledSchema, compile_schema
+
+
+def ASSERT(schema: Any) -> CompiledSchema:
+    """``schema`` compiled with ``format`` asserted."""
+    return compile_schema(schema, formats="assert")
+
+
 OBJ_AB = {
     "type": "object",
     "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
@@ -98,8 +106,9 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "maxLength",
     ),
     ("minLength", {"minLength": 3}, '"ab¦"', (), "minLength"),
-    ("pattern", {"pattern": "^[a-z]+$"}, '"abC¦"', (), "pattern"),
-    ("format-date", {"format": "date"}, '"2024-13-01¦"', (), "format"),
+    ("pattern", {"pattern": "^[a-z]+$"}, '"ab¦C"', (), "pattern"),
+    ("format-date", ASSERT({"format": "date"}), '"2024-1¦3-01"', (), "format"),
+    ("format-date-final", ASSERT({"format": "date"}), '"2023-02-29¦"', (), "format"),
     # numbers: final only, at the character after them
     ("minimum", {"minimum": 0}, "-1¦", (), "minimum"),
     ("minimum-in-object", {"properties": {"x": {"minimum": 0}}}, '{"x": -0.5¦}', ("x",), "minimum"),
@@ -108,7 +117,21 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ("exclusiveMaximum", {"exclusiveMaximum": 1}, "1.0¦", (), "exclusiveMaximum"),
     ("multipleOf", {"items": {"multipleOf": 3}}, "[7¦]", (0,), "multipleOf"),
     # objects
-    ("additionalProperties-false", OBJ_AB, '{"a": "x", "c¦": 1}', ("c",), "additionalProperties"),
+    ("additionalProperties-false", OBJ_AB, '{"a": "x", "¦c": 1}', ("c",), "additionalProperties"),
+    (
+        "additionalProperties-prefix",
+        {"properties": {"name": {}}, "additionalProperties": False},
+        '{"na¦x": 1}',
+        ("nax",),
+        "additionalProperties",
+    ),
+    (
+        "additionalProperties-no-key-at-all",
+        {"additionalProperties": False},
+        '{¦"a": 1}',
+        (),
+        "additionalProperties",
+    ),
     (
         "additionalProperties-schema",
         {"additionalProperties": {"type": "number"}},
@@ -126,14 +149,14 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     (
         "patternProperties-closed",
         {"patternProperties": {"^n_": {}}, "additionalProperties": False},
-        '{"n_a": 1, "m¦": 2}',
+        '{"n_a": 1, "¦m": 2}',
         ("m",),
         "additionalProperties",
     ),
     (
         "propertyNames",
         {"propertyNames": {"maxLength": 2}},
-        '{"abc¦": 1}',
+        '{"ab¦c": 1}',
         ("abc",),
         "propertyNames",
     ),
@@ -141,7 +164,8 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ("required", OBJ_AB, '{"b": 1¦}', (), "required"),
     ("required-nested", {"properties": {"o": OBJ_AB}}, '{"o": {¦}}', ("o",), "required"),
     ("minProperties", {"minProperties": 2}, '{"a": 1¦}', (), "minProperties"),
-    ("maxProperties", {"maxProperties": 1}, '{"a": 1, "b": 2¦}', (), "maxProperties"),
+    ("maxProperties", {"maxProperties": 1}, '{"a": 1¦, "b": 2}', (), "maxProperties"),
+    ("maxProperties-zero", {"maxProperties": 0}, '{¦"a": 1}', (), "maxProperties"),
     (
         "dependentRequired",
         {"dependentRequired": {"a": ["b"]}},
@@ -150,7 +174,7 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "dependentRequired",
     ),
     # arrays
-    ("maxItems", {"maxItems": 2}, "[1, 2, ¦3]", (2,), "maxItems"),
+    ("maxItems", {"maxItems": 2}, "[1, 2¦, 3]", (2,), "maxItems"),
     ("maxItems-zero", {"maxItems": 0}, "[¦1]", (0,), "maxItems"),
     ("minItems", {"minItems": 2}, "[1¦]", (), "minItems"),
     ("uniqueItems", {"uniqueItems": True}, '[1, "a", 1¦]', (), "uniqueItems"),
@@ -168,7 +192,7 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     (
         "anyOf-keys",
         {"anyOf": [OBJ_AB, {"properties": {"z": {}}, "additionalProperties": False}]},
-        '{"a": "x", "z¦": 1}',
+        '{"a": "x", "¦z": 1}',
         ("z",),
         "additionalProperties",
     ),
@@ -192,7 +216,7 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "type",
     ),
     ("oneOf-discriminated", PET, '{"kind": "c¦o"}', ("kind",), "const"),
-    ("oneOf-branch-key", PET, '{"kind": "cat", "bark¦": "x"}', ("bark",), "additionalProperties"),
+    ("oneOf-branch-key", PET, '{"kind": "cat", "¦bark": "x"}', ("b",), "additionalProperties"),
     (
         "oneOf-two-match",
         {"items": {"oneOf": [{"type": "number"}, {"type": "integer"}]}},

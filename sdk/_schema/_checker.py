@@ -24,7 +24,7 @@ from typing import Any
 from sdk._errors import Path, SchemaViolation
 from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
-from sdk._schema._pydantic import validate_models
+from sdk._schema._pydantic import ModelCheck, stand_in_for
 from sdk._schema._states import (
     NO_INSTANCE,
     AnyGroup,
@@ -214,7 +214,7 @@ class SchemaChecker:
                 for group in s.groups:
                     if type(group) is DepGroup and group.key == key and not group.sub.alive:
                         assert group.sub.why is not None
-                        self._kill(s, group.sub.why)
+                        self._kill(s, group.sub.why.at(offset))
                         break
         self._stack.append(member)
 
@@ -412,9 +412,10 @@ class SchemaChecker:
             if limit is not None and end > limit:
                 bad = max(limit - pos, 0)  # index in ``text`` of the first character too many
                 message = f"expected at most {limit} characters, got more"
-                self._kill(
-                    s, Reason(frame.path, "maxLength", message, None, first + bad, frame.start)
+                reason = Reason(
+                    frame.path, "maxLength", message, None, first + bad, frame.start, limit + 1
                 )
+                self._kill(s, reason)
                 continue
             cands = s.cands
             if cands is not None:
@@ -424,7 +425,13 @@ class SchemaChecker:
                     bad = max((_common(m, text, pos) for m in cands), default=0)
                     message = f"expected {conj.str_shown}; no such string starts like this"
                     reason = Reason(
-                        frame.path, conj.str_keyword, message, None, first + bad, frame.start
+                        frame.path,
+                        conj.str_keyword,
+                        message,
+                        None,
+                        first + bad,
+                        frame.start,
+                        pos + bad + 1,
                     )
                     self._kill(s, reason)
                     continue
@@ -435,7 +442,8 @@ class SchemaChecker:
                     k = _first_bad(_matcher(pattern), prefix, good)
                     message = f"no string that starts like this matches {source!r}"
                     where = first + max(k - pos, 0)
-                    self._kill(s, Reason(frame.path, "pattern", message, None, where, frame.start))
+                    reason = Reason(frame.path, "pattern", message, None, where, frame.start, k + 1)
+                    self._kill(s, reason)
                     break
             else:
                 for fmt in conj.formats:
@@ -443,21 +451,29 @@ class SchemaChecker:
                         k = _first_bad(fmt.prefix_ok, prefix, good)
                         message = f"no string that starts like this is a valid {fmt.name}"
                         where = first + max(k - pos, 0)
-                        reason = Reason(frame.path, "format", message, None, where, frame.start)
+                        reason = Reason(
+                            frame.path, "format", message, None, where, frame.start, k + 1
+                        )
                         self._kill(s, reason)
                         break
 
     # ------------------------------------------------------------------ closing
 
     def _close(self, frame: Frame, offset: int, value: Any) -> None:
-        """The value of ``frame`` is final: close-time checks, then each state's groups."""
+        """The value of ``frame`` is final: close-time checks (pydantic's included), then each
+        state's groups, branches before their owner."""
         states = frame.states
-        models = False
+        models: ModelCheck | None = None
+        nested = self._models and self._stack[0] is not frame  # the root is validated at close
         for i in range(len(states) - 1, -1, -1):
             s = states[i]
             if not s.alive:
                 continue
             fail = check_close(s, frame, value, offset, self._canon_for)
+            if fail is None and nested and s.conj.models:
+                if models is None:
+                    models = ModelCheck(frame, value)
+                fail = models.check(s, offset)
             if fail is not None:
                 self._kill(s, fail)
                 continue
@@ -466,11 +482,8 @@ class SchemaChecker:
                 if reason is not None:
                     self._kill(s, reason)
                     break
-            if s.alive and s.conj.models:
-                models = True
-        if models and self._models and frame.path != () and self._stack[0] is not frame:
-            for s, reason in validate_models(frame, value, offset):
-                self._kill(s, reason)
+        if models is not None:
+            frame.instance = models.instance()
 
     def _member_done(self, parent: Frame, member: Frame, offset: int, value: Any) -> None:
         """An element of ``parent`` is final: ``uniqueItems`` and ``contains`` count it."""
@@ -514,17 +527,9 @@ def _substitute(parent: Frame, member: Frame, value: Any) -> None:
     value itself). Each container is copied once, so this costs O(document)."""
     stand_in = member.instance
     if stand_in is NO_INSTANCE:
-        subs = member.subs
-        if subs is None:
+        if member.subs is None:
             return
-        if type(value) is list:
-            stand_in = list(value)
-            for i, v in subs.items():
-                assert isinstance(i, int)
-                stand_in[i] = v
-        else:
-            stand_in = dict(value)
-            stand_in.update(subs)
+        stand_in = stand_in_for(value, member.subs)
     slot = member.path[-1]
     if parent.subs is None:
         parent.subs = {slot: stand_in}

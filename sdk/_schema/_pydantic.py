@@ -12,7 +12,7 @@ is never asserted for a pydantic type (pydantic checks its own formats).
 
 Each model's schema is marked (:data:`~sdk._schema._nodes.MODEL_KEY`), and a nested model (not
 the root: :meth:`CompiledSchema.validate` runs the root at the end) is validated by pydantic when
-its value closes, field and model validators included (:func:`validate_models`). To keep that
+its value closes, field and model validators included (:class:`ModelCheck`). To keep that
 O(document), a model is validated once, in Python mode with ``strict=False`` (lax, so never
 stricter than JSON mode), from its final dict where the members that are models themselves are
 replaced by the instances they already validated to (``revalidate_instances`` decides whether
@@ -31,9 +31,9 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from sdk._schema._nodes import MODEL_KEY
-from sdk._schema._states import NO_INSTANCE, Frame, Reason, State
+from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
-__all__ = ["ModelInfo", "TrackerJsonSchema", "tracker_schema", "validate_models"]
+__all__ = ["ModelCheck", "ModelInfo", "TrackerJsonSchema", "stand_in_for", "tracker_schema"]
 
 
 class ModelInfo:
@@ -63,51 +63,72 @@ class ModelInfo:
             return NO_INSTANCE, None
 
 
-def validate_models(frame: Frame, value: Any, offset: int) -> list[tuple[State, Reason]]:
-    """Validate the final value of ``frame`` with the model of each live state that has one.
-    Returns the states to kill, with why; records the instance in ``frame.instance`` when
-    exactly one model validated it (so containers can use it in their own validation)."""
-    stand_in = value
-    subs = frame.subs
-    if subs is not None:
-        if type(value) is list:
-            stand_in = list(value)
-            for i, v in subs.items():
-                assert isinstance(i, int)
-                stand_in[i] = v
-        else:
-            stand_in = dict(value)
-            stand_in.update(subs)
-    kills: list[tuple[State, Reason]] = []
-    results: dict[ModelInfo, tuple[Any, list[Any] | None]] = {}
-    instances: list[Any] = []
-    for s in frame.states:
-        if not s.alive or not s.conj.models:
-            continue
+class ModelCheck:
+    """The pydantic validations of one final value, for each of its states that has models:
+    each model once (states share the verdict), from the value with its members' stand-ins."""
+
+    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_value")
+
+    def __init__(self, frame: Frame, value: Any) -> None:
+        self._frame = frame
+        self._value = value
+        self._stand_in: Any = NO_INSTANCE
+        self._results: dict[ModelInfo, tuple[Any, list[Any] | None]] = {}
+        self._instances: list[Any] = []
+
+    def check(self, s: State, offset: int) -> Reason | None:
+        """Why ``s`` fails by its models' validation, or ``None``."""
         for info in s.conj.models:
-            result = results.get(info)
+            result = self._results.get(info)
             if result is None:
-                result = results[info] = info.validate(value, stand_in)
+                result = self._results[info] = info.validate(self._value, self._stand())
                 if result[0] is not NO_INSTANCE:
-                    instances.append(result[0])
+                    self._instances.append(result[0])
             errors = result[1]
             if errors:
                 first = errors[0]
-                loc = tuple(first.get("loc", ()))
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                reason = Reason(
-                    (*frame.path, *loc),
+                return Reason(
+                    (*self._frame.path, *first.get("loc", ())),
                     str(first.get("type", "")),
                     f"{first.get('msg', '')}{more}",
                     first.get("input"),
                     offset,
-                    frame.start,
+                    self._frame.start,
                 )
-                kills.append((s, reason))
-                break
-    if len(instances) == 1:
-        frame.instance = instances[0]
-    return kills
+        return None
+
+    def instance(self) -> Any:
+        """The instance that stands for the value in its container's validation, when it is
+        unambiguous (one model validated it, and no live union branch without a model could be
+        the one pydantic picks); else :data:`NO_INSTANCE`."""
+        if len(self._instances) != 1:
+            return NO_INSTANCE
+        for s in self._frame.states:
+            if s.alive and not s.conj.models and any(isinstance(u, AnyGroup) for u in s.ups):
+                return NO_INSTANCE
+        return self._instances[0]
+
+    def _stand(self) -> Any:
+        stand_in = self._stand_in
+        if stand_in is NO_INSTANCE:
+            stand_in = self._stand_in = stand_in_for(self._value, self._frame.subs)
+        return stand_in
+
+
+def stand_in_for(value: Any, subs: dict[str | int, Any] | None) -> Any:
+    """``value`` with the members in ``subs`` replaced (a shallow copy; ``value`` if none)."""
+    if subs is None:
+        return value
+    if type(value) is list:
+        out = list(value)
+        for i, v in subs.items():
+            assert isinstance(i, int)
+            out[i] = v
+        return out
+    copied = dict(value)
+    copied.update(subs)
+    return copied
 
 
 def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], list[ModelInfo]]:

@@ -38,10 +38,17 @@ NO_INSTANCE: Any = object()
 class Reason:
     """Why a state died: what the violation will say if this is what sinks the document."""
 
-    __slots__ = ("keyword", "message", "offset", "path", "start", "value")
+    __slots__ = ("keyword", "message", "offset", "path", "start", "upto", "value")
 
     def __init__(
-        self, path: Path, keyword: str, message: str, value: Any, offset: int, start: int
+        self,
+        path: Path,
+        keyword: str,
+        message: str,
+        value: Any,
+        offset: int,
+        start: int,
+        upto: int | None = None,
     ) -> None:
         self.path = path
         self.keyword = keyword
@@ -49,6 +56,17 @@ class Reason:
         self.value = value
         self.offset = offset
         self.start = start
+        self.upto = upto
+        """For a string refused while it streams: how many of its characters prove it."""
+
+    def at(self, offset: int) -> Reason:
+        """The same reason, found certain at ``offset`` (a branch that died earlier, which
+        only now sinks its owner)."""
+        if offset == self.offset:
+            return self
+        return Reason(
+            self.path, self.keyword, self.message, self.value, offset, self.start, self.upto
+        )
 
 
 Work = list[tuple["State", Reason]]
@@ -166,12 +184,13 @@ class IfGroup:
             return  # while else can hold, so can the owner
         if not self.cond.alive or (then is not None and not then.alive):
             assert else_.why is not None
-            work.append((self.owner, else_.why if child is self.cond else why))
+            work.append((self.owner, else_.why.at(why.offset) if child is self.cond else why))
 
     def close(self, frame: Frame, offset: int) -> Reason | None:
         branch = self.then if self.cond.alive else self.else_
         if branch is not None and not branch.alive:
-            return branch.why
+            assert branch.why is not None
+            return branch.why.at(offset)
         return None
 
 
@@ -208,6 +227,8 @@ class NamesGroup:
 
     def lost(self, child: State, why: Reason, work: Work) -> None:
         key = "".join(self.frame.key_parts)
+        if why.upto is not None:
+            key = key[: why.upto]  # as far as it proves the key wrong, whatever the chunks
         message = f"key {key!r} is not allowed: {why.message}"
         path = (*self.frame.path, key)
         reason = Reason(path, "propertyNames", message, key, why.offset, self.frame.key_start)

@@ -107,8 +107,25 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ),
     ("minLength", {"minLength": 3}, '"ab¦"', (), "minLength"),
     ("pattern", {"pattern": "^[a-z]+$"}, '"ab¦C"', (), "pattern"),
+    ("pattern-unanchored-end", {"pattern": "^a"}, '"¦ba"', (), "pattern"),
+    ("pattern-anchored-end", {"pattern": "^ab$"}, '"ab¦c"', (), "pattern"),
+    ("pattern-at-close", {"pattern": "b"}, '"aaa¦"', (), "pattern"),
+    ("pattern-unicode-class", {"pattern": "^\\p{L}+$"}, '"été¦1"', (), "pattern"),
+    ("pattern-alternatives", {"pattern": "^(cat|dog)s?$"}, '"c¦ow"', (), "pattern"),
+    (
+        "pattern-escape",
+        {"pattern": "^[a-z]+$"},
+        '"ab\\u004¦1"',  # \u0041 is "A": known at its last hex digit
+        (),
+        "pattern",
+    ),
     ("format-date", ASSERT({"format": "date"}), '"2024-1¦3-01"', (), "format"),
     ("format-date-final", ASSERT({"format": "date"}), '"2023-02-29¦"', (), "format"),
+    ("format-date-too-long", ASSERT({"format": "date"}), '"2024-01-01¦T"', (), "format"),
+    ("format-uuid", ASSERT({"format": "uuid"}), '"a8098c1a¦f86e"', (), "format"),
+    ("format-uuid-letter", ASSERT({"format": "uuid"}), '"n¦ot-a-uuid"', (), "format"),
+    ("format-ipv4", ASSERT({"format": "ipv4"}), '"10.0.¦x"', (), "format"),
+    ("format-ipv4-final", ASSERT({"format": "ipv4"}), '"10.0.0.256¦"', (), "format"),
     # numbers: final only, at the character after them
     ("minimum", {"minimum": 0}, "-1¦", (), "minimum"),
     ("minimum-in-object", {"properties": {"x": {"minimum": 0}}}, '{"x": -0.5¦}', ("x",), "minimum"),
@@ -178,6 +195,38 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ("maxItems-zero", {"maxItems": 0}, "[¦1]", (0,), "maxItems"),
     ("minItems", {"minItems": 2}, "[1¦]", (), "minItems"),
     ("uniqueItems", {"uniqueItems": True}, '[1, "a", 1¦]', (), "uniqueItems"),
+    ("uniqueItems-number-forms", {"uniqueItems": True}, "[1, 2, 1.0¦]", (), "uniqueItems"),
+    ("uniqueItems-string", {"uniqueItems": True}, '["a", "b", "a¦"]', (), "uniqueItems"),
+    (
+        "uniqueItems-objects-key-order",
+        {"uniqueItems": True},
+        '[{"a": 1, "b": [2]}, {"b": [2.0], "a": 1¦}]',
+        (),
+        "uniqueItems",
+    ),
+    ("uniqueItems-arrays", {"uniqueItems": True}, "[[1, [2]], [1, [2]¦]]", (), "uniqueItems"),
+    ("uniqueItems-null", {"uniqueItems": True}, "[null, false, nul¦l]", (), "uniqueItems"),
+    (
+        "maxContains-every-item",
+        {"contains": {}, "maxContains": 1},
+        "[1¦, 2]",
+        (),
+        "maxContains",
+    ),
+    (
+        "maxContains-matching",
+        {"contains": {"type": "string"}, "maxContains": 1},
+        '["a", 1, "b¦"]',
+        (),
+        "maxContains",
+    ),
+    (
+        "minContains",
+        {"contains": {"type": "string"}, "minContains": 2},
+        '["a", 1¦]',
+        (),
+        "minContains",
+    ),
     (
         "prefixItems",
         {"prefixItems": [{"type": "string"}, {"type": "number"}]},
@@ -234,6 +283,48 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "maxLength",
     ),
     ("not", {"not": {"type": "string"}}, '"a¦"', (), "not"),
+    (
+        "oneOf-both-at-close",
+        {"oneOf": [{"minLength": 1}, {"pattern": "^a"}]},
+        '"ab¦"',
+        (),
+        "oneOf",
+    ),
+    (
+        "if-else-early",
+        {"if": {"type": "string"}, "else": {"type": "integer"}},
+        "¦true",
+        (),
+        "type",
+    ),
+    (
+        "dependentSchemas",
+        {"dependentSchemas": {"a": {"required": ["b"]}}},
+        '{"a": 1¦}',
+        (),
+        "required",
+    ),
+    (
+        "dependentSchemas-key-after",
+        {"dependentSchemas": {"a": {"properties": {"x": {"type": "string"}}}}},
+        '{"x": 1, "a¦": 2}',
+        ("x",),
+        "type",
+    ),
+    (
+        "propertyNames-pattern",
+        {"propertyNames": {"pattern": "^[a-z_]+$"}},
+        '{"ok": 1, "no¦-way": 2}',
+        ("no-",),
+        "propertyNames",
+    ),
+    (
+        "propertyNames-enum",
+        {"propertyNames": {"enum": ["alpha", "beta"]}},
+        '{"al¦x": 1}',
+        ("alx",),
+        "propertyNames",
+    ),
     ("if-then", {"if": {"minimum": 10}, "then": {"multipleOf": 10}}, "15¦", (), "multipleOf"),
     ("false-root", False, "¦1", (), "false"),
 ]
@@ -246,6 +337,30 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
 def test_fires_at_the_earliest_character(
     schema: Any, marked: str, path: tuple[str | int, ...], keyword: str
 ) -> None:
+    assert_fires(schema, marked, path, keyword)
+
+
+# The table of issue 10: proven at the character the issue names, raised there.
+ISSUE_TABLE: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
+    ("uniqueItems", {"properties": {"a": {"uniqueItems": True}}}, '{"a": [1, 1¦, 2, 3]}', ("a",)),
+    ("pattern", {"properties": {"s": {"pattern": "^[0-9]+$"}}}, '{"s": "12¦a45678"}', ("s",)),
+    ("maxItems", {"properties": {"a": {"maxItems": 2}}}, '{"a": ["x", "y"¦, "z"]}', ("a", 2)),
+    ("maxProperties", {"maxProperties": 1}, '{"a": 1¦, "b": 2}', ()),
+    ("propertyNames", {"propertyNames": {"maxLength": 2}}, '{"ab¦cdef": 1}', ("abc",)),
+]  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "schema", "marked", "path"),
+    [pytest.param(*row, id=row[0]) for row in ISSUE_TABLE],
+)
+def test_the_issue_table(
+    keyword: str, schema: Any, marked: str, path: tuple[str | int, ...]
+) -> None:
+    at = marked.index("¦")
+    assert at == {"uniqueItems": 11, "pattern": 9, "maxItems": 15, "maxProperties": 7}.get(
+        keyword, 4
+    )  # the issue's "proven at char" column
     assert_fires(schema, marked, path, keyword)
 
 
@@ -268,6 +383,22 @@ def test_fires_at_the_earliest_character(
         pytest.param(OBJ_AB, '{"a": "x", "b": 2.0}', id="integer-float-member"),
         pytest.param({"const": {"a": [1, 2]}}, '{"a": [1, 2.0]}', id="const-equal-numbers"),
         pytest.param({"uniqueItems": True}, "[1, true, [1], [true]]", id="uniqueItems-bools"),
+        pytest.param(
+            {"uniqueItems": True}, '[{"a": 1}, {"a": 1, "b": 1}, [0], [false]]', id="unique-near"
+        ),
+        pytest.param({"pattern": "^a"}, '"abc"', id="pattern-prefix-then-anything"),
+        pytest.param({"pattern": "^\\p{Lu}\\p{Ll}+$"}, '"Été"', id="pattern-unicode-class"),
+        pytest.param({"pattern": "^ab$"}, '"ab"', id="pattern-anchored-exact"),
+        pytest.param({"maxItems": 2, "contains": {}, "maxContains": 2}, "[1, 2]", id="max-exact"),
+        pytest.param({"maxProperties": 1}, '{"a": [1, 2]}', id="maxProperties-exact"),
+        pytest.param({"propertyNames": {"maxLength": 2}}, '{"ab": 1, "": 2}', id="names-ok"),
+        pytest.param({"format": "date"}, '"not a date"', id="format-annotation"),
+        pytest.param(
+            ASSERT({"format": "uuid"}), '"+2345678-1234-1234-1234-123456789012"', id="uuid-signed"
+        ),
+        pytest.param(ASSERT({"format": "date"}), '"2024-02-29"', id="date-leap"),
+        pytest.param(ASSERT({"format": "ipv4"}), '"255.255.255.255"', id="ipv4"),
+        pytest.param(ASSERT({"format": "unknown-format"}), '"x"', id="format-unknown"),
         pytest.param({"format": "email"}, '"a@b"', id="format"),
         pytest.param({"contains": {"type": "string"}, "maxItems": 3}, '[1, "a"]', id="contains"),
         pytest.param(

@@ -8,6 +8,7 @@ each key's opening quote, ``KeyDelta``s that add up to the key and come before i
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -35,7 +36,7 @@ def chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
     )
     cuts = sorted(draw(st.sets(st.integers(1, max(1, len(doc) - 1)), max_size=12)))
     bounds = [0, *(c for c in cuts if c < len(doc)), len(doc)]
-    return doc, [doc[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return doc, [doc[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def events(chunks: list[str], *, detail: bool) -> list[partial.Event]:

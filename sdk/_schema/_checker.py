@@ -24,20 +24,19 @@ from typing import Any
 from sdk._errors import Path, SchemaViolation
 from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
-from sdk._schema._pydantic import ModelCheck, stand_in_for
+from sdk._schema._pydantic import ModelCheck, substitute
 from sdk._schema._states import (
-    NO_INSTANCE,
-    AnyGroup,
+    ContainsSlot,
     DepGroup,
     Frame,
-    IfGroup,
     NamesGroup,
-    NotGroup,
-    OneGroup,
     Reason,
     State,
     Work,
+    new_state,
+    silence,
 )
+from sdk._schema._streaming import key_grow, string_begun, string_grow
 from sdk._schema._values import Canon
 
 __all__ = ["SchemaChecker"]
@@ -50,7 +49,6 @@ _ARTICLE = {
     "boolean": "a boolean",
     "null": "null",
 }
-_EVERY_DELTA = 256  # prefixes up to this length are checked at every delta
 
 
 class SchemaChecker:
@@ -88,7 +86,7 @@ class SchemaChecker:
             frame = Frame(path)
             stack.append(frame)
             if self._root is not None and not self._root.trivial:
-                self._root_state = self._new_state(frame, self._root)
+                self._root_state = new_state(frame, self._root)
         else:  # an array element
             frame = self._item(stack[-1], path, offset)
         frame.kind = kind
@@ -99,7 +97,7 @@ class SchemaChecker:
             return
         self._kinds(frame, kind, offset)
         if kind == "string":
-            self._string_begun(frame)
+            string_begun(frame)
         elif kind == "array":
             for s in frame.states:
                 conj = s.conj
@@ -141,39 +139,21 @@ class SchemaChecker:
                 assert kf.members is not None
                 ks = kf.members.get(names)
                 if ks is None:
-                    ks = kf.members[names] = self._new_state(kf, names)
+                    ks = kf.members[names] = new_state(kf, names)
                 ks.ups.append(NamesGroup(s, frame))
         if kf is not None:
             self._kinds(kf, "string", offset)
-            self._string_begun(kf)
+            string_begun(kf)
 
     def key_delta(self, offset: int, text: str) -> None:
         """A key grew by ``text``; ``offset`` is just after its last character."""
         frame = self._stack[-1]
-        frame.key_parts.append(text)
-        before = frame.key_len
-        end = frame.key_len = before + len(text)
-        closed = [s for s in frame.states if s.alive and s.conj.closed]
-        if closed and (end <= _EVERY_DELTA or end >= frame.key_checked + (frame.key_checked >> 3)):
-            good = frame.key_checked
-            frame.key_checked = end
-            prefix = "".join(frame.key_parts)
-            first = max(offset - len(text), frame.key_start + 1)
-            for s in closed:
-                ok = s.conj.key_prefix_ok
-                if s.alive and not ok(prefix):
-                    k = _first_bad(ok, prefix, good)
-                    bad = prefix[: k + 1]
-                    message = f"no allowed key starts with {bad!r}"
-                    where = first + max(k - before, 0)
-                    path = (*frame.path, bad)
-                    reason = Reason(
-                        path, "additionalProperties", message, bad, where, frame.key_start
-                    )
-                    self._kill(s, reason)
+        for s, reason in key_grow(frame, offset, text):
+            self._kill(s, reason)
         kf = frame.key_frame
         if kf is not None:
-            self._string_grow(kf, offset, text)
+            for s, reason in string_grow(kf, offset, text):
+                self._kill(s, reason)
 
     def key(self, path: Path, offset: int) -> None:
         """An object key is complete; ``path`` ends with it."""
@@ -251,7 +231,8 @@ class SchemaChecker:
         """A string value grew by ``text``; ``offset`` is just after the text's last character."""
         frame = self._stack[-1]
         if frame.watch:
-            self._string_grow(frame, offset, text)
+            for s, reason in string_grow(frame, offset, text):
+                self._kill(s, reason)
         else:
             frame.length += len(text)
 
@@ -267,42 +248,11 @@ class SchemaChecker:
             if parent.seen is not None or frame.contains is not None:
                 self._member_done(parent, frame, offset, value)
             if self._models:
-                _substitute(parent, frame, value)
+                substitute(parent, frame, value)
         assert frame.kind is not None
         return frame.start, frame.kind
 
     # ------------------------------------------------------------------ states
-
-    def _new_state(self, frame: Frame, conj: Conj) -> State:
-        """A state for ``conj`` on ``frame``'s value, with the branch states it owns."""
-        s = State(conj)
-        frame.states.append(s)
-        if conj.any_of or conj.one_of or conj.nots or conj.ifs or conj.dep_schemas:
-            for branches in conj.any_of:
-                group = AnyGroup(s)
-                for b in branches:
-                    group.add(self._owned(frame, s, b))
-                s.groups.append(group)
-            for branches in conj.one_of:
-                group = OneGroup(s)
-                for b in branches:
-                    group.add(self._owned(frame, s, b))
-                s.groups.append(group)
-            for inner in conj.nots:
-                s.groups.append(NotGroup(s, self._owned(frame, s, inner)))
-            for cond, then, else_ in conj.ifs:
-                c = self._owned(frame, s, cond)
-                t = None if then is None else self._owned(frame, s, then)
-                e = None if else_ is None else self._owned(frame, s, else_)
-                s.groups.append(IfGroup(s, c, t, e))
-            for key, sub in conj.dep_schemas:
-                s.groups.append(DepGroup(s, frame, key, self._owned(frame, s, sub)))
-        return s
-
-    def _owned(self, frame: Frame, owner: State, conj: Conj) -> State:
-        sub = self._new_state(frame, conj)
-        owner.subs.append(sub)
-        return sub
 
     def _member(self, member: Frame, parent: State, conj: Conj) -> None:
         """``parent`` requires ``conj`` of the member: share the member's state for it."""
@@ -311,7 +261,7 @@ class SchemaChecker:
             members = member.members = {}
         s = members.get(conj)
         if s is None:
-            s = members[conj] = self._new_state(member, conj)
+            s = members[conj] = new_state(member, conj)
         s.ups.append(parent)
 
     def _item(self, parent: Frame, path: Path, offset: int) -> Frame:
@@ -337,10 +287,10 @@ class SchemaChecker:
                 assert isinstance(found, Conj)
                 self._member(member, s, found)
             for i, (sub, _, _) in enumerate(conj.contains):
-                c = self._new_state(member, sub)
+                c = new_state(member, sub)
                 if member.contains is None:
                     member.contains = []
-                member.contains.append((_ContainsSlot(s, i), c))
+                member.contains.append((ContainsSlot(s, i), c))
         self._stack.append(member)
         return member
 
@@ -366,7 +316,7 @@ class SchemaChecker:
             for up in s.ups:
                 up.lost(s, w, work)
             if s.subs:
-                _silence(s.subs)
+                silence(s.subs)
 
     # ------------------------------------------------------------------ strings
 
@@ -377,85 +327,6 @@ class SchemaChecker:
                 if fail is not None:
                     message = f"{fail[1]}, got {_ARTICLE[kind]}"
                     self._kill(s, Reason(frame.path, fail[0], message, None, offset, offset))
-
-    def _string_begun(self, frame: Frame) -> None:
-        for s in frame.states:
-            conj = s.conj
-            if conj.watch:
-                frame.watch = True
-                s.cands = conj.str_members
-                if conj.patterns or conj.formats:
-                    frame.parts = []
-
-    def _string_grow(self, frame: Frame, offset: int, text: str) -> None:
-        pos = frame.length
-        end = frame.length = pos + len(text)
-        if not frame.watch:
-            return
-        parts = frame.parts
-        prefix: str | None = None
-        good = pos
-        if parts is not None:
-            parts.append(text)
-            if end <= _EVERY_DELTA or end >= frame.checked + (frame.checked >> 3):
-                good = frame.checked  # every check passed on the text up to here
-                frame.checked = end
-                prefix = "".join(parts)
-        first = max(offset - len(text), frame.start + 1)  # offset of the delta's first char
-        for s in frame.states:
-            if not s.alive:
-                continue
-            conj = s.conj
-            if not conj.watch:
-                continue
-            limit = conj.max_length
-            if limit is not None and end > limit:
-                bad = max(limit - pos, 0)  # index in ``text`` of the first character too many
-                message = f"expected at most {limit} characters, got more"
-                reason = Reason(
-                    frame.path, "maxLength", message, None, first + bad, frame.start, limit + 1
-                )
-                self._kill(s, reason)
-                continue
-            cands = s.cands
-            if cands is not None:
-                kept = tuple(m for m in cands if m.startswith(text, pos))
-                s.cands = kept
-                if not kept:
-                    bad = max((_common(m, text, pos) for m in cands), default=0)
-                    message = f"expected {conj.str_shown}; no such string starts like this"
-                    reason = Reason(
-                        frame.path,
-                        conj.str_keyword,
-                        message,
-                        None,
-                        first + bad,
-                        frame.start,
-                        pos + bad + 1,
-                    )
-                    self._kill(s, reason)
-                    continue
-            if prefix is None:
-                continue
-            for pattern, source in conj.patterns:
-                if pattern.search(prefix, partial=True) is None:
-                    k = _first_bad(_matcher(pattern), prefix, good)
-                    message = f"no string that starts like this matches {source!r}"
-                    where = first + max(k - pos, 0)
-                    reason = Reason(frame.path, "pattern", message, None, where, frame.start, k + 1)
-                    self._kill(s, reason)
-                    break
-            else:
-                for fmt in conj.formats:
-                    if fmt.streams and not fmt.prefix_ok(prefix):
-                        k = _first_bad(fmt.prefix_ok, prefix, good)
-                        message = f"no string that starts like this is a valid {fmt.name}"
-                        where = first + max(k - pos, 0)
-                        reason = Reason(
-                            frame.path, "format", message, None, where, frame.start, k + 1
-                        )
-                        self._kill(s, reason)
-                        break
 
     # ------------------------------------------------------------------ closing
 
@@ -504,7 +375,7 @@ class SchemaChecker:
                 if c.alive:
                     self._matched(parent, slot, offset)
 
-    def _matched(self, parent: Frame, slot: _ContainsSlot, offset: int) -> None:
+    def _matched(self, parent: Frame, slot: ContainsSlot, offset: int) -> None:
         s = slot.owner
         if not s.alive or s.counts is None:
             return
@@ -519,69 +390,3 @@ class SchemaChecker:
         if canon is None:
             canon = self._canon = Canon()
         return canon
-
-
-def _substitute(parent: Frame, member: Frame, value: Any) -> None:
-    """Hand the container what stands for a final member in a pydantic validation: the model
-    instance it validated to, else a copy with its own members' stand-ins, else nothing (the
-    value itself). Each container is copied once, so this costs O(document)."""
-    stand_in = member.instance
-    if stand_in is NO_INSTANCE:
-        if member.subs is None:
-            return
-        stand_in = stand_in_for(value, member.subs)
-    slot = member.path[-1]
-    if parent.subs is None:
-        parent.subs = {slot: stand_in}
-    else:
-        parent.subs[slot] = stand_in
-
-
-class _ContainsSlot:
-    """Links an element's ``contains`` state to the array's state that counts matches."""
-
-    __slots__ = ("index", "owner")
-
-    def __init__(self, owner: State, index: int) -> None:
-        self.owner = owner
-        self.index = index
-
-    def lost(self, child: State, why: Reason, work: Work) -> None:
-        return None  # an element that does not match is no violation in itself
-
-
-def _silence(subs: list[State]) -> None:
-    """Mark states dead whose owner died: their fate no longer matters."""
-    todo = list(subs)
-    while todo:
-        s = todo.pop()
-        if s.alive:
-            s.alive = False
-            todo.extend(s.subs)
-
-
-def _matcher(pattern: Any) -> Any:
-    return lambda text: pattern.search(text, partial=True) is not None
-
-
-def _first_bad(ok: Any, text: str, known_good: int) -> int:
-    """The index of the first character of ``text`` after which ``ok`` fails (``ok`` holds for
-    ``text[:known_good]`` and fails for ``text``; failing is final, so bisect)."""
-    lo, hi = known_good, len(text)  # ok(text[:lo]) holds, ok(text[:hi]) fails
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(text[:mid]):
-            lo = mid
-        else:
-            hi = mid
-    return hi - 1
-
-
-def _common(member: str, text: str, pos: int) -> int:
-    """How many characters of ``text`` match ``member`` from ``pos``."""
-    n = 0
-    for a, b in zip(member[pos:], text, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n

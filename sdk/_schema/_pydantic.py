@@ -33,7 +33,14 @@ from pydantic_core import core_schema
 from sdk._schema._nodes import MODEL_KEY
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
-__all__ = ["ModelCheck", "ModelInfo", "TrackerJsonSchema", "stand_in_for", "tracker_schema"]
+__all__ = [
+    "ModelCheck",
+    "ModelInfo",
+    "TrackerJsonSchema",
+    "stand_in_for",
+    "substitute",
+    "tracker_schema",
+]
 
 
 class ModelInfo:
@@ -129,6 +136,22 @@ def stand_in_for(value: Any, subs: dict[str | int, Any] | None) -> Any:
     copied = dict(value)
     copied.update(subs)
     return copied
+
+
+def substitute(parent: Frame, member: Frame, value: Any) -> None:
+    """Hand the container what stands for a final member in a pydantic validation: the model
+    instance it validated to, else a copy with its own members' stand-ins, else nothing (the
+    value itself). Each container is copied once, so this costs O(document)."""
+    stand_in = member.instance
+    if stand_in is NO_INSTANCE:
+        if member.subs is None:
+            return
+        stand_in = stand_in_for(value, member.subs)
+    slot = member.path[-1]
+    if parent.subs is None:
+        parent.subs = {slot: stand_in}
+    else:
+        parent.subs[slot] = stand_in
 
 
 def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], list[ModelInfo]]:

@@ -19,6 +19,7 @@ from sdk._schema._conj import Conj
 __all__ = [
     "NO_INSTANCE",
     "AnyGroup",
+    "ContainsSlot",
     "DepGroup",
     "Frame",
     "IfGroup",
@@ -28,6 +29,8 @@ __all__ = [
     "Reason",
     "State",
     "Work",
+    "new_state",
+    "silence",
 ]
 
 
@@ -283,3 +286,59 @@ class Frame:
         self.contains: list[tuple[Any, State]] | None = None  # an element's contains states
         self.subs: dict[str | int, Any] | None = None  # members' stand-ins (pydantic: models)
         self.instance: Any = NO_INSTANCE  # the model instance this value validated to
+
+
+class ContainsSlot:
+    """Links an element's ``contains`` state to the array's state that counts matches (the
+    array counts an element when it closes with the state alive)."""
+
+    __slots__ = ("index", "owner")
+
+    def __init__(self, owner: State, index: int) -> None:
+        self.owner = owner
+        self.index = index
+
+
+def new_state(frame: Frame, conj: Conj) -> State:
+    """A state for ``conj`` on ``frame``'s value, with the branch states it owns (created after
+    it, so that closing the frame's states in reverse decides branches before owners)."""
+    s = State(conj)
+    frame.states.append(s)
+    if conj.any_of or conj.one_of or conj.nots or conj.ifs or conj.dep_schemas:
+        for branches in conj.any_of:
+            group = AnyGroup(s)
+            for b in branches:
+                group.add(_owned(frame, s, b))
+            s.groups.append(group)
+        for branches in conj.one_of:
+            one = OneGroup(s)
+            for b in branches:
+                one.add(_owned(frame, s, b))
+            s.groups.append(one)
+        for inner in conj.nots:
+            s.groups.append(NotGroup(s, _owned(frame, s, inner)))
+        for cond, then, else_ in conj.ifs:
+            c = _owned(frame, s, cond)
+            t = None if then is None else _owned(frame, s, then)
+            e = None if else_ is None else _owned(frame, s, else_)
+            s.groups.append(IfGroup(s, c, t, e))
+        for key, sub in conj.dep_schemas:
+            s.groups.append(DepGroup(s, frame, key, _owned(frame, s, sub)))
+    return s
+
+
+def _owned(frame: Frame, owner: State, conj: Conj) -> State:
+    sub = new_state(frame, conj)
+    owner.subs.append(sub)
+    return sub
+
+
+def silence(subs: list[State]) -> None:
+    """Mark states dead whose owner died: their fate no longer matters (and their members are
+    no longer worth checking)."""
+    todo = list(subs)
+    while todo:
+        s = todo.pop()
+        if s.alive:
+            s.alive = False
+            todo.extend(s.subs)

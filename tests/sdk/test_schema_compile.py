@@ -12,7 +12,7 @@ import pydantic
 import pytest
 from typing_extensions import TypedDict
 
-from sdk._errors import SchemaError, SchemaViolation
+from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._tracker import FieldTracker
 
@@ -212,3 +212,21 @@ def test_too_many_alternatives_fall_back_to_a_final_check() -> None:
     with pytest.raises(Exception) as info:
         t.feed(', "abc"]')
     assert getattr(info.value, "path", None) == (2,)
+
+
+def test_validate_a_whole_value_without_streaming_it() -> None:
+    compiled = compile_schema({"items": {"type": "integer"}, "uniqueItems": True})
+    assert compiled.validate([1, 2]) == [1, 2]
+    with pytest.raises(ValidationFailed) as info:
+        compiled.validate([1, 1.0])
+    assert info.value.keyword == "uniqueItems"
+    with pytest.raises(ValidationFailed):
+        compiled.validate([1, "a"])
+    deep: Any = []
+    for _ in range(3000):  # deeper than any recursion would go
+        deep = [deep]
+    with pytest.raises(ValidationFailed):  # too deep to serialise: still a typed error
+        compile_schema({}).validate(deep)
+    assert compile_schema(Person).validate({"name": "a"}) == Person(name="a")
+    with pytest.raises(ValidationFailed):
+        compile_schema(Person).validate({"name": 1})

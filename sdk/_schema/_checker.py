@@ -114,11 +114,13 @@ class SchemaChecker:
         frame.key_len = frame.key_checked = 0
         frame.count += 1
         frame.key_frame = None
+        frame.keyed = False
         kf: Frame | None = None
         for s in frame.states:
             if not s.alive:
                 continue
             conj = s.conj
+            frame.keyed = frame.keyed or bool(conj.closed) or conj.names is not None
             limit = conj.max_props
             if limit is not None and frame.count > limit:
                 message = f"expected at most {limit} properties, got more"
@@ -148,6 +150,8 @@ class SchemaChecker:
     def key_delta(self, offset: int, text: str) -> None:
         """A key grew by ``text``; ``offset`` is just after its last character."""
         frame = self._stack[-1]
+        if not frame.keyed:
+            return
         for s, reason in key_grow(frame, offset, text):
             self._kill(s, reason)
         kf = frame.key_frame

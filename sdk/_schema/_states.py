@@ -252,6 +252,7 @@ class Frame:
         "key_len",
         "key_parts",
         "key_start",
+        "keyed",
         "keys",
         "kind",
         "length",
@@ -280,6 +281,7 @@ class Frame:
         self.key_start = -1  # where the key being read began
         self.key_parts: list[str] = []
         self.key_len = 0
+        self.keyed = False  # some state judges the key being read while it streams
         self.key_checked = 0  # length of the key at the last additionalProperties check
         self.key_frame: Frame | None = None  # the key being read, as a string (propertyNames)
         self.seen: set[Any] | None = None  # uniqueItems: equality keys of the items so far

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 import pydantic
 import pytest
 from _tracker_support import assert_valid, feed_chunks
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdk._errors import OutputSyntaxError, SchemaViolation, StreamError, ValidationFailed
 from sdk._tracker import FieldTracker
@@ -288,3 +290,21 @@ def test_a_discriminated_union_follows_its_tag() -> None:
     with pytest.raises(SchemaViolation) as info:
         FieldTracker(Owner).feed('{"pets": [{"kind": "cat", "lives": 10,')
     assert (info.value.path, info.value.keyword) == (("pets", 0, "lives"), "maximum")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    kind=st.sampled_from([int, float, bool]),
+    text=st.text(" \t\n0123456789_.+-eEinfatyINFATYrueolsn", max_size=8),
+)
+def test_the_strings_lax_pydantic_reads_pass_the_trackers_pattern(kind: type, text: str) -> None:
+    adapter = pydantic.TypeAdapter(kind)
+    doc = json.dumps(text)
+    try:
+        expected = adapter.validate_json(doc)
+    except pydantic.ValidationError:
+        return
+    # pydantic reads this string as a(n) ``kind``: the tracker must let it through.
+    t = FieldTracker(kind)
+    feed_chunks(t, list(doc))
+    assert repr(t.close()) == repr(expected)

@@ -210,3 +210,44 @@ def test_what_pydantic_accepts_passes_at_every_prefix(cart: Cart, lax: bool) -> 
     doc = json.dumps(value)
     assert pydantic.TypeAdapter(Cart).validate_json(doc) == cart
     assert raised_at(Cart, doc) is None
+
+
+PATTERNS = [
+    r"^[0-9]+$",
+    r"^(cat|dog)s?$",
+    r"^a(?!b)",
+    r"^a(?=bc)",
+    r"\bfoo\b",
+    r"^\p{Lu}\p{Ll}*$",
+    r"^(ab)+c?$",
+    r"x{2,3}y$",
+    r"^$",
+    r"^.{0,3}$",
+    r"(?i)^hello",
+    r"^[^a]*a[^a]*$",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pattern=st.sampled_from(PATTERNS),
+    prefix=st.text("abcxyfoABC0129 \n", max_size=6),
+    tails=st.lists(st.text("abcxyfoABC0129 \n", max_size=6), min_size=1, max_size=5),
+)
+def test_a_pattern_refuses_a_prefix_only_when_no_continuation_matches(
+    pattern: str, prefix: str, tails: list[str]
+) -> None:
+    # The tracker's rule for ``pattern`` while a string streams: refuse the prefix when a
+    # partial search finds nothing. Then no continuation may match.
+    import regex
+
+    compiled = regex.compile(pattern)
+    if compiled.search(prefix, partial=True) is None:
+        for tail in tails:
+            assert compiled.search(prefix + tail) is None, (prefix, tail)
+    doc = json.dumps(prefix)
+    at = raised_at({"pattern": pattern}, doc)
+    if compiled.search(prefix) is not None:
+        assert at is None
+    else:
+        assert at is not None

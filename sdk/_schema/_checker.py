@@ -120,7 +120,7 @@ class SchemaChecker:
             if not s.alive:
                 continue
             conj = s.conj
-            frame.keyed = frame.keyed or bool(conj.closed) or conj.names is not None
+            frame.keyed = frame.keyed or bool(conj.closed) or conj.has_names
             limit = conj.max_props
             if limit is not None and frame.count > limit:
                 message = f"expected at most {limit} properties, got more"
@@ -131,8 +131,8 @@ class SchemaChecker:
                 reason = Reason(frame.path, "additionalProperties", message, None, offset, offset)
                 self._kill(s, reason)
                 continue
-            names = conj.names
-            if names is not None:
+            if conj.has_names:
+                names = conj.names()
                 if kf is None:
                     kf = frame.key_frame = Frame(frame.path)
                     kf.kind = "string"
@@ -217,7 +217,7 @@ class SchemaChecker:
                     path = (*frame.path, frame.count)
                     self._kill(s, Reason(path, "maxItems", message, None, offset, offset))
                     continue
-                for sub, _, most in conj.contains:
+                for sub, (_, _, most) in zip(conj.contains_conjs(), conj.contains, strict=True):
                     if most is not None and sub.trivial and promised > most:
                         message = f"expected at most {most} items that match 'contains'"
                         reason = Reason(frame.path, "maxContains", message, None, offset, offset)
@@ -290,7 +290,7 @@ class SchemaChecker:
                     continue
                 assert isinstance(found, Conj)
                 self._member(member, s, found)
-            for i, (sub, _, _) in enumerate(conj.contains):
+            for i, sub in enumerate(conj.contains_conjs()):
                 c = new_state(member, sub)
                 if member.contains is None:
                     member.contains = []

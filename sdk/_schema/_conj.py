@@ -59,8 +59,11 @@ class Conj:
 
     __slots__ = (
         "_conjs",
+        "_contains_conjs",
         "_items",
         "_keys",
+        "_names",
+        "_names_conj",
         "any_of",
         "choices",
         "closed",
@@ -79,7 +82,6 @@ class Conj:
         "min_length",
         "min_props",
         "models",
-        "names",
         "nodes",
         "nots",
         "numbers",
@@ -142,13 +144,15 @@ class Conj:
         self.dep_schemas = tuple(
             (key, conjs.of_node(sub)) for n in nodes for key, sub in n.dep_schemas
         )
-        names = tuple(n.property_names for n in nodes if n.property_names is not None)
-        self.names = conjs.of_nodes(names) if names else None
-        self.contains = tuple(
-            (conjs.of_node(n.contains), n.min_contains, n.max_contains)
-            for n in nodes
-            if n.contains is not None
+        # Schemas for other values (a key, an element): built when first needed, so that a
+        # schema may recur through them (``contains: {"$ref": "#"}`` is a tree, not a cycle).
+        self._names = tuple(n.property_names for n in nodes if n.property_names is not None)
+        self._names_conj: Conj | None = None
+        self.contains: tuple[tuple[Node, int, int | None], ...] = tuple(
+            (n.contains, n.min_contains, n.max_contains) for n in nodes if n.contains is not None
         )
+        """Per ``contains``: the schema, ``minContains`` and ``maxContains``."""
+        self._contains_conjs: tuple[Conj, ...] | None = None
         formats: tuple[FormatCheck, ...] = self.formats  # (mypy narrowed the attribute to ())
         streaming = any(f.streams for f in formats)
         self.watch = bool(
@@ -181,7 +185,7 @@ class Conj:
             or self.nots
             or self.ifs
             or self.dep_schemas
-            or self.names is not None
+            or self._names
             or self.contains
             or any(n.props or n.pattern_props or n.additional or n.prefix or n.items for n in nodes)
         )
@@ -231,6 +235,27 @@ class Conj:
             self.models += (node.model,)
 
     # ------------------------------------------------------------------ members
+
+    @property
+    def has_names(self) -> bool:
+        """Whether keys here must satisfy ``propertyNames``."""
+        return bool(self._names)
+
+    def names(self) -> Conj:
+        """What a key must satisfy (``propertyNames``; only when :attr:`has_names`)."""
+        found = self._names_conj
+        if found is None:
+            found = self._names_conj = self._conjs.of_nodes(self._names)
+        return found
+
+    def contains_conjs(self) -> tuple[Conj, ...]:
+        """The conjunction of each ``contains`` schema, in the order of :attr:`contains`."""
+        found = self._contains_conjs
+        if found is None:
+            found = self._contains_conjs = tuple(
+                self._conjs.of_node(n) for n, _, _ in self.contains
+            )
+        return found
 
     def key_prefix_ok(self, prefix: str) -> bool:
         """False when no key that starts with ``prefix`` is allowed by an

@@ -230,3 +230,40 @@ def test_validate_a_whole_value_without_streaming_it() -> None:
     assert compile_schema(Person).validate({"name": "a"}) == Person(name="a")
     with pytest.raises(ValidationFailed):
         compile_schema(Person).validate({"name": 1})
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        pytest.param(
+            {"type": "array", "contains": {"$ref": "#"}, "minContains": 0},
+            "[[], [[]]]",
+            "{}",
+            id="contains",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "integer"}, {"type": "array", "contains": {"$ref": "#"}}]},
+            '[[1], "a"]',
+            "[[], []]",
+            id="contains-needs-a-match",
+        ),
+        pytest.param(
+            {
+                "type": "object",
+                "propertyNames": {"$ref": "#/$defs/k"},
+                "$defs": {"k": {"not": {"const": "x"}}},
+            },
+            '{"a": 1}',
+            '{"x": 1}',
+            id="propertyNames",
+        ),
+    ],
+)
+def test_recursion_through_other_values_is_no_cycle(schema: Any, good: str, bad: str) -> None:
+    t = FieldTracker(schema)
+    t.feed(good)
+    assert t.close() == json.loads(good)
+    with pytest.raises(SchemaViolation):
+        t = FieldTracker(schema)
+        t.feed(bad)
+        t.close()

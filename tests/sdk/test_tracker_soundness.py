@@ -140,7 +140,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 @st.composite
-def mutated(draw: st.DrawFn) -> str:
+def mutated(draw: st.DrawFn) -> tuple[str, str]:
+    """(a valid document, the same with one mutation)."""
     value = draw(documents)
     doc = json.dumps(value)
     how = draw(st.sampled_from(["replace", "delete", "insert", "repeat", "rename"]))
@@ -148,28 +149,32 @@ def mutated(draw: st.DrawFn) -> str:
         for key in ("tags", "nums"):
             if value.get(key):
                 value[key].append(draw(st.sampled_from(value[key])))
-        return json.dumps(value)
+        return doc, json.dumps(value)
     if how == "rename":
         key = draw(st.sampled_from(sorted(value)))
         value[draw(st.text(string.ascii_lowercase, min_size=1, max_size=5))] = value.pop(key)
-        return json.dumps(value)
+        return doc, json.dumps(value)
     i = draw(st.integers(0, len(doc) - 1))
     char = draw(st.sampled_from(string.ascii_letters + string.digits + '-:"., {}[]'))
     if how == "replace":
-        return doc[:i] + char + doc[i + 1 :]
+        return doc, doc[:i] + char + doc[i + 1 :]
     if how == "delete":
-        return doc[:i] + doc[i + 1 :]
-    return doc[:i] + char + doc[i:]
+        return doc, doc[:i] + doc[i + 1 :]
+    return doc, doc[:i] + char + doc[i:]
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(doc=mutated())
-def test_every_early_error_agrees_with_the_final_verdict(doc: str) -> None:
+@given(case=mutated())
+def test_every_early_error_agrees_with_the_final_verdict(case: tuple[str, str]) -> None:
+    original, doc = case
+    at = raised_at(COMPILED, doc)
+    if at is not None and at < len(doc):
+        # Raised at character ``at``: the valid original must not continue from there.
+        assert not original.startswith(doc[: at + 1]), (original, doc, at)
     try:
         value = json.loads(doc, object_pairs_hook=_no_duplicates)
     except ValueError:  # not JSON, or a duplicate key (refused: checked elsewhere)
         return
-    at = raised_at(COMPILED, doc)
     assert (at is not None) == (not JUDGE.is_valid(value)), (doc, at)
 
 

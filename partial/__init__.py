@@ -32,17 +32,31 @@ from partial._errors import (
     JSONSyntaxError,
     ParserStateError,
 )
-from partial._events import Event, Key, Kind, Path, StringDelta, ValueDone, ValueStart
+from partial._events import (
+    Comma,
+    Event,
+    Key,
+    KeyDelta,
+    KeyStart,
+    Kind,
+    Path,
+    StringDelta,
+    ValueDone,
+    ValueStart,
+)
 from partial._parser import MISSING, Parser
 
 __all__ = [
     "MISSING",
+    "Comma",
     "Event",
     "IncompleteJSONError",
     "JSONError",
     "JSONLimitError",
     "JSONSyntaxError",
     "Key",
+    "KeyDelta",
+    "KeyStart",
     "Kind",
     "Parser",
     "ParserStateError",

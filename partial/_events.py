@@ -11,7 +11,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Event", "Key", "Kind", "Path", "StringDelta", "ValueDone", "ValueStart"]
+__all__ = [
+    "Comma",
+    "Event",
+    "Key",
+    "KeyDelta",
+    "KeyStart",
+    "Kind",
+    "Path",
+    "StringDelta",
+    "ValueDone",
+    "ValueStart",
+]
 
 Path = tuple[str | int, ...]
 
@@ -71,6 +82,28 @@ class ValueDone(Event):
     """The value, as ``json.loads`` would give it."""
 
 
+@dataclass(frozen=True, slots=True)
+class KeyStart(Event):
+    """A key's opening quote arrived (only with ``Parser(detail=True)``). ``path`` is the path of
+    the object the key belongs to: the key is not known yet. A member is now certain."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyDelta(Event):
+    """A key grew (only with ``Parser(detail=True)``). ``path`` is the object's path;
+    concatenating a key's deltas gives the key, and they all come before its :class:`Key`.
+    Escapes are decoded; a surrogate pair is never split between deltas."""
+
+    text: str
+    """The new characters (never empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comma(Event):
+    """A ``,`` between members arrived (only with ``Parser(detail=True)``): the container at
+    ``path`` will have one more member. ``offset`` is the comma's."""
+
+
 # Fast constructors for the parser's hot loop. A frozen dataclass's generated __init__ goes
 # through object.__setattr__ once per field (about twice the cost of the object itself); these
 # fill the same slots through their descriptors. The objects are indistinguishable from ones
@@ -81,6 +114,7 @@ _set_offset = Event.__dict__["offset"].__set__
 _set_kind = ValueStart.__dict__["kind"].__set__
 _set_text = StringDelta.__dict__["text"].__set__
 _set_value = ValueDone.__dict__["value"].__set__
+_set_key_text = KeyDelta.__dict__["text"].__set__
 
 
 def new_value_start(path: Path, offset: int, kind: Kind) -> ValueStart:
@@ -111,4 +145,26 @@ def new_value_done(path: Path, offset: int, value: Any) -> ValueDone:
     _set_path(ev, path)
     _set_offset(ev, offset)
     _set_value(ev, value)
+    return ev
+
+
+def new_key_delta(path: Path, offset: int, text: str) -> KeyDelta:
+    ev = _new(KeyDelta)
+    _set_path(ev, path)
+    _set_offset(ev, offset)
+    _set_key_text(ev, text)
+    return ev
+
+
+def new_key_start(path: Path, offset: int) -> KeyStart:
+    ev = _new(KeyStart)
+    _set_path(ev, path)
+    _set_offset(ev, offset)
+    return ev
+
+
+def new_comma(path: Path, offset: int) -> Comma:
+    ev = _new(Comma)
+    _set_path(ev, path)
+    _set_offset(ev, offset)
     return ev

@@ -22,7 +22,10 @@ from partial._events import (
     Event,
     Kind,
     Path,
+    new_comma,
     new_key,
+    new_key_delta,
+    new_key_start,
     new_string_delta,
     new_value_done,
     new_value_start,
@@ -129,6 +132,12 @@ class Parser:
       ``str`` input (default ``None``: no bound); the feed that would pass it raises
       :class:`~partial.JSONLimitError` and consumes nothing of its chunk.
 
+    * ``detail`` — also report a key's opening quote (:class:`~partial.KeyStart`), a key as it
+      grows (:class:`~partial.KeyDelta`) and each comma between members
+      (:class:`~partial.Comma`), for a consumer that acts on a member the moment it is certain
+      or on a key before it is complete. Off by default; every other event is the same either
+      way, and the cost stays O(n).
+
     Duplicate keys: the last one wins in the value, as with ``json.loads``; each occurrence
     gets its own events.
     """
@@ -137,6 +146,7 @@ class Parser:
         "_bad_utf8",
         "_decoder",
         "_delta_from",
+        "_detail",
         "_error",
         "_escape_hex",
         "_finished",
@@ -166,13 +176,19 @@ class Parser:
     )
 
     def __init__(
-        self, *, lenient: bool = False, max_depth: int = 512, max_bytes: int | None = None
+        self,
+        *,
+        lenient: bool = False,
+        max_depth: int = 512,
+        max_bytes: int | None = None,
+        detail: bool = False,
     ) -> None:
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must not be negative")
         self._lenient = lenient
+        self._detail = detail
         self._max_depth = max_depth
         self._max_bytes = max_bytes
         self._stop = STRING_STOP_LENIENT if lenient else STRING_STOP
@@ -511,6 +527,14 @@ class Parser:
         self._num = []
         return self._complete(self._path, self._number_value(text, offset), offset, events)
 
+    def _flush_key_delta(self, offset: int, events: list[Event]) -> None:
+        parts = self._parts
+        if self._delta_from < len(parts):
+            text = "".join(parts[self._delta_from :])
+            if text:
+                events.append(new_key_delta(self._stack[-1].path, offset, text))
+            self._delta_from = len(parts)
+
     def _flush_delta(self, offset: int, events: list[Event]) -> None:
         parts = self._parts
         if self._delta_from < len(parts):
@@ -555,6 +579,8 @@ class Parser:
                         i = j + 1
                         if self._key:
                             frame = stack[-1]
+                            if self._detail:
+                                self._flush_key_delta(base + j, events)
                             key = "".join(self._parts)
                             frame.key = key
                             frame.key_path = path = (*frame.path, key)
@@ -582,6 +608,8 @@ class Parser:
                     frame = stack[-1]
                     if c == ",":
                         st = _OBJ_KEY if frame.is_obj else _VALUE
+                        if self._detail:
+                            append(new_comma(frame.path, base + i))
                         i += 1
                     elif c == ("}" if frame.is_obj else "]"):
                         stack.pop()
@@ -656,6 +684,9 @@ class Parser:
                     if c == '"':
                         self._key = True
                         self._parts = []
+                        self._delta_from = 0
+                        if self._detail:
+                            append(new_key_start(stack[-1].path, base + i))
                         st = _STRING
                         i += 1
                     elif c == "}" and st == _OBJ_FIRST:
@@ -757,6 +788,8 @@ class Parser:
             if st >= _STRING and st <= _UNICODE and self._delta_from < len(self._parts):
                 if not self._key:
                     self._flush_delta(base + i, events)
+                elif self._detail:
+                    self._flush_key_delta(base + i, events)
             nl = s.rfind("\n", 0, i)
             if nl >= 0:
                 self._line += s.count("\n", 0, i)

@@ -6,7 +6,7 @@
     ├── StreamError                      every failure of a structured stream
     │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError)
     │   ├── SchemaViolation              the output breaks the schema (path, keyword, value, offset)
-    │   │   └── ValidationFailed         the final pydantic/jsonschema validation of the whole value
+    │   │   └── ValidationFailed         the final pydantic validation of the whole value
     │   ├── TruncatedError               the output stopped early (finish_reason "length",
     │   │                                or the source ended mid-document): snapshot, open paths
     │   ├── RefusedError                 the model refused (the refusal text)
@@ -80,7 +80,11 @@ class SchemaViolation(StreamError):
     Attributes: ``path`` (tuple), ``pointer`` (JSON Pointer), ``keyword`` (the JSON Schema
     keyword broken, e.g. ``"enum"``, ``"type"``, ``"maxLength"``), ``value`` (the offending value,
     or the prefix received so far for a string that streams), ``offset`` (character offset in the
-    output at which the violation became certain), ``message`` (for a person).
+    output at which the violation became certain), ``start`` (character offset where the
+    offending value at ``path`` began — for a bad key, its opening quote; for a member a comma
+    promised, the comma; for a failure found by validating an enclosing value as a whole, such
+    as a nested pydantic model, that value's first character: everything before ``start`` can be
+    kept, ``None`` when unknown), ``message`` (for a person).
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class SchemaViolation(StreamError):
         keyword: str = "",
         value: Any = None,
         offset: int | None = None,
+        start: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -99,6 +104,7 @@ class SchemaViolation(StreamError):
         self.keyword = keyword
         self.value = value
         self.offset = offset
+        self.start = start
 
     def __str__(self) -> str:
         where = self.pointer or "/"
@@ -107,7 +113,7 @@ class SchemaViolation(StreamError):
 
 
 class ValidationFailed(SchemaViolation):
-    """The whole value failed the final validation (jsonschema, then the pydantic model).
+    """The whole value failed the final validation (the pydantic model or type).
 
     ``errors`` lists the individual problems as ``(path, message)`` pairs.
     """
@@ -120,9 +126,12 @@ class ValidationFailed(SchemaViolation):
         keyword: str = "",
         value: Any = None,
         offset: int | None = None,
+        start: int | None = None,
         errors: Sequence[tuple[Path, str]] = (),
     ) -> None:
-        super().__init__(message, path=path, keyword=keyword, value=value, offset=offset)
+        super().__init__(
+            message, path=path, keyword=keyword, value=value, offset=offset, start=start
+        )
         self.errors = list(errors)
 
 

@@ -3,8 +3,9 @@
 A sans-I/O object (no network, no event loop): feed it the output's text as it arrives and it
 returns a :class:`~sdk.FieldEvent` for every value that became final, raising
 :class:`~sdk.SchemaViolation` at the first character after which the output can no longer match
-the schema. :meth:`FieldTracker.close` validates the whole value (jsonschema, then pydantic) and
-returns the result. The async stream moves text from a backend into one tracker per attempt.
+the schema. :meth:`FieldTracker.close` returns the result (for a pydantic type, after pydantic
+validated the whole value). The async stream moves text from a backend into one tracker per
+attempt.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from bisect import bisect_right
 from typing import Any
 
 import partial
-from partial import StringDelta, ValueDone, ValueStart
+from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
 from sdk._errors import (
     OutputSyntaxError,
     Path,
@@ -24,7 +25,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._schema._checker import SchemaChecker
-from sdk._schema._compile import CompiledSchema, compile_schema
+from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 
 __all__ = ["FieldTracker"]
 
@@ -40,6 +41,23 @@ class FieldTracker:
     ``max_depth``/``max_bytes`` bound it (passing them is an :class:`~sdk.OutputSyntaxError`).
     ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``,
     :meth:`feed` also returns a :class:`~sdk.TextDelta` each time a string value grows.
+    ``formats`` says what ``format`` means in a JSON Schema dict: ``"annotate"`` (the default,
+    as Draft 2020-12 says: not checked) or ``"assert"`` (checked with jsonschema's format
+    checkers, some formats while the string streams); ``None`` keeps what a compiled schema
+    was compiled with. A pydantic type's formats are always pydantic's to judge.
+
+    What is checked when: every keyword at the first character that proves it broken (a string
+    against ``enum``/``const``/``maxLength``/``pattern`` while it streams, a key against
+    ``additionalProperties``/``propertyNames`` while it streams, ``maxItems``/``maxProperties``
+    at the comma that promises one member too many, ``uniqueItems`` when the repeated item is
+    final, the rest when their value is final). For a pydantic type, each nested model (an
+    object or list item that is a model, not the root) is validated by pydantic — field and
+    model validators included — when its object closes, so a validator's error raises there;
+    the root model's own validators (cross-field ones included) run in :meth:`close`.
+
+    Duplicate keys are refused: the second occurrence of a key in one object is a
+    :class:`~sdk.SchemaViolation` (keyword ``"duplicateKey"``) at its closing quote, so the
+    value checked early is always the value that ends up in the result.
 
     Errors are sticky: after one, every later :meth:`feed` or :meth:`close` raises it again.
     """
@@ -54,6 +72,7 @@ class FieldTracker:
         "_forced",
         "_parser",
         "_result",
+        "_root_start",
         "attempt",
         "deltas",
         "tool_call",
@@ -69,10 +88,21 @@ class FieldTracker:
         max_bytes: int | None = None,
         deltas: bool = False,
         tool_call: int | None = None,
+        formats: Formats | None = None,
     ) -> None:
-        self._compiled: CompiledSchema = compile_schema(schema)
-        self._parser = partial.Parser(lenient=lenient, max_depth=max_depth, max_bytes=max_bytes)
-        self._checker = SchemaChecker(self._compiled)
+        if isinstance(schema, CompiledSchema):
+            if formats is not None and formats != schema.formats:
+                raise ValueError(
+                    f"this schema was compiled with formats={schema.formats!r}; compile it "
+                    f"with compile_schema(..., formats={formats!r}) instead"
+                )
+            self._compiled = schema
+        else:
+            self._compiled = compile_schema(schema, formats=formats or "annotate")
+        self._parser = partial.Parser(
+            lenient=lenient, max_depth=max_depth, max_bytes=max_bytes, detail=True
+        )
+        self._checker = SchemaChecker(self._compiled.root, early_models=self._compiled.models)
         self.attempt = attempt
         """The attempt number stamped on events (1-based)."""
         self.deltas = deltas
@@ -85,6 +115,7 @@ class FieldTracker:
         self._finished = False
         self._closed = False
         self._result: Any = None
+        self._root_start: int | None = None
 
     # ------------------------------------------------------------------ what it knows
 
@@ -92,6 +123,11 @@ class FieldTracker:
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema the output must follow (a fresh copy: what a backend sends)."""
         return self._compiled.schema_dict()
+
+    @property
+    def formats(self) -> Formats:
+        """``"annotate"`` or ``"assert"``: whether ``format`` is checked (dict schemas)."""
+        return self._compiled.formats
 
     @property
     def schema_name(self) -> str:
@@ -188,21 +224,24 @@ class FieldTracker:
         return out
 
     def close(self) -> Any:
-        """End the input and validate the whole value: jsonschema on the full schema, then the
-        pydantic model or type (field and model validators, cross-field rules).
+        """End the input and return the result. A JSON Schema dict was checked in full as the
+        output streamed; a pydantic type is now validated as a whole by pydantic (the root
+        model's field and model validators, cross-field rules), in JSON mode.
 
         Returns the model instance, the validated value of a type, or the plain value for a
         dict schema; calling it again returns the same object. Raises
         :class:`~sdk.TruncatedError` (with the snapshot and the open paths) when the output
-        ended early, :class:`~sdk.ValidationFailed` when the whole value fails, or the error the
-        tracker already failed with.
+        ended early, :class:`~sdk.ValidationFailed` when pydantic rejects the whole value, or
+        the error the tracker already failed with.
         """
         if self._closed:
             return self._result
         self.finish()
         value = self._parser.close()
         try:
-            self._result = self._compiled.validate(value, offset=self._consumed)
+            self._result = self._compiled.finish(
+                value, offset=self._consumed, start=self._root_start
+            )
         except StreamError as exc:
             self._error = exc
             raise
@@ -231,9 +270,17 @@ class FieldTracker:
                         n = forced.count(start, stop)
                     out.append(FieldEvent(ev.path, ev.value, ev.offset, attempt, n, self.tool_call))
                 elif type(ev) is ValueStart:
+                    if not ev.path:
+                        self._root_start = ev.offset
                     checker.value_start(ev.path, ev.offset, ev.kind.value)
-                else:  # Key
+                elif type(ev) is Key:
                     checker.key(ev.path, ev.offset)
+                elif type(ev) is KeyDelta:
+                    checker.key_delta(ev.offset, ev.text)
+                elif type(ev) is KeyStart:
+                    checker.key_start(ev.offset)
+                elif type(ev) is Comma:
+                    checker.comma(ev.offset)
         except SchemaViolation as exc:
             if exc.value is None and exc.keyword in _STREAMING_KEYWORDS:
                 exc.value = _lookup(self._parser.snapshot(), exc.path)  # the prefix received
@@ -247,7 +294,7 @@ class FieldTracker:
         return err
 
 
-_STREAMING_KEYWORDS = frozenset({"enum", "const", "maxLength"})
+_STREAMING_KEYWORDS = frozenset({"enum", "const", "maxLength", "pattern", "format"})
 """Keywords a string can break while it streams: the violation then carries its prefix."""
 
 

@@ -1,16 +1,20 @@
 """The early-check state machine: parser events in, :class:`~sdk.SchemaViolation` out.
 
-:class:`SchemaChecker` follows one document. For every open value it keeps a frame: the
-alternatives (:class:`~sdk._schema._dnf.Conj`) the value may still satisfy, each tagged with the
-alternative of its container it belongs to. An event that proves an alternative wrong drops it;
-a container alternative whose member has no alternative left is dropped in turn; when the root
-has none left the document cannot be valid and the violation is raised, at that event. Nothing
-is dropped on a guess: each check fires only when no later byte could make the value valid.
+:class:`SchemaChecker` follows one document. Every open value has a frame holding the states
+(:mod:`sdk._schema._states`) of the conjunctions it must satisfy: one, for a schema without
+``anyOf``/``oneOf``/``not``/``if``; a branch state more per alternative. An event that proves a
+state wrong kills it; the death travels up its links (the container's state that requires the
+member, the group counting its branches) until something survives or the root state dies, and
+then the violation is raised, at that event. Nothing is killed on a guess: each check fires only
+when no later byte could make the value valid (the parser's ``detail`` events let a key be
+judged while it streams and a comma promise a member).
 
-Costs: a frame push/pop per value, and per event a loop over the value's live alternatives
-(one, without ``anyOf``/``oneOf``). A container's final check covers its own keywords only;
-its members were checked when they closed. jsonschema sees a whole subtree only for the rare
-keywords that need it (``not``, ``contains``, ``if``, ``oneOf``'s "only one").
+Costs: a frame per value and, per event, a loop over the value's states. Each (conjunction,
+value) pair is checked once: a container's close covers its own keywords (members were checked
+when they closed), ``oneOf``/``not``/``if`` are decided from their branch states, and nothing
+is validated again by a later level, so the cost is linear in the document for every schema.
+The one check that reads a string's whole prefix (``pattern``, a format's prefix grammar) runs
+on every delta while the string is short and at geometrically spaced lengths after that.
 """
 
 from __future__ import annotations
@@ -18,9 +22,22 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._errors import Path, SchemaViolation
-from sdk._schema._compile import CompiledSchema
-from sdk._schema._dnf import Conj, Forbidden, Group
-from sdk._schema._validators import keyword_of
+from sdk._schema._conj import Conj, Forbidden
+from sdk._schema._finals import check_close
+from sdk._schema._pydantic import ModelCheck, substitute
+from sdk._schema._states import (
+    ContainsSlot,
+    DepGroup,
+    Frame,
+    NamesGroup,
+    Reason,
+    State,
+    Work,
+    new_state,
+    silence,
+)
+from sdk._schema._streaming import key_grow, string_begun, string_grow
+from sdk._schema._values import Canon
 
 __all__ = ["SchemaChecker"]
 
@@ -34,78 +51,23 @@ _ARTICLE = {
 }
 
 
-class _Reason:
-    """Why an alternative was dropped (kept to word the violation)."""
-
-    __slots__ = ("keyword", "message", "offset", "path", "value")
-
-    def __init__(self, path: Path, keyword: str, message: str, value: Any, offset: int) -> None:
-        self.path = path
-        self.keyword = keyword
-        self.message = message
-        self.value = value
-        self.offset = offset
-
-
-class _Frame:
-    """One open value (or a key whose value has not started: ``kind is None``)."""
-
-    __slots__ = (
-        "alive",
-        "alts",
-        "cands",
-        "counts",
-        "groups",
-        "kind",
-        "length",
-        "live",
-        "parents",
-        "path",
-        "recheck",
-        "start",
-        "watch",
-    )
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.alts: list[Conj] = []
-        self.parents: list[int] = []  # per alternative: the container's alternative it serves
-        self.alive: list[bool] = []
-        self.live = 0
-        self.counts: dict[int, int] = {}  # live alternatives per container alternative
-        self.groups: dict[int, Group] = {}  # the schemas per container alternative
-        self.recheck = False  # some group needs jsonschema on the final value
-        self.kind: str | None = None
-        self.start = -1
-        self.length = 0  # code points of a string so far
-        self.cands: list[tuple[str, ...] | None] = []  # per alternative: strings still possible
-        self.watch = False  # a string that some alternative restricts
-
-    def add(self, parent: int, group: Group) -> None:
-        self.groups[parent] = group
-        self.recheck = self.recheck or group.recheck
-        conjs = group.conjs
-        self.alts.extend(conjs)
-        self.parents.extend([parent] * len(conjs))
-        self.alive.extend([True] * len(conjs))
-        self.counts[parent] = self.counts.get(parent, 0) + len(conjs)
-        self.live += len(conjs)
-
-
 class SchemaChecker:
-    """Checks one document against a compiled schema as its parser events arrive.
+    """Checks one document against a root conjunction as the parser's events arrive.
 
-    Call the methods in the order of the parser's events; each raises
-    :class:`~sdk.SchemaViolation` at the first event after which the document can no longer be
-    valid. After a violation the checker must not be used again (its owner stops feeding it).
+    Call the methods in the order of the parser's events (``Parser(detail=True)``); each
+    raises :class:`~sdk.SchemaViolation` at the first event after which the document can no
+    longer be valid. After a violation the checker must not be used again (its owner stops
+    feeding it). ``early_models`` enables pydantic validation of nested models at their close.
     """
 
-    __slots__ = ("_reasons", "_schema", "_stack")
+    __slots__ = ("_canon", "_models", "_root", "_root_state", "_stack")
 
-    def __init__(self, schema: CompiledSchema) -> None:
-        self._schema = schema
-        self._stack: list[_Frame] = []
-        self._reasons: list[_Reason] = []
+    def __init__(self, root: Conj | None, *, early_models: bool = False) -> None:
+        self._root = root
+        self._root_state: State | None = None
+        self._stack: list[Frame] = []
+        self._canon: Canon | None = None
+        self._models = early_models
 
     @property
     def open_paths(self) -> list[Path]:
@@ -121,185 +83,314 @@ class SchemaChecker:
         if stack and stack[-1].kind is None:  # an object member: its frame came with its key
             frame = stack[-1]
         elif not stack:
-            frame = _Frame(path)
-            frame.add(0, self._schema.root)
+            frame = Frame(path)
             stack.append(frame)
-            if not frame.live:
-                self._reasons = []
-                self._drop(0, -1, _Reason(path, "false", "no value is allowed", None, offset))
+            if self._root is not None and not self._root.trivial:
+                self._root_state = new_state(frame, self._root)
         else:  # an array element
-            frame = self._member(path, offset, path[-1], False)
+            frame = self._item(stack[-1], path, offset)
         frame.kind = kind
         frame.start = offset
-        self._reasons = []
-        fi = len(stack) - 1
-        alts, alive = frame.alts, frame.alive
-        for ai in range(len(alts)):
-            if alive[ai]:
-                fail = alts[ai].kind_fail.get(kind)
-                if fail is not None:
-                    message = f"{fail[1]}, got {_ARTICLE[kind]}"
-                    self._drop(fi, ai, _Reason(path, fail[0], message, None, offset))
+        if kind == "object":
+            frame.keys = set()
+        if not frame.states:
+            return
+        self._kinds(frame, kind, offset)
         if kind == "string":
-            frame.cands = [c.str_members for c in alts]
-            frame.watch = any(c.watch for c in alts)
+            string_begun(frame)
+        elif kind == "array":
+            for s in frame.states:
+                conj = s.conj
+                if conj.unique:
+                    frame.seen = set()
+                if conj.contains:
+                    s.counts = [0] * len(conj.contains)
+
+    def key_start(self, offset: int) -> None:
+        """A key's opening quote: the object will have one more member."""
+        frame = self._stack[-1]
+        frame.key_start = offset
+        frame.key_parts = []
+        frame.key_len = frame.key_checked = 0
+        frame.count += 1
+        frame.key_frame = None
+        frame.keyed = False
+        kf: Frame | None = None
+        for s in frame.states:
+            if not s.alive:
+                continue
+            conj = s.conj
+            frame.keyed = frame.keyed or bool(conj.closed) or conj.has_names
+            limit = conj.max_props
+            if limit is not None and frame.count > limit:
+                message = f"expected at most {limit} properties, got more"
+                self._kill(s, Reason(frame.path, "maxProperties", message, None, offset, offset))
+                continue
+            if conj.closed and not conj.key_prefix_ok(""):
+                message = "no key is allowed here"
+                reason = Reason(frame.path, "additionalProperties", message, None, offset, offset)
+                self._kill(s, reason)
+                continue
+            if conj.has_names:
+                names = conj.names()
+                if kf is None:
+                    kf = frame.key_frame = Frame(frame.path)
+                    kf.kind = "string"
+                    kf.start = offset
+                    kf.members = {}
+                assert kf.members is not None
+                ks = kf.members.get(names)
+                if ks is None:
+                    ks = kf.members[names] = new_state(kf, names)
+                ks.ups.append(NamesGroup(s, frame))
+        if kf is not None:
+            self._kinds(kf, "string", offset)
+            string_begun(kf)
+
+    def key_delta(self, offset: int, text: str) -> None:
+        """A key grew by ``text``; ``offset`` is just after its last character."""
+        frame = self._stack[-1]
+        if not frame.keyed:
+            return
+        for s, reason in key_grow(frame, offset, text):
+            self._kill(s, reason)
+        kf = frame.key_frame
+        if kf is not None:
+            for s, reason in string_grow(kf, offset, text):
+                self._kill(s, reason)
 
     def key(self, path: Path, offset: int) -> None:
         """An object key is complete; ``path`` ends with it."""
-        self._member(path, offset, path[-1], True)
+        frame = self._stack[-1]
+        key = path[-1]
+        assert isinstance(key, str) and frame.keys is not None
+        if key in frame.keys:
+            message = f"the key {key!r} appears twice (duplicate keys are refused)"
+            raise SchemaViolation(
+                message,
+                path=path,
+                keyword="duplicateKey",
+                value=key,
+                offset=offset,
+                start=frame.key_start,
+            )
+        frame.keys.add(key)
+        kf = frame.key_frame
+        if kf is not None:
+            frame.key_frame = None
+            self._close(kf, offset, key)
+        member = Frame(path)
+        for s in frame.states:
+            if not s.alive:
+                continue
+            conj = s.conj
+            found = conj.key_child(key)
+            if found is not None:
+                if type(found) is Forbidden:
+                    reason = Reason(
+                        path, found.keyword, found.message, key, offset, frame.key_start
+                    )
+                    self._kill(s, reason)
+                    continue
+                assert isinstance(found, Conj)
+                self._member(member, s, found)
+            if conj.dep_schemas:
+                for group in s.groups:
+                    if type(group) is DepGroup and group.key == key and not group.sub.alive:
+                        assert group.sub.why is not None
+                        self._kill(s, group.sub.why.at(offset))
+                        break
+        self._stack.append(member)
+
+    def comma(self, offset: int) -> None:
+        """A comma: the container on top will have one more member."""
+        frame = self._stack[-1]
+        promised = frame.count + 1
+        if frame.kind == "array":
+            for s in frame.states:
+                if not s.alive:
+                    continue
+                conj = s.conj
+                limit = conj.max_items
+                if limit is not None and promised > limit:
+                    message = f"expected at most {limit} items, got more"
+                    path = (*frame.path, frame.count)
+                    self._kill(s, Reason(path, "maxItems", message, None, offset, offset))
+                    continue
+                for sub, (_, _, most) in zip(conj.contains_conjs(), conj.contains, strict=True):
+                    if most is not None and sub.trivial and promised > most:
+                        message = f"expected at most {most} items that match 'contains'"
+                        reason = Reason(frame.path, "maxContains", message, None, offset, offset)
+                        self._kill(s, reason)
+                        break
+        else:
+            for s in frame.states:
+                limit = s.conj.max_props
+                if s.alive and limit is not None and promised > limit:
+                    message = f"expected at most {limit} properties, got more"
+                    reason = Reason(frame.path, "maxProperties", message, None, offset, offset)
+                    self._kill(s, reason)
 
     def string_delta(self, path: Path, offset: int, text: str) -> None:
         """A string value grew by ``text``; ``offset`` is just after the text's last character."""
         frame = self._stack[-1]
-        pos = frame.length
-        frame.length = pos + len(text)
-        if not frame.watch:
-            return
-        self._reasons = []
-        fi = len(self._stack) - 1
-        alts, alive, cands = frame.alts, frame.alive, frame.cands
-        for ai in range(len(alts)):
-            if not alive[ai]:
-                continue
-            conj = alts[ai]
-            limit = conj.max_length
-            if limit is not None and pos + len(text) > limit:
-                bad = max(limit - pos, 0)  # index in ``text`` of the first character too many
-                where = offset - len(text) + bad
-                message = f"expected at most {limit} characters, got more"
-                self._drop(fi, ai, _Reason(path, "maxLength", message, None, where))
-                continue
-            members = cands[ai]
-            if members is None:
-                continue
-            kept = tuple(m for m in members if m.startswith(text, pos))
-            cands[ai] = kept
-            if not kept:
-                bad = max((_common(m, text, pos) for m in members), default=0)
-                where = offset - len(text) + bad
-                shown = (
-                    repr(members[0])
-                    if conj.str_keyword == "const" and members
-                    else f"one of {list(conj.str_members or ())!r}"
-                )
-                message = f"expected {shown}; no such string starts like this"
-                self._drop(fi, ai, _Reason(path, conj.str_keyword, message, None, where))
+        if frame.watch:
+            for s, reason in string_grow(frame, offset, text):
+                self._kill(s, reason)
+        else:
+            frame.length += len(text)
 
     def value_done(self, path: Path, offset: int, value: Any) -> tuple[int, str]:
         """A value is final. Returns its start offset and kind (for the caller's bookkeeping)."""
         stack = self._stack
         frame = stack[-1]
-        fi = len(stack) - 1
-        self._reasons = []
-        alts, alive = frame.alts, frame.alive
-        for ai in range(len(alts)):
-            if alive[ai]:
-                conj = alts[ai]
-                if conj.validators or conj.integer:
-                    fail = conj.check_final(value)
-                    if fail is not None:
-                        keyword, message, rel = fail
-                        reason = _Reason(path + rel, keyword, message, value, offset)
-                        self._drop(fi, ai, reason)
-        if frame.recheck:
-            for parent, group in frame.groups.items():
-                if group.recheck and frame.counts.get(parent, 0):
-                    err = group.first_error(value)
-                    if err is not None:
-                        reason = _Reason(
-                            path + tuple(err.absolute_path),
-                            keyword_of(err),
-                            err.message,
-                            err.instance,
-                            offset,
-                        )
-                        for ai in range(len(alts)):
-                            if alive[ai] and frame.parents[ai] == parent:
-                                self._drop(fi, ai, reason)
+        if frame.states:
+            self._close(frame, offset, value)
         stack.pop()
+        if stack:
+            parent = stack[-1]
+            if parent.seen is not None or frame.contains is not None:
+                self._member_done(parent, frame, offset, value)
+            if self._models:
+                substitute(parent, frame, value)
         assert frame.kind is not None
         return frame.start, frame.kind
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ states
 
-    def _member(self, path: Path, offset: int, slot: str | int, is_key: bool) -> _Frame:
-        """Push the frame of a container's member, dropping the container's alternatives that
-        forbid any member there."""
-        stack = self._stack
-        fi = len(stack) - 1
-        parent = stack[fi]
-        frame = _Frame(path)
-        self._reasons = []
-        alts, alive = parent.alts, parent.alive
-        for ai in range(len(alts)):
-            if not alive[ai]:
+    def _member(self, member: Frame, parent: State, conj: Conj) -> None:
+        """``parent`` requires ``conj`` of the member: share the member's state for it."""
+        members = member.members
+        if members is None:
+            members = member.members = {}
+        s = members.get(conj)
+        if s is None:
+            s = members[conj] = new_state(member, conj)
+        s.ups.append(parent)
+
+    def _item(self, parent: Frame, path: Path, offset: int) -> Frame:
+        """Push the frame of an array element, checking the array's states for it."""
+        index = parent.count
+        parent.count = index + 1
+        member = Frame(path)
+        for s in parent.states:
+            if not s.alive:
                 continue
-            conj = alts[ai]
-            found: Group | Forbidden
-            if is_key:
-                assert isinstance(slot, str)
-                found = conj.key_group(slot)
-            else:
-                assert isinstance(slot, int)
-                limit = conj.max_items
-                if limit is not None and slot >= limit:
-                    message = f"expected at most {limit} items, got more"
-                    self._drop(fi, ai, _Reason(path, "maxItems", message, None, offset))
+            conj = s.conj
+            limit = conj.max_items
+            if limit is not None and index >= limit:
+                message = f"expected at most {limit} items, got more"
+                self._kill(s, Reason(path, "maxItems", message, None, offset, offset))
+                continue
+            found = conj.item_child(index)
+            if found is not None:
+                if type(found) is Forbidden:
+                    reason = Reason(path, found.keyword, found.message, None, offset, offset)
+                    self._kill(s, reason)
                     continue
-                found = conj.item_group(slot)
-            if isinstance(found, Forbidden):
-                value = slot if is_key else None
-                self._drop(fi, ai, _Reason(path, found.keyword, found.message, value, offset))
+                assert isinstance(found, Conj)
+                self._member(member, s, found)
+            for i, sub in enumerate(conj.contains_conjs()):
+                c = new_state(member, sub)
+                if member.contains is None:
+                    member.contains = []
+                member.contains.append((ContainsSlot(s, i), c))
+        self._stack.append(member)
+        return member
+
+    def _kill(self, state: State, why: Reason) -> None:
+        """Kill ``state`` and whatever cannot survive without it; raise if that is the root."""
+        work: Work = [(state, why)]
+        root = self._root_state
+        while work:
+            s, w = work.pop()
+            if not s.alive:
+                continue
+            s.alive = False
+            s.why = w
+            if s is root:
+                raise SchemaViolation(
+                    w.message,
+                    path=w.path,
+                    keyword=w.keyword,
+                    value=w.value,
+                    offset=w.offset,
+                    start=w.start,
+                )
+            for up in s.ups:
+                up.lost(s, w, work)
+            if s.subs:
+                silence(s.subs)
+
+    # ------------------------------------------------------------------ strings
+
+    def _kinds(self, frame: Frame, kind: str, offset: int) -> None:
+        for s in frame.states:
+            if s.alive:
+                fail = s.conj.kind_fail.get(kind)
+                if fail is not None:
+                    message = f"{fail[1]}, got {_ARTICLE[kind]}"
+                    self._kill(s, Reason(frame.path, fail[0], message, None, offset, offset))
+
+    # ------------------------------------------------------------------ closing
+
+    def _close(self, frame: Frame, offset: int, value: Any) -> None:
+        """The value of ``frame`` is final: close-time checks (pydantic's included), then each
+        state's groups, branches before their owner."""
+        states = frame.states
+        models: ModelCheck | None = None
+        nested = self._models and self._stack[0] is not frame  # the root is validated at close
+        for i in range(len(states) - 1, -1, -1):
+            s = states[i]
+            if not s.alive:
+                continue
+            fail = check_close(s, frame, value, offset, self._canon_for)
+            if fail is None and nested and s.conj.models:
+                if models is None:
+                    models = ModelCheck(frame, value)
+                fail = models.check(s, offset)
+            if fail is not None:
+                self._kill(s, fail)
+                continue
+            for group in s.groups:
+                reason = group.close(frame, offset)
+                if reason is not None:
+                    self._kill(s, reason)
+                    break
+        if models is not None:
+            frame.instance = models.instance()
+
+    def _member_done(self, parent: Frame, member: Frame, offset: int, value: Any) -> None:
+        """An element of ``parent`` is final: ``uniqueItems`` and ``contains`` count it."""
+        if parent.seen is not None:
+            key = self._canon_for().key(value)
+            if key in parent.seen:
+                message = f"expected unique items; item {parent.count - 1} repeats an earlier one"
+                for s in parent.states:
+                    if s.alive and s.conj.unique:
+                        reason = Reason(
+                            parent.path, "uniqueItems", message, value, offset, parent.start
+                        )
+                        self._kill(s, reason)
             else:
-                frame.add(ai, found)
-        stack.append(frame)
-        return frame
+                parent.seen.add(key)
+        if member.contains is not None:
+            for slot, c in member.contains:
+                if c.alive:
+                    self._matched(parent, slot, offset)
 
-    def _drop(self, fi: int, ai: int, reason: _Reason) -> None:
-        """Drop alternative ``ai`` of frame ``fi``; a container alternative left with no way
-        for this member goes too; the root left with none is a violation."""
-        self._reasons.append(reason)
-        while True:
-            frame = self._stack[fi]
-            if ai >= 0:
-                if not frame.alive[ai]:
-                    return
-                frame.alive[ai] = False
-                frame.live -= 1
-                parent = frame.parents[ai]
-                left = frame.counts[parent] - 1
-                frame.counts[parent] = left
-                if left:
-                    return
-            else:
-                parent = 0
-            if fi == 0:
-                if frame.live:
-                    return
-                raise self._violation()
-            fi, ai = fi - 1, parent
+    def _matched(self, parent: Frame, slot: ContainsSlot, offset: int) -> None:
+        s = slot.owner
+        if not s.alive or s.counts is None:
+            return
+        s.counts[slot.index] += 1
+        _, _, most = s.conj.contains[slot.index]
+        if most is not None and s.counts[slot.index] > most:
+            message = f"expected at most {most} items that match 'contains'"
+            self._kill(s, Reason(parent.path, "maxContains", message, None, offset, parent.start))
 
-    def _violation(self) -> SchemaViolation:
-        reasons = self._reasons
-        last = reasons[-1]
-        same = [r for r in reasons if r.path == last.path]
-        messages: list[str] = []
-        for r in same:
-            if r.message not in messages:
-                messages.append(r.message)
-        message = (
-            messages[0] if len(messages) == 1 else "no alternative fits: " + "; or ".join(messages)
-        )
-        return SchemaViolation(
-            message, path=last.path, keyword=last.keyword, value=last.value, offset=last.offset
-        )
-
-
-def _common(member: str, text: str, pos: int) -> int:
-    """How many characters of ``text`` match ``member`` from ``pos``."""
-    n = 0
-    for a, b in zip(member[pos:], text, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
+    def _canon_for(self) -> Canon:
+        canon = self._canon
+        if canon is None:
+            canon = self._canon = Canon()
+        return canon

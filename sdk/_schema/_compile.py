@@ -1,15 +1,16 @@
 """The schema compiler: a pydantic model, a type, or a JSON Schema dict, compiled once.
 
 :func:`compile_schema` turns what the caller passed into a :class:`CompiledSchema`: the JSON
-Schema to send to the backend, a name for it, the alternatives the tracker follows for the root
-value, and the final validation (jsonschema on the whole value, then pydantic).
+Schema to send to the backend, a name for it, the conjunction the tracker checks the root value
+against, and the final validation.
 
 A stream compiles its schema once and hands the :class:`CompiledSchema` down to every tracker
 (``FieldTracker(compiled)``). :func:`compile_schema` also keeps a small cache, an optimisation
 that can never answer with a stale or foreign compilation: a dict schema is looked up by its
 exact JSON text (so a dict mutated since is compiled afresh, and two dicts with the same text
-share one), a type by the type itself, a ``TypeAdapter`` by identity (it is immutable).
-Compilations are immutable once built and safe to share between threads.
+share one), a type by the type itself, a ``TypeAdapter`` by identity (it is immutable); the
+``formats`` mode is part of every key. Compilations are immutable once built and safe to share
+between threads.
 """
 
 from __future__ import annotations
@@ -20,22 +21,20 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
-from sdk._errors import Path, SchemaError, ValidationFailed
-from sdk._schema._dnf import Dnf, Group
-from sdk._schema._nodes import Node, NodeCompiler
-from sdk._schema._validators import (
-    Validator,
-    best_failure,
-    check_schema,
-    keyword_of,
-    root_validator,
-)
+from sdk._errors import Path, SchemaError, SchemaViolation, ValidationFailed
+from sdk._schema._conj import Conj, Conjs
+from sdk._schema._nodes import NodeCompiler
+from sdk._schema._pydantic import tracker_schema
+from sdk._schema._validators import check_schema
 
-__all__ = ["CompiledSchema", "compile_schema", "schema_name"]
+__all__ = ["CompiledSchema", "Formats", "compile_schema", "schema_name"]
+
+Formats = Literal["annotate", "assert"]
+"""How ``format`` is treated: an annotation (Draft 2020-12's default), or asserted."""
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[Hashable, tuple[object, CompiledSchema]] = OrderedDict()
@@ -45,24 +44,40 @@ _cache_lock = threading.Lock()
 class CompiledSchema:
     """Everything the tracker needs about one schema. Immutable once built; shared."""
 
-    __slots__ = ("adapter", "json_schema", "name", "root", "root_node", "validator")
+    __slots__ = ("adapter", "conjs", "formats", "json_schema", "models", "name", "root")
 
     def __init__(
-        self, json_schema: Mapping[str, Any] | bool, name: str, adapter: Any | None
+        self,
+        json_schema: Mapping[str, Any] | bool,
+        name: str,
+        adapter: Any | None,
+        *,
+        formats: Formats = "annotate",
     ) -> None:
+        if formats not in ("annotate", "assert"):
+            raise ValueError(f"formats must be 'annotate' or 'assert', not {formats!r}")
         self.json_schema = json_schema
         """The JSON Schema (Draft 2020-12) the output must follow: what a backend sends."""
         self.name = name
         """A name for the schema, fit for ``response_format.json_schema.name``."""
         self.adapter: pydantic.TypeAdapter[Any] | None = adapter
         """The pydantic adapter that builds the result (``None`` for a dict schema)."""
+        self.formats: Formats = formats
+        """``"assert"``: ``format`` is checked (dict schemas; pydantic checks its own types)."""
         check_schema(json_schema)
-        self.validator: Validator = root_validator(json_schema)
-        """jsonschema for the whole document (formats checked where jsonschema can)."""
-        self.root_node: Node = NodeCompiler(json_schema, self.validator).compile_root()
-        dnf = Dnf()
-        self.root: Group = dnf.group((self.root_node,))
-        """The alternatives the root value starts with."""
+        if adapter is None:
+            checked: Any = json_schema
+            models: list[Any] = []
+        else:
+            checked, models = tracker_schema(adapter)
+        self.models = bool(models)
+        """Whether nested pydantic models are validated early (see ``_pydantic``)."""
+        compiler = NodeCompiler(
+            checked, assert_formats=formats == "assert" and adapter is None, models=models
+        )
+        self.conjs = Conjs()
+        self.root: Conj = self.conjs.of_node(compiler.compile_root())
+        """The conjunction the root value is checked against."""
 
     def schema_dict(self) -> dict[str, Any]:
         """The JSON Schema as a fresh dict (``true`` is ``{}``, ``false`` is ``{"not": {}}``):
@@ -75,27 +90,43 @@ class CompiledSchema:
         return dict(copy.deepcopy(raw))
 
     def validate(self, value: Any, *, offset: int | None = None) -> Any:
-        """Validate a final document: jsonschema on the whole, then pydantic (field and model
-        validators, cross-field rules). Returns the model instance, the adapter's value for a
-        type, or ``value`` itself for a dict schema; raises :class:`~sdk.ValidationFailed`."""
-        errors = list(self.validator.iter_errors(value))
-        if errors:
-            best = best_failure(errors)
-            path = tuple(best.absolute_path)
+        """Validate a complete document that did not stream through a tracker: the tracker's
+        checks (in one pass, nothing recursive), then pydantic. Returns what
+        :meth:`finish` returns; raises :class:`~sdk.ValidationFailed`."""
+        from sdk._schema._walk import check_value  # the walk imports the checker
+
+        try:
+            check_value(self, value)
+        except SchemaViolation as exc:
             raise ValidationFailed(
-                _summary(len(errors), best.message),
-                path=path,
-                keyword=keyword_of(best),
-                value=best.instance,
+                _summary(1, exc.message),
+                path=exc.path,
+                keyword=exc.keyword,
+                value=exc.value,
                 offset=offset,
-                errors=[(tuple(e.absolute_path), e.message) for e in errors],
-            )
+                errors=[(exc.path, exc.message)],
+            ) from exc
+        return self.finish(value, offset=offset)
+
+    def finish(self, value: Any, *, offset: int | None = None, start: int | None = None) -> Any:
+        """The result of a document the tracker's checks passed: pydantic validates it as a
+        whole (field and model validators, cross-field rules) for a type, in JSON mode, as if
+        it read the output itself. Returns the model instance, the adapter's value for a type,
+        or ``value`` itself for a dict schema; raises :class:`~sdk.ValidationFailed`."""
         if self.adapter is None:
             return value
         try:
             # JSON mode, as if pydantic read the output itself: strict models accept what JSON
             # can spell (a list for a tuple, a string for a datetime), unlike Python mode.
-            return self.adapter.validate_json(json.dumps(value, ensure_ascii=False))
+            text = json.dumps(value, ensure_ascii=False)
+            return self.adapter.validate_json(text)
+        except RecursionError:
+            raise ValidationFailed(
+                "the output is nested too deeply to validate",
+                keyword="depth",
+                offset=offset,
+                start=start,
+            ) from None
         except pydantic.ValidationError as exc:
             details = exc.errors(include_url=False)
             first = details[0]
@@ -106,14 +137,19 @@ class CompiledSchema:
                 keyword=first["type"],
                 value=first.get("input"),
                 offset=offset,
+                start=start,
                 errors=[(tuple(d["loc"]), d["msg"]) for d in details],
             ) from exc
 
 
-def compile_schema(schema: Any) -> CompiledSchema:
+def compile_schema(schema: Any, *, formats: Formats = "annotate") -> CompiledSchema:
     """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
     type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema
     (a ``dict``, or ``True``/``False``); a :class:`CompiledSchema` is returned as it is.
+
+    ``formats="assert"`` checks ``format`` in a JSON Schema dict (see ``sdk._schema._formats``
+    for which formats); the default leaves it an annotation, as Draft 2020-12 does. A pydantic
+    type's formats are pydantic's to judge either way.
 
     Equal inputs may share one compilation (see the module docstring); the result is never
     stale. Raises :class:`~sdk.SchemaError` when the schema cannot be used.
@@ -125,15 +161,18 @@ def compile_schema(schema: Any) -> CompiledSchema:
             "schema must be a pydantic model, a type pydantic can adapt, or a JSON Schema dict, "
             f"not a {type(schema).__name__}: for JSON Schema text, pass json.loads(text)"
         )
+    if formats not in ("annotate", "assert"):
+        raise ValueError(f"formats must be 'annotate' or 'assert', not {formats!r}")
     key = _cache_key(schema)
     if key is None:
-        return _compile(schema)
+        return _compile(schema, formats)
+    key = (formats, key)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit[1]
-    compiled = _compile(schema)
+    compiled = _compile(schema, formats)
     with _cache_lock:
         # The input is held beside its compilation, so an id() in a key is never reused.
         _cache[key] = (schema, compiled)
@@ -159,10 +198,10 @@ def _cache_key(schema: Any) -> Hashable | None:
     return ("type", schema)
 
 
-def _compile(schema: Any) -> CompiledSchema:
+def _compile(schema: Any, formats: Formats) -> CompiledSchema:
     if isinstance(schema, (Mapping, bool)):
         title = schema.get("title") if isinstance(schema, Mapping) else None
-        return CompiledSchema(copy.deepcopy(schema), schema_name(title), None)
+        return CompiledSchema(copy.deepcopy(schema), schema_name(title), None, formats=formats)
     if isinstance(schema, pydantic.TypeAdapter):
         adapter: pydantic.TypeAdapter[Any] = schema
         name = schema_name(getattr(adapter._type, "__name__", None))
@@ -178,9 +217,9 @@ def _compile(schema: Any) -> CompiledSchema:
         name = schema_name(getattr(schema, "__name__", None) if isinstance(schema, type) else None)
     try:
         json_schema = adapter.json_schema()
+        return CompiledSchema(json_schema, name, adapter, formats=formats)
     except (pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticUserError) as exc:
         raise SchemaError(f"pydantic cannot describe {schema!r} as JSON Schema: {exc}") from exc
-    return CompiledSchema(json_schema, name, adapter)
 
 
 def schema_name(raw: object) -> str:

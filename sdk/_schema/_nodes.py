@@ -1,20 +1,12 @@
 """A JSON Schema (Draft 2020-12) compiled into :class:`Node` objects, one per sub-schema.
 
-A node sorts its schema's keywords by *when* they can be checked:
-
-* early ones the tracker checks itself while the value streams — ``type`` (and the kinds that
-  ``enum``/``const`` allow) at the first character, ``enum``/``const``/``maxLength`` on a string
-  as it grows, ``maxItems`` and ``items: false`` when a further element begins,
-  ``additionalProperties: false`` and ``propertyNames`` when a key closes;
-* structural ones that only say which schema a *child* must follow (``properties``,
-  ``patternProperties``, ``additionalProperties``, ``items``, ``prefixItems``): the child is
-  checked in its own right, so its container never re-validates it;
-* local ones checked on the final value alone, with jsonschema on a copy of the schema that
-  holds nothing else (so a container's check costs its own keys/length, not its subtree);
-* whole-value ones (``not``, ``contains``, ``if``/``then``/``else``, ``dependentSchemas``)
-  checked by jsonschema on the final value and its subtree;
-* applicators (``$ref``, ``allOf``, ``anyOf``, ``oneOf``), which :mod:`sdk._schema._dnf` expands
-  into the alternatives a value may still satisfy.
+A node holds its schema's keywords in the form the checker uses them: the kinds ``type`` allows,
+``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled with
+the ``regex`` package (which accepts ``\\p{L}`` and can match a prefix partially), the format
+check when formats are asserted, the schemas members must follow, and the applicators
+(``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
+``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (local
+JSON Pointers, ``$id``, ``$anchor``); a reference outside the document is refused.
 
 Anything else that is not an annotation raises :class:`~sdk.SchemaError` at compile time, so no
 keyword is ever silently ignored.
@@ -22,18 +14,24 @@ keyword is ever silently ignored.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote
+
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+import regex
 
 from sdk._errors import SchemaError
-from sdk._schema._validators import Validator
+from sdk._schema._formats import FormatCheck, format_check
 
-__all__ = ["KINDS", "Node", "NodeCompiler"]
+__all__ = ["KINDS", "MODEL_KEY", "Node", "NodeCompiler"]
 
 KINDS = ("object", "array", "string", "number", "boolean", "null")
 """The kinds of JSON value, named as JSON Schema's types (and as ``partial.Kind`` values)."""
+
+MODEL_KEY = "x-fieldstream-model"
+"""Marks the schema of a pydantic model in the tracker's copy of a pydantic type's schema."""
 
 ANNOTATIONS = frozenset(
     {
@@ -48,12 +46,19 @@ ANNOTATIONS = frozenset(
         "contentMediaType",
         "contentEncoding",
         "contentSchema",
-        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule.
+        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
+        # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
         "discriminator",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$defs",
+        "definitions",
     }
 )
-LOCAL = frozenset(
+KEYWORDS = frozenset(
     {
+        "type",
         "enum",
         "const",
         "multipleOf",
@@ -68,31 +73,36 @@ LOCAL = frozenset(
         "maxItems",
         "minItems",
         "uniqueItems",
+        "contains",
+        "maxContains",
+        "minContains",
         "maxProperties",
         "minProperties",
         "required",
         "dependentRequired",
-    }
-)
-STRUCTURE = frozenset(
-    {
+        "dependentSchemas",
         "properties",
         "patternProperties",
         "additionalProperties",
         "propertyNames",
         "items",
         "prefixItems",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$schema",
     }
 )
-APPLICATORS = frozenset({"$ref", "allOf", "anyOf", "oneOf"})
-WHOLE = frozenset(
-    {"not", "contains", "minContains", "maxContains", "if", "then", "else", "dependentSchemas"}
-)
-DEFS = frozenset({"$defs", "definitions"})
-ROOT_ONLY = frozenset({"$schema", "$id"})
-KNOWN = ANNOTATIONS | LOCAL | STRUCTURE | APPLICATORS | WHOLE | DEFS | {"type"}
+NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_Resolver = Any  # referencing.Resolver (it does not export the class)
+_SPEC = referencing.jsonschema.DRAFT202012
 
 
 class Node:
@@ -102,59 +112,86 @@ class Node:
         "additional",
         "all_of",
         "any_of",
-        "choices",
-        "constrains",
+        "contains",
+        "dep_required",
+        "dep_schemas",
+        "else_",
+        "enum",
         "false",
-        "full",
+        "format",
+        "if_",
         "items",
-        "local",
+        "max_contains",
         "max_items",
         "max_length",
+        "max_props",
+        "min_contains",
+        "min_items",
+        "min_length",
+        "min_props",
+        "model",
+        "not_",
+        "numbers",
         "one_of",
         "pattern_props",
+        "patterns",
         "prefix",
         "property_names",
         "props",
         "raw",
         "ref",
+        "required",
+        "then",
         "types",
+        "unique",
         "where",
-        "whole",
     )
 
     def __init__(self, where: str, raw: Any) -> None:
         self.where = where
-        """JSON Pointer of this sub-schema inside the root schema (``""`` for the root)."""
+        """JSON Pointer (or ``$ref``) of this sub-schema, for messages."""
         self.raw = raw
         """The sub-schema as given (a dict, or ``True``/``False``)."""
         self.false = raw is False
         """The schema ``false``: no value is valid."""
         self.types: frozenset[str] | None = None
         """``type`` as a set of names (``None``: any type)."""
-        self.choices: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-        """``("enum", members)`` and/or ``("const", (value,))``."""
+        self.enum: tuple[str, tuple[Any, ...]] | None = None
+        """``("enum", members)`` or ``("const", (value,))`` (both: ``const`` is in ``all_of``)."""
         self.max_length: int | None = None
-        self.max_items: int | None = None
+        self.min_length: int | None = None
+        self.patterns: tuple[tuple[regex.Pattern[str], str], ...] = ()
+        self.format: FormatCheck | None = None
+        self.numbers: tuple[tuple[str, int | float], ...] = ()
         self.props: dict[str, Node] = {}
-        self.pattern_props: tuple[tuple[Callable[[str], Any], Node], ...] = ()
+        self.pattern_props: tuple[tuple[regex.Pattern[str], Node], ...] = ()
         self.additional: Node | None = None
         """``additionalProperties`` (``None``: any value)."""
         self.property_names: Node | None = None
+        self.required: tuple[str, ...] = ()
+        self.min_props: int | None = None
+        self.max_props: int | None = None
+        self.dep_required: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        self.dep_schemas: tuple[tuple[str, Node], ...] = ()
         self.prefix: tuple[Node, ...] = ()
         self.items: Node | None = None
         """``items``, for the indices after ``prefixItems`` (``None``: any value)."""
+        self.contains: Node | None = None
+        self.min_contains = 1
+        self.max_contains: int | None = None
+        self.min_items: int | None = None
+        self.max_items: int | None = None
+        self.unique = False
         self.ref: Node | None = None
         self.all_of: tuple[Node, ...] = ()
         self.any_of: tuple[Node, ...] = ()
         self.one_of: tuple[Node, ...] = ()
-        self.local: Validator | None = None
-        """jsonschema on the local keywords alone (``None``: nothing to check there)."""
-        self.whole: Validator | None = None
-        """jsonschema on the whole-value keywords alone (``None``: there are none)."""
-        self.full: Validator | None = None
-        """jsonschema on the whole sub-schema (``$ref``s resolve against the root)."""
-        self.constrains = False
-        """True when the node says anything beyond its applicators."""
+        self.not_: Node | None = None
+        self.if_: Node | None = None
+        self.then: Node | None = None
+        self.else_: Node | None = None
+        self.model: Any = None
+        """The pydantic model this sub-schema describes (see :mod:`sdk._schema._pydantic`)."""
 
     def __repr__(self) -> str:
         return f"Node({self.where or '/'!r})"
@@ -162,32 +199,50 @@ class Node:
 
 class NodeCompiler:
     """Compiles the sub-schemas of one root schema; each dict is compiled once (cycles through
-    ``$ref`` are fine: a node exists before its children are compiled)."""
+    ``$ref`` are fine: a node exists before its children are compiled).
 
-    def __init__(self, root: Any, validator: Validator) -> None:
+    ``assert_formats`` makes ``format`` a check (where a checker knows the format);
+    ``models`` resolves the :data:`MODEL_KEY` markers of a pydantic type's schema.
+    """
+
+    def __init__(
+        self, root: Any, *, assert_formats: bool = False, models: Sequence[Any] = ()
+    ) -> None:
         self._root = root
-        self._validator = validator
+        self._assert_formats = assert_formats
+        self._models = models
         self._nodes: dict[int, Node] = {}
-        self._pending: list[tuple[Node, Mapping[str, Any]]] = []
+        self._pending: list[tuple[Node, Mapping[str, Any], _Resolver]] = []
+        resource = _SPEC.create_resource(root)
+        base = resource.id() or ""
+        registry: referencing.Registry[Any] = referencing.Registry().with_resource(base, resource)
+        self._resolver = registry.crawl().resolver(base_uri=base)
 
     def compile_root(self) -> Node:
         """Compile the root and everything reachable from it (``$defs`` included, so an
         unsupported keyword anywhere in the schema is reported now)."""
-        root = self._node(self._root, "")
+        root = self._node(self._root, "", self._resolver, root=True)
         if isinstance(self._root, Mapping):
-            for defs_key in DEFS:
+            for defs_key in ("$defs", "definitions"):
                 defs = self._root.get(defs_key)
                 if isinstance(defs, Mapping):
                     for name, sub in defs.items():
-                        self._node(sub, f"/{defs_key}/{_escape(name)}")
+                        self._node(sub, f"/{defs_key}/{_escape(name)}", self._resolver)
         while self._pending:
-            node, raw = self._pending.pop()
-            self._fill(node, raw)
+            node, raw, resolver = self._pending.pop()
+            self._fill(node, raw, resolver)
         return root
 
     # ------------------------------------------------------------------ internals
 
-    def _node(self, raw: Any, where: str) -> Node:
+    def _node(
+        self,
+        raw: Any,
+        where: str,
+        resolver: _Resolver,
+        *,
+        root: bool = False,
+    ) -> Node:
         found = self._nodes.get(id(raw))
         if found is not None:
             return found
@@ -199,23 +254,16 @@ class NodeCompiler:
             )
         node = Node(where, raw)
         self._nodes[id(raw)] = node
-        node.full = self._validator.evolve(schema=raw)
         if isinstance(raw, Mapping):
-            self._pending.append((node, raw))
+            if "$id" in raw and not root:
+                resolver = resolver.in_subresource(_SPEC.create_resource(raw))
+            self._pending.append((node, raw, resolver))
         return node
 
-    def _fill(self, node: Node, raw: Mapping[str, Any]) -> None:
+    def _fill(self, node: Node, raw: Mapping[str, Any], resolver: _Resolver) -> None:
         where = node.where
         for key in raw:
-            if key in KNOWN or key.startswith("x-"):
-                continue
-            if key in ROOT_ONLY and where == "":
-                if key == "$schema" and raw[key].rstrip("#") != DRAFT_2020_12:
-                    raise SchemaError(
-                        f"only JSON Schema Draft 2020-12 is supported, not {raw[key]!r}",
-                        keyword=key,
-                        pointer=where,
-                    )
+            if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):
                 continue
             raise SchemaError(
                 f"unsupported JSON Schema keyword {key!r} at {where or '/'}: the tracker cannot "
@@ -223,98 +271,125 @@ class NodeCompiler:
                 keyword=key,
                 pointer=where,
             )
-        kw = raw.get
+        if "$schema" in raw and raw["$schema"].rstrip("#") != DRAFT_2020_12:
+            raise SchemaError(
+                f"only JSON Schema Draft 2020-12 is supported, not {raw['$schema']!r}",
+                keyword="$schema",
+                pointer=where,
+            )
+        sub = self._sub_compiler(node, resolver)
         if "type" in raw:
             t = raw["type"]
             node.types = frozenset([t] if isinstance(t, str) else t)
         if "enum" in raw:
-            node.choices += (("enum", tuple(raw["enum"])),)
+            node.enum = ("enum", tuple(raw["enum"]))
         if "const" in raw:
-            node.choices += (("const", (raw["const"],)),)
-        node.max_length = kw("maxLength")
-        node.max_items = kw("maxItems")
+            const = ("const", (raw["const"],))
+            if node.enum is None:
+                node.enum = const
+            else:  # both: the const becomes a conjunct of its own
+                extra = Node(f"{where}/const", {"const": raw["const"]})
+                extra.enum = const
+                node.all_of += (extra,)
+        node.max_length = raw.get("maxLength")
+        node.min_length = raw.get("minLength")
+        if "pattern" in raw:
+            node.patterns = ((_regex(raw["pattern"], f"{where}/pattern"), raw["pattern"]),)
+        if self._assert_formats and isinstance(raw.get("format"), str):
+            node.format = format_check(raw["format"])
+        node.numbers = tuple((k, raw[k]) for k in NUMBER_KEYWORDS if k in raw)
 
-        props = kw("properties") or {}
         node.props = {
-            k: self._node(v, f"{where}/properties/{_escape(k)}") for k, v in props.items()
+            k: sub(v, f"/properties/{_escape(k)}") for k, v in raw.get("properties", {}).items()
         }
         node.pattern_props = tuple(
-            (re.compile(p).search, self._node(v, f"{where}/patternProperties/{_escape(p)}"))
-            for p, v in (kw("patternProperties") or {}).items()
+            (_regex(p, f"{where}/patternProperties"), sub(v, f"/patternProperties/{_escape(p)}"))
+            for p, v in raw.get("patternProperties", {}).items()
         )
         if "additionalProperties" in raw:
-            node.additional = self._child(
-                raw["additionalProperties"], f"{where}/additionalProperties"
+            node.additional = _trivial_to_none(
+                sub(raw["additionalProperties"], "/additionalProperties")
             )
         if "propertyNames" in raw:
-            node.property_names = self._child(raw["propertyNames"], f"{where}/propertyNames")
+            node.property_names = _trivial_to_none(sub(raw["propertyNames"], "/propertyNames"))
+        node.required = tuple(dict.fromkeys(raw.get("required", ())))
+        node.min_props = raw.get("minProperties")
+        node.max_props = raw.get("maxProperties")
+        node.dep_required = tuple(
+            (k, tuple(v)) for k, v in raw.get("dependentRequired", {}).items() if v
+        )
+        node.dep_schemas = tuple(
+            (k, sub(v, f"/dependentSchemas/{_escape(k)}"))
+            for k, v in raw.get("dependentSchemas", {}).items()
+        )
+
         node.prefix = tuple(
-            self._node(v, f"{where}/prefixItems/{i}") for i, v in enumerate(kw("prefixItems") or ())
+            sub(v, f"/prefixItems/{i}") for i, v in enumerate(raw.get("prefixItems", ()))
         )
         if "items" in raw:
-            node.items = self._child(raw["items"], f"{where}/items")
+            node.items = _trivial_to_none(sub(raw["items"], "/items"))
+        if "contains" in raw:
+            node.contains = sub(raw["contains"], "/contains")
+            node.min_contains = raw.get("minContains", 1)
+            node.max_contains = raw.get("maxContains")
+        node.min_items = raw.get("minItems")
+        node.max_items = raw.get("maxItems")
+        node.unique = bool(raw.get("uniqueItems", False))
 
         if "$ref" in raw:
-            node.ref = self._resolve(raw["$ref"], where)
-        node.all_of = self._list(raw, "allOf", where)
-        node.any_of = self._list(raw, "anyOf", where)
-        node.one_of = self._list(raw, "oneOf", where)
+            node.ref = self._resolve(raw["$ref"], where, resolver)
+        node.all_of += tuple(sub(v, f"/allOf/{i}") for i, v in enumerate(raw.get("allOf", ())))
+        node.any_of = tuple(sub(v, f"/anyOf/{i}") for i, v in enumerate(raw.get("anyOf", ())))
+        node.one_of = tuple(sub(v, f"/oneOf/{i}") for i, v in enumerate(raw.get("oneOf", ())))
+        if "not" in raw:
+            node.not_ = sub(raw["not"], "/not")
+        if "if" in raw:
+            node.if_ = sub(raw["if"], "/if")
+            if "then" in raw:
+                node.then = sub(raw["then"], "/then")
+            if "else" in raw:
+                node.else_ = sub(raw["else"], "/else")
+        else:  # then/else without if are inert, but their keywords are still vetted
+            for k in ("then", "else"):
+                if k in raw:
+                    sub(raw[k], f"/{k}")
+        marker = raw.get(MODEL_KEY)
+        if isinstance(marker, int) and 0 <= marker < len(self._models):
+            node.model = self._models[marker]
 
-        local = {k: raw[k] for k in LOCAL if k in raw}
-        if local:
-            node.local = self._validator.evolve(schema=local)
-        whole = {k: raw[k] for k in WHOLE if k in raw}
-        if whole:
-            # Compile the sub-schemas too, only so that their keywords are vetted.
-            for k in ("not", "contains", "if", "then", "else"):
-                if k in whole:
-                    self._node(whole[k], f"{where}/{k}")
-            for k, v in (whole.get("dependentSchemas") or {}).items():
-                self._node(v, f"{where}/dependentSchemas/{_escape(k)}")
-            node.whole = self._validator.evolve(schema=whole)
-        node.constrains = bool(
-            node.types is not None
-            or node.choices
-            or local
-            or whole
-            or any(k in raw for k in STRUCTURE)
-        )
+    def _sub_compiler(self, node: Node, resolver: _Resolver) -> Any:
+        def sub(raw: Any, rel: str) -> Node:
+            return self._node(raw, node.where + rel, resolver)
 
-    def _child(self, raw: Any, where: str) -> Node | None:
-        """A child schema; ``None`` stands for ``true`` (anything goes), the common case."""
-        if raw is True or raw == {}:
-            return None
-        return self._node(raw, where)
+        return sub
 
-    def _list(self, raw: Mapping[str, Any], key: str, where: str) -> tuple[Node, ...]:
-        return tuple(self._node(v, f"{where}/{key}/{i}") for i, v in enumerate(raw.get(key, ())))
-
-    def _resolve(self, ref: str, where: str) -> Node:
-        if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+    def _resolve(self, ref: str, where: str, resolver: _Resolver) -> Node:
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
             raise SchemaError(
-                f"only local JSON Pointer $refs ('#/$defs/...') are supported, not {ref!r} "
-                f"(at {where or '/'})",
+                f"$ref {ref!r} (at {where or '/'}) points at nothing in this schema (only "
+                "references inside the document are followed: JSON Pointers, $id, $anchor)",
                 keyword="$ref",
                 pointer=where,
-            )
-        target: Any = self._root
-        pointer = unquote(ref[1:])
-        for part in pointer.split("/")[1:]:
-            token = part.replace("~1", "/").replace("~0", "~")
-            try:
-                if isinstance(target, Mapping):
-                    target = target[token]
-                elif isinstance(target, list):
-                    target = target[int(token)]
-                else:
-                    raise KeyError(token)
-            except (KeyError, IndexError, ValueError):
-                raise SchemaError(
-                    f"$ref {ref!r} (at {where or '/'}) points at nothing",
-                    keyword="$ref",
-                    pointer=where,
-                ) from None
-        return self._node(target, pointer)
+            ) from None
+        return self._node(resolved.contents, ref, resolved.resolver)
+
+
+def _trivial_to_none(node: Node) -> Node | None:
+    """``True`` and ``{}`` stand for "anything goes": ``None``, the common case."""
+    return None if node.raw is True or (isinstance(node.raw, Mapping) and not node.raw) else node
+
+
+def _regex(pattern: str, where: str) -> regex.Pattern[str]:
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise SchemaError(
+            f"the pattern {pattern!r} at {where} is not a valid regular expression: {exc}",
+            keyword="pattern",
+            pointer=where,
+        ) from None
 
 
 def _escape(token: str) -> str:

@@ -12,7 +12,7 @@ import pydantic
 import pytest
 from typing_extensions import TypedDict
 
-from sdk._errors import SchemaError, SchemaViolation
+from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._tracker import FieldTracker
 
@@ -147,7 +147,7 @@ def test_recursive_model_checks_early_at_depth() -> None:
         pytest.param(
             {"$schema": "http://json-schema.org/draft-07/schema#"}, "$schema", "", id="draft-7"
         ),
-        pytest.param({"items": {"$id": "x"}}, "$id", "/items", id="nested-id"),
+        pytest.param({"$ref": "other.json#/a"}, "$ref", "", id="relative-ref"),
         pytest.param({"type": "strnig"}, "anyOf", "/type", id="invalid"),
     ],
 )
@@ -212,3 +212,58 @@ def test_too_many_alternatives_fall_back_to_a_final_check() -> None:
     with pytest.raises(Exception) as info:
         t.feed(', "abc"]')
     assert getattr(info.value, "path", None) == (2,)
+
+
+def test_validate_a_whole_value_without_streaming_it() -> None:
+    compiled = compile_schema({"items": {"type": "integer"}, "uniqueItems": True})
+    assert compiled.validate([1, 2]) == [1, 2]
+    with pytest.raises(ValidationFailed) as info:
+        compiled.validate([1, 1.0])
+    assert info.value.keyword == "uniqueItems"
+    with pytest.raises(ValidationFailed):
+        compiled.validate([1, "a"])
+    deep: Any = []
+    for _ in range(3000):  # deeper than any recursion would go
+        deep = [deep]
+    with pytest.raises(ValidationFailed):  # too deep to serialise: still a typed error
+        compile_schema({}).validate(deep)
+    assert compile_schema(Person).validate({"name": "a"}) == Person(name="a")
+    with pytest.raises(ValidationFailed):
+        compile_schema(Person).validate({"name": 1})
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        pytest.param(
+            {"type": "array", "contains": {"$ref": "#"}, "minContains": 0},
+            "[[], [[]]]",
+            "{}",
+            id="contains",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "integer"}, {"type": "array", "contains": {"$ref": "#"}}]},
+            '[[1], "a"]',
+            "[[], []]",
+            id="contains-needs-a-match",
+        ),
+        pytest.param(
+            {
+                "type": "object",
+                "propertyNames": {"$ref": "#/$defs/k"},
+                "$defs": {"k": {"not": {"const": "x"}}},
+            },
+            '{"a": 1}',
+            '{"x": 1}',
+            id="propertyNames",
+        ),
+    ],
+)
+def test_recursion_through_other_values_is_no_cycle(schema: Any, good: str, bad: str) -> None:
+    t = FieldTracker(schema)
+    t.feed(good)
+    assert t.close() == json.loads(good)
+    with pytest.raises(SchemaViolation):
+        t = FieldTracker(schema)
+        t.feed(bad)
+        t.close()

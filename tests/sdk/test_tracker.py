@@ -257,3 +257,39 @@ def test_schema_properties() -> None:
     assert t.offset == 0 and not t.done
     t.feed(ORDER)
     assert t.offset == len(ORDER) and t.done
+
+
+@pytest.mark.parametrize("schema", [{}, {"properties": {"n": {"type": "integer"}}}, Item])
+def test_a_duplicate_key_is_refused_at_its_closing_quote(schema: object) -> None:
+    doc = '{"name": "a", "qty": 1, "name": "b"}'
+    at = doc.rindex('"name"') + len('"name"') - 1
+    for chunks in ([doc], list(doc)):
+        t = FieldTracker(schema)
+        with pytest.raises(SchemaViolation) as info:
+            feed_chunks(t, chunks)
+        exc = info.value
+        assert (exc.path, exc.keyword, exc.value) == (("name",), "duplicateKey", "name")
+        assert (exc.offset, exc.start) == (at, doc.rindex('"name"'))
+    # The same key in different objects is no duplicate.
+    FieldTracker({}).feed('{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}')
+
+
+@pytest.mark.parametrize(
+    ("schema", "doc", "start_at"),
+    [
+        pytest.param({"items": {"maxLength": 2}}, '[1, "abc"]', '"abc"', id="string"),
+        pytest.param({"items": {"type": "string"}}, '["a", {"b": 1}]', "{", id="type"),
+        pytest.param({"items": {"minimum": 5}}, "[7, 3]", "3]", id="number"),
+        pytest.param(
+            {"properties": {"o": {"required": ["x"]}}}, '{"o": {"y": 1}}', '{"y"', id="required"
+        ),
+        pytest.param({"additionalProperties": False}, '{"k": 1}', '"k"', id="key"),
+        pytest.param({"maxItems": 1}, "[1, 2]", ", 2", id="comma"),
+    ],
+)
+def test_a_violation_says_where_the_offending_value_began(
+    schema: object, doc: str, start_at: str
+) -> None:
+    with pytest.raises(SchemaViolation) as info:
+        FieldTracker(schema).feed(doc)
+    assert info.value.start == doc.index(start_at)

@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 from _tracker_support import assert_fires, assert_valid
 
+from sdk._schema._compile import CompiledSchema, compile_schema
+
+
+def ASSERT(schema: Any) -> CompiledSchema:
+    """``schema`` compiled with ``format`` asserted."""
+    return compile_schema(schema, formats="assert")
+
+
 OBJ_AB = {
     "type": "object",
     "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
@@ -98,8 +106,26 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "maxLength",
     ),
     ("minLength", {"minLength": 3}, '"ab¦"', (), "minLength"),
-    ("pattern", {"pattern": "^[a-z]+$"}, '"abC¦"', (), "pattern"),
-    ("format-date", {"format": "date"}, '"2024-13-01¦"', (), "format"),
+    ("pattern", {"pattern": "^[a-z]+$"}, '"ab¦C"', (), "pattern"),
+    ("pattern-unanchored-end", {"pattern": "^a"}, '"¦ba"', (), "pattern"),
+    ("pattern-anchored-end", {"pattern": "^ab$"}, '"ab¦c"', (), "pattern"),
+    ("pattern-at-close", {"pattern": "b"}, '"aaa¦"', (), "pattern"),
+    ("pattern-unicode-class", {"pattern": "^\\p{L}+$"}, '"été¦1"', (), "pattern"),
+    ("pattern-alternatives", {"pattern": "^(cat|dog)s?$"}, '"c¦ow"', (), "pattern"),
+    (
+        "pattern-escape",
+        {"pattern": "^[a-z]+$"},
+        '"ab\\u004¦1"',  # \u0041 is "A": known at its last hex digit
+        (),
+        "pattern",
+    ),
+    ("format-date", ASSERT({"format": "date"}), '"2024-1¦3-01"', (), "format"),
+    ("format-date-final", ASSERT({"format": "date"}), '"2023-02-29¦"', (), "format"),
+    ("format-date-too-long", ASSERT({"format": "date"}), '"2024-01-01¦T"', (), "format"),
+    ("format-uuid", ASSERT({"format": "uuid"}), '"a8098c1a¦f86e"', (), "format"),
+    ("format-uuid-letter", ASSERT({"format": "uuid"}), '"n¦ot-a-uuid"', (), "format"),
+    ("format-ipv4", ASSERT({"format": "ipv4"}), '"10.0.¦x"', (), "format"),
+    ("format-ipv4-final", ASSERT({"format": "ipv4"}), '"10.0.0.256¦"', (), "format"),
     # numbers: final only, at the character after them
     ("minimum", {"minimum": 0}, "-1¦", (), "minimum"),
     ("minimum-in-object", {"properties": {"x": {"minimum": 0}}}, '{"x": -0.5¦}', ("x",), "minimum"),
@@ -108,7 +134,21 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ("exclusiveMaximum", {"exclusiveMaximum": 1}, "1.0¦", (), "exclusiveMaximum"),
     ("multipleOf", {"items": {"multipleOf": 3}}, "[7¦]", (0,), "multipleOf"),
     # objects
-    ("additionalProperties-false", OBJ_AB, '{"a": "x", "c¦": 1}', ("c",), "additionalProperties"),
+    ("additionalProperties-false", OBJ_AB, '{"a": "x", "¦c": 1}', ("c",), "additionalProperties"),
+    (
+        "additionalProperties-prefix",
+        {"properties": {"name": {}}, "additionalProperties": False},
+        '{"na¦x": 1}',
+        ("nax",),
+        "additionalProperties",
+    ),
+    (
+        "additionalProperties-no-key-at-all",
+        {"additionalProperties": False},
+        '{¦"a": 1}',
+        (),
+        "additionalProperties",
+    ),
     (
         "additionalProperties-schema",
         {"additionalProperties": {"type": "number"}},
@@ -126,14 +166,14 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     (
         "patternProperties-closed",
         {"patternProperties": {"^n_": {}}, "additionalProperties": False},
-        '{"n_a": 1, "m¦": 2}',
+        '{"n_a": 1, "¦m": 2}',
         ("m",),
         "additionalProperties",
     ),
     (
         "propertyNames",
         {"propertyNames": {"maxLength": 2}},
-        '{"abc¦": 1}',
+        '{"ab¦c": 1}',
         ("abc",),
         "propertyNames",
     ),
@@ -141,7 +181,8 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     ("required", OBJ_AB, '{"b": 1¦}', (), "required"),
     ("required-nested", {"properties": {"o": OBJ_AB}}, '{"o": {¦}}', ("o",), "required"),
     ("minProperties", {"minProperties": 2}, '{"a": 1¦}', (), "minProperties"),
-    ("maxProperties", {"maxProperties": 1}, '{"a": 1, "b": 2¦}', (), "maxProperties"),
+    ("maxProperties", {"maxProperties": 1}, '{"a": 1¦, "b": 2}', (), "maxProperties"),
+    ("maxProperties-zero", {"maxProperties": 0}, '{¦"a": 1}', (), "maxProperties"),
     (
         "dependentRequired",
         {"dependentRequired": {"a": ["b"]}},
@@ -150,10 +191,42 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "dependentRequired",
     ),
     # arrays
-    ("maxItems", {"maxItems": 2}, "[1, 2, ¦3]", (2,), "maxItems"),
+    ("maxItems", {"maxItems": 2}, "[1, 2¦, 3]", (2,), "maxItems"),
     ("maxItems-zero", {"maxItems": 0}, "[¦1]", (0,), "maxItems"),
     ("minItems", {"minItems": 2}, "[1¦]", (), "minItems"),
     ("uniqueItems", {"uniqueItems": True}, '[1, "a", 1¦]', (), "uniqueItems"),
+    ("uniqueItems-number-forms", {"uniqueItems": True}, "[1, 2, 1.0¦]", (), "uniqueItems"),
+    ("uniqueItems-string", {"uniqueItems": True}, '["a", "b", "a¦"]', (), "uniqueItems"),
+    (
+        "uniqueItems-objects-key-order",
+        {"uniqueItems": True},
+        '[{"a": 1, "b": [2]}, {"b": [2.0], "a": 1¦}]',
+        (),
+        "uniqueItems",
+    ),
+    ("uniqueItems-arrays", {"uniqueItems": True}, "[[1, [2]], [1, [2]¦]]", (), "uniqueItems"),
+    ("uniqueItems-null", {"uniqueItems": True}, "[null, false, nul¦l]", (), "uniqueItems"),
+    (
+        "maxContains-every-item",
+        {"contains": {}, "maxContains": 1},
+        "[1¦, 2]",
+        (),
+        "maxContains",
+    ),
+    (
+        "maxContains-matching",
+        {"contains": {"type": "string"}, "maxContains": 1},
+        '["a", 1, "b¦"]',
+        (),
+        "maxContains",
+    ),
+    (
+        "minContains",
+        {"contains": {"type": "string"}, "minContains": 2},
+        '["a", 1¦]',
+        (),
+        "minContains",
+    ),
     (
         "prefixItems",
         {"prefixItems": [{"type": "string"}, {"type": "number"}]},
@@ -168,7 +241,7 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
     (
         "anyOf-keys",
         {"anyOf": [OBJ_AB, {"properties": {"z": {}}, "additionalProperties": False}]},
-        '{"a": "x", "z¦": 1}',
+        '{"a": "x", "¦z": 1}',
         ("z",),
         "additionalProperties",
     ),
@@ -192,7 +265,7 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "type",
     ),
     ("oneOf-discriminated", PET, '{"kind": "c¦o"}', ("kind",), "const"),
-    ("oneOf-branch-key", PET, '{"kind": "cat", "bark¦": "x"}', ("bark",), "additionalProperties"),
+    ("oneOf-branch-key", PET, '{"kind": "cat", "¦bark": "x"}', ("b",), "additionalProperties"),
     (
         "oneOf-two-match",
         {"items": {"oneOf": [{"type": "number"}, {"type": "integer"}]}},
@@ -210,6 +283,48 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
         "maxLength",
     ),
     ("not", {"not": {"type": "string"}}, '"a¦"', (), "not"),
+    (
+        "oneOf-both-at-close",
+        {"oneOf": [{"minLength": 1}, {"pattern": "^a"}]},
+        '"ab¦"',
+        (),
+        "oneOf",
+    ),
+    (
+        "if-else-early",
+        {"if": {"type": "string"}, "else": {"type": "integer"}},
+        "¦true",
+        (),
+        "type",
+    ),
+    (
+        "dependentSchemas",
+        {"dependentSchemas": {"a": {"required": ["b"]}}},
+        '{"a": 1¦}',
+        (),
+        "required",
+    ),
+    (
+        "dependentSchemas-key-after",
+        {"dependentSchemas": {"a": {"properties": {"x": {"type": "string"}}}}},
+        '{"x": 1, "a¦": 2}',
+        ("x",),
+        "type",
+    ),
+    (
+        "propertyNames-pattern",
+        {"propertyNames": {"pattern": "^[a-z_]+$"}},
+        '{"ok": 1, "no¦-way": 2}',
+        ("no-",),
+        "propertyNames",
+    ),
+    (
+        "propertyNames-enum",
+        {"propertyNames": {"enum": ["alpha", "beta"]}},
+        '{"al¦x": 1}',
+        ("alx",),
+        "propertyNames",
+    ),
     ("if-then", {"if": {"minimum": 10}, "then": {"multipleOf": 10}}, "15¦", (), "multipleOf"),
     ("false-root", False, "¦1", (), "false"),
 ]
@@ -222,6 +337,30 @@ CASES: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
 def test_fires_at_the_earliest_character(
     schema: Any, marked: str, path: tuple[str | int, ...], keyword: str
 ) -> None:
+    assert_fires(schema, marked, path, keyword)
+
+
+# The table of issue 10: proven at the character the issue names, raised there.
+ISSUE_TABLE: list[tuple[str, Any, str, tuple[str | int, ...], str]] = [
+    ("uniqueItems", {"properties": {"a": {"uniqueItems": True}}}, '{"a": [1, 1¦, 2, 3]}', ("a",)),
+    ("pattern", {"properties": {"s": {"pattern": "^[0-9]+$"}}}, '{"s": "12¦a45678"}', ("s",)),
+    ("maxItems", {"properties": {"a": {"maxItems": 2}}}, '{"a": ["x", "y"¦, "z"]}', ("a", 2)),
+    ("maxProperties", {"maxProperties": 1}, '{"a": 1¦, "b": 2}', ()),
+    ("propertyNames", {"propertyNames": {"maxLength": 2}}, '{"ab¦cdef": 1}', ("abc",)),
+]  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "schema", "marked", "path"),
+    [pytest.param(*row, id=row[0]) for row in ISSUE_TABLE],
+)
+def test_the_issue_table(
+    keyword: str, schema: Any, marked: str, path: tuple[str | int, ...]
+) -> None:
+    at = marked.index("¦")
+    assert at == {"uniqueItems": 11, "pattern": 9, "maxItems": 15, "maxProperties": 7}.get(
+        keyword, 4
+    )  # the issue's "proven at char" column
     assert_fires(schema, marked, path, keyword)
 
 
@@ -244,6 +383,22 @@ def test_fires_at_the_earliest_character(
         pytest.param(OBJ_AB, '{"a": "x", "b": 2.0}', id="integer-float-member"),
         pytest.param({"const": {"a": [1, 2]}}, '{"a": [1, 2.0]}', id="const-equal-numbers"),
         pytest.param({"uniqueItems": True}, "[1, true, [1], [true]]", id="uniqueItems-bools"),
+        pytest.param(
+            {"uniqueItems": True}, '[{"a": 1}, {"a": 1, "b": 1}, [0], [false]]', id="unique-near"
+        ),
+        pytest.param({"pattern": "^a"}, '"abc"', id="pattern-prefix-then-anything"),
+        pytest.param({"pattern": "^\\p{Lu}\\p{Ll}+$"}, '"Été"', id="pattern-unicode-class"),
+        pytest.param({"pattern": "^ab$"}, '"ab"', id="pattern-anchored-exact"),
+        pytest.param({"maxItems": 2, "contains": {}, "maxContains": 2}, "[1, 2]", id="max-exact"),
+        pytest.param({"maxProperties": 1}, '{"a": [1, 2]}', id="maxProperties-exact"),
+        pytest.param({"propertyNames": {"maxLength": 2}}, '{"ab": 1, "": 2}', id="names-ok"),
+        pytest.param({"format": "date"}, '"not a date"', id="format-annotation"),
+        pytest.param(
+            ASSERT({"format": "uuid"}), '"+2345678-1234-1234-1234-123456789012"', id="uuid-signed"
+        ),
+        pytest.param(ASSERT({"format": "date"}), '"2024-02-29"', id="date-leap"),
+        pytest.param(ASSERT({"format": "ipv4"}), '"255.255.255.255"', id="ipv4"),
+        pytest.param(ASSERT({"format": "unknown-format"}), '"x"', id="format-unknown"),
         pytest.param({"format": "email"}, '"a@b"', id="format"),
         pytest.param({"contains": {"type": "string"}, "maxItems": 3}, '[1, "a"]', id="contains"),
         pytest.param(

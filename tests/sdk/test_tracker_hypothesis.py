@@ -139,7 +139,7 @@ def test_valid_documents_pass_and_every_value_fires_once(data: st.DataObject) ->
 
 
 def _events_of(doc: str) -> list[partial.Event]:
-    p = partial.Parser()
+    p = partial.Parser(detail=True)
     events = p.feed(doc)
     events += p.finish()
     return events
@@ -204,7 +204,7 @@ def broken(draw: st.DrawFn) -> tuple[Any, Path, str, str]:
         return value, ("items", i, "tags", len(tags) - 1), "enum", "done"
     if choice == "max-items":
         value["items"].append({"sku": "", "qty": 1})
-        return value, ("items", 4), "maxItems", "start"
+        return value, ("items", 4), "maxItems", "comma"
     if choice == "note":
         value["customer"]["note"] = draw(st.text(min_size=11, max_size=14))
         return value, ("customer", "note"), "maxLength", "done"
@@ -225,22 +225,42 @@ def test_one_injected_error_fails_at_its_path_no_later_than_its_character(
         latest = _offset(events, partial.ValueStart, path)
     elif where == "key":
         latest = _offset(events, partial.Key, path)
+    elif where == "comma":  # the comma before the element one too many
+        assert isinstance(path[-1], int)
+        commas = [e.offset for e in events if type(e) is partial.Comma and e.path == path[:-1]]
+        latest = commas[path[-1] - 1]
     else:
         latest = _offset(events, partial.ValueDone, path)
     # One character at a time: where does it fail?
     t = FieldTracker(SCHEMA)
     failed_at = None
+    prefix_seen = ""
     for i, ch in enumerate(doc):
         try:
             t.feed(ch)
         except SchemaViolation as exc:
             failed_at = i
-            assert (exc.path, exc.keyword) == (path, keyword), str(exc)
+            if where == "key":
+                # Refused while the key streams, at its first letter no allowed key has; or at
+                # its closing quote when every allowed key it could become is longer.
+                assert exc.keyword == keyword and exc.path[:-1] == path[:-1], str(exc)
+                prefix = exc.path[-1]
+                assert isinstance(prefix, str) and isinstance(path[-1], str)
+                names = SCHEMA["properties"]
+                if prefix == path[-1] and any(n.startswith(prefix) for n in names):
+                    assert i == latest
+                else:
+                    assert path[-1].startswith(prefix)
+                    assert not any(n.startswith(prefix) for n in names)
+                    assert any(n.startswith(prefix[:-1]) for n in names)
+                prefix_seen = prefix
+            else:
+                assert (exc.path, exc.keyword) == (path, keyword), str(exc)
             assert exc.offset is not None and exc.offset <= i
             break
     assert failed_at is not None and failed_at <= latest
-    if where != "done":
-        assert failed_at == latest  # first character / key: exactly there
+    if where in ("start", "comma"):
+        assert failed_at == latest  # first character / comma: exactly there
     # Everything before that character passes, however it is chunked.
     feed_chunks(FieldTracker(SCHEMA), data.draw(chunked(doc[:failed_at])))
     # And the same chunking plus the rest fails the same way.
@@ -248,6 +268,9 @@ def test_one_injected_error_fails_at_its_path_no_later_than_its_character(
     try:
         feed_chunks(t, [*data.draw(chunked(doc[:failed_at])), doc[failed_at:]])
     except SchemaViolation as exc:
-        assert (exc.path, exc.keyword) == (path, keyword)
+        if where == "key":
+            assert exc.keyword == keyword and exc.path == (*path[:-1], prefix_seen)
+        else:
+            assert (exc.path, exc.keyword) == (path, keyword)
     else:
         raise AssertionError("no violation")

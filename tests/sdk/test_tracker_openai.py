@@ -132,10 +132,11 @@ def test_free_json_object_with_a_schema_that_does_not_fit() -> None:
         model_config = pydantic.ConfigDict(extra="forbid")
 
     with pytest.raises(SchemaViolation) as info:
-        replay(ClosedLocation, pieces)  # refused at the first key
-    assert (info.value.path, info.value.keyword) == (("location",), "additionalProperties")
+        replay(ClosedLocation, pieces)  # refused at the first key's first letter
+    assert (info.value.path, info.value.keyword) == (("l",), "additionalProperties")
     text = "".join(pieces)
-    assert info.value.offset == text.index('"location"') + len('"location"') - 1
+    assert info.value.offset == text.index('"location"') + 1
+    assert info.value.start == text.index('"location"')
 
 
 def test_max_tokens_reached_is_truncated() -> None:

@@ -1,0 +1,347 @@
+"""A pydantic type is judged by pydantic: the tracker's schema for it, and nested models
+validated the moment their object is final.
+
+pydantic's JSON Schema is what a backend is sent, and it can be stricter than pydantic itself:
+lax mode takes ``"5"`` for an ``int``, ``1`` for ``Literal[True]``, a number for a ``datetime``;
+a ``BeforeValidator`` may turn anything into the declared type; a name may stand for an alias.
+So the tracker checks a pydantic type against a second schema, :func:`tracker_schema`, written by
+:class:`TrackerJsonSchema`: the same schema where pydantic is stricter, widened where pydantic
+accepts more (lax scalars, Python equality in ``Literal``/``Enum``), ``{}`` (anything) under a
+before/wrap/plain validator, and keys left open where aliases or names could be used. ``format``
+is never asserted for a pydantic type (pydantic checks its own formats).
+
+Each model's schema is marked (:data:`~sdk._schema._nodes.MODEL_KEY`), and a nested model (not
+the root: :meth:`CompiledSchema.validate` runs the root at the end) is validated by pydantic when
+its value closes, field and model validators included (:class:`ModelCheck`). To keep that
+O(document), a model is validated once, in Python mode with ``strict=False`` (lax, so never
+stricter than JSON mode), from its final dict where the members that are models themselves are
+replaced by the instances they already validated to (``revalidate_instances`` decides whether
+pydantic looks again). A model whose own fields hold something that could see such an instance
+differently (a before/wrap/plain validator, a JSON-or-Python type, a callable discriminator) is
+validated from its plain JSON instead, exactly as ``validate_json`` would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import core_schema
+
+from sdk._schema._nodes import MODEL_KEY
+from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
+
+__all__ = [
+    "ModelCheck",
+    "ModelInfo",
+    "TrackerJsonSchema",
+    "stand_in_for",
+    "substitute",
+    "tracker_schema",
+]
+
+
+class ModelInfo:
+    """One pydantic model met in a type's schema, and how to validate it early."""
+
+    __slots__ = ("_adapter", "cls", "safe")
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+        self.safe = True
+        """Whether its dict may hold already-validated instances of nested models."""
+        self._adapter: pydantic.TypeAdapter[Any] | None = None
+
+    def validate(self, raw: Any, stand_in: Any) -> tuple[Any, list[Any] | None]:
+        """``(instance, None)``, ``(NO_INSTANCE, errors)``, or ``(NO_INSTANCE, None)`` when
+        pydantic cannot tell now (the final validation will)."""
+        adapter = self._adapter
+        if adapter is None:
+            adapter = self._adapter = pydantic.TypeAdapter(self.cls)
+        try:
+            if self.safe:
+                return adapter.validate_python(stand_in, strict=False), None
+            return adapter.validate_json(json.dumps(raw, ensure_ascii=False)), None
+        except pydantic.ValidationError as exc:
+            return NO_INSTANCE, list(exc.errors(include_url=False))
+        except (RecursionError, ValueError, TypeError):
+            return NO_INSTANCE, None
+
+
+class ModelCheck:
+    """The pydantic validations of one final value, for each of its states that has models:
+    each model once (states share the verdict), from the value with its members' stand-ins."""
+
+    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_value")
+
+    def __init__(self, frame: Frame, value: Any) -> None:
+        self._frame = frame
+        self._value = value
+        self._stand_in: Any = NO_INSTANCE
+        self._results: dict[ModelInfo, tuple[Any, list[Any] | None]] = {}
+        self._instances: list[Any] = []
+
+    def check(self, s: State, offset: int) -> Reason | None:
+        """Why ``s`` fails by its models' validation, or ``None``."""
+        for info in s.conj.models:
+            result = self._results.get(info)
+            if result is None:
+                result = self._results[info] = info.validate(self._value, self._stand())
+                if result[0] is not NO_INSTANCE:
+                    self._instances.append(result[0])
+            errors = result[1]
+            if errors:
+                first = errors[0]
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                return Reason(
+                    (*self._frame.path, *first.get("loc", ())),
+                    str(first.get("type", "")),
+                    f"{first.get('msg', '')}{more}",
+                    first.get("input"),
+                    offset,
+                    self._frame.start,
+                )
+        return None
+
+    def instance(self) -> Any:
+        """The instance that stands for the value in its container's validation, when it is
+        unambiguous (one model validated it, and no live union branch without a model could be
+        the one pydantic picks); else :data:`NO_INSTANCE`."""
+        if len(self._instances) != 1:
+            return NO_INSTANCE
+        for s in self._frame.states:
+            if s.alive and not s.conj.models and any(isinstance(u, AnyGroup) for u in s.ups):
+                return NO_INSTANCE
+        return self._instances[0]
+
+    def _stand(self) -> Any:
+        stand_in = self._stand_in
+        if stand_in is NO_INSTANCE:
+            stand_in = self._stand_in = stand_in_for(self._value, self._frame.subs)
+        return stand_in
+
+
+def stand_in_for(value: Any, subs: dict[str | int, Any] | None) -> Any:
+    """``value`` with the members in ``subs`` replaced (a shallow copy; ``value`` if none)."""
+    if subs is None:
+        return value
+    if type(value) is list:
+        out = list(value)
+        for i, v in subs.items():
+            assert isinstance(i, int)
+            out[i] = v
+        return out
+    copied = dict(value)
+    copied.update(subs)
+    return copied
+
+
+def substitute(parent: Frame, member: Frame, value: Any) -> None:
+    """Hand the container what stands for a final member in a pydantic validation: the model
+    instance it validated to, else a copy with its own members' stand-ins, else nothing (the
+    value itself). Each container is copied once, so this costs O(document)."""
+    stand_in = member.instance
+    if stand_in is NO_INSTANCE:
+        if member.subs is None:
+            return
+        stand_in = stand_in_for(value, member.subs)
+    slot = member.path[-1]
+    if parent.subs is None:
+        parent.subs = {slot: stand_in}
+    else:
+        parent.subs[slot] = stand_in
+
+
+def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], list[ModelInfo]]:
+    """The schema the tracker checks a pydantic type against, and the models it marks."""
+    models: list[ModelInfo] = []
+    generator = type("_Generator", (TrackerJsonSchema,), {"models": models})
+    return adapter.json_schema(schema_generator=generator), models
+
+
+class TrackerJsonSchema(GenerateJsonSchema):
+    """pydantic's JSON Schema generator, made never stricter than pydantic (see the module)."""
+
+    models: list[ModelInfo]  # set on a subclass per schema by tracker_schema()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: list[ModelInfo] = []  # models being generated, innermost last
+
+    # ------------------------------------------------------------------ models
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> dict[str, Any]:
+        info = ModelInfo(schema["cls"])
+        self._open.append(info)
+        try:
+            result = dict(super().model_schema(schema))
+        finally:
+            self._open.pop()
+        inner = schema["schema"]
+        if inner["type"] == "model-fields":
+            _loosen_names(result, inner, self._by_name(schema))
+        elif not schema.get("root_model"):
+            # A model validator before the fields sees the raw input: the fields' schema says
+            # nothing certain about it.
+            result = {k: v for k, v in result.items() if k in ("title", "description")}
+        result[MODEL_KEY] = len(self.models)
+        self.models.append(info)
+        return result
+
+    def _by_name(self, schema: core_schema.ModelSchema) -> bool:
+        config = schema["cls"].model_config
+        return bool(config.get("validate_by_name") or config.get("populate_by_name"))
+
+    def _unsafe(self) -> None:
+        if self._open:
+            self._open[-1].safe = False
+
+    # ------------------------------------------------------------------ opaque validators
+
+    def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> Any:
+        self._unsafe()
+        return {}
+
+    def function_wrap_schema(self, schema: core_schema.WrapValidatorFunctionSchema) -> Any:
+        self._unsafe()
+        return {}
+
+    def function_plain_schema(self, schema: core_schema.PlainValidatorFunctionSchema) -> Any:
+        self._unsafe()
+        return {}
+
+    def json_or_python_schema(self, schema: core_schema.JsonOrPythonSchema) -> Any:
+        self._unsafe()
+        return super().json_or_python_schema(schema)
+
+    def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> Any:
+        if callable(schema["discriminator"]):
+            self._unsafe()
+        return super().tagged_union_schema(schema)
+
+    # ------------------------------------------------------------------ lax scalars
+
+    def _strict(self, schema: Any) -> bool:
+        strict = schema.get("strict")
+        if strict is None:
+            strict = self._config.strict
+        return bool(strict)
+
+    def _widen(self, schema: Any, result: Any, *more: str, pattern: str | None = None) -> Any:
+        if self._strict(schema) or not isinstance(result, dict) or "type" not in result:
+            return result
+        result = dict(result)
+        kinds = result["type"] if isinstance(result["type"], list) else [result["type"]]
+        result["type"] = [*kinds, *(k for k in more if k not in kinds)]
+        if pattern is not None and "string" not in kinds:
+            result["pattern"] = pattern  # only the strings pydantic could read as this type
+        return result
+
+    def int_schema(self, schema: core_schema.IntSchema) -> Any:
+        result = super().int_schema(schema)
+        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+
+    def float_schema(self, schema: core_schema.FloatSchema) -> Any:
+        result = super().float_schema(schema)
+        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+
+    def bool_schema(self, schema: core_schema.BoolSchema) -> Any:
+        result = super().bool_schema(schema)
+        return self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
+
+    def date_schema(self, schema: core_schema.DateSchema) -> Any:
+        return self._widen(schema, super().date_schema(schema), "number")
+
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> Any:
+        return self._widen(schema, super().datetime_schema(schema), "number")
+
+    def time_schema(self, schema: core_schema.TimeSchema) -> Any:
+        return self._widen(schema, super().time_schema(schema), "number")
+
+    def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> Any:
+        return self._widen(schema, super().timedelta_schema(schema), "number")
+
+    def str_schema(self, schema: core_schema.StringSchema) -> Any:
+        result = super().str_schema(schema)
+        config = self._config
+        transforms = (
+            schema.get("strip_whitespace")
+            or schema.get("to_lower")
+            or schema.get("to_upper")
+            or config.str_strip_whitespace
+            or config.str_to_lower
+            or config.str_to_upper
+        )
+        if transforms and isinstance(result, dict):
+            # pydantic bounds the string after transforming it: the raw one may be longer.
+            result = {k: v for k, v in result.items() if k not in _STRING_BOUNDS}
+        return result
+
+    def literal_schema(self, schema: core_schema.LiteralSchema) -> Any:
+        return _python_equality(super().literal_schema(schema))
+
+    def enum_schema(self, schema: core_schema.EnumSchema) -> Any:
+        result = _python_equality(super().enum_schema(schema))
+        if schema.get("sub_type") in ("int", "float") and not self._strict(schema):
+            return {"anyOf": [result, {"type": "string"}]}  # lax: "1" for an IntEnum member
+        return result
+
+
+_STRING_BOUNDS = frozenset({"maxLength", "minLength", "pattern"})
+
+# Supersets of the strings lax pydantic reads as a number / a boolean (a number's string may
+# have whitespace around it, underscores, an exponent, or be inf/infinity/nan in any case).
+_NUMERIC = r"^[\s\d_.+\-eE]*$|^\s*[+-]?(?i:inf|infinity|nan)\s*$"
+_BOOLEAN = r"^\s*(?i:true|false|yes|no|on|off|t|f|y|n|1|0)\s*$"
+
+
+def _python_equality(result: Any) -> Any:
+    """``Literal``/``Enum`` compare with Python's ``==``: ``1`` is ``True`` there."""
+    if not isinstance(result, dict):
+        return result
+    members = result.get("enum", [result["const"]] if "const" in result else None)
+    if members is None:
+        return result
+    extra: list[Any] = []
+    for m in members:
+        if isinstance(m, bool):
+            extra.append(int(m))
+        elif isinstance(m, (int, float)) and m in (0, 1):
+            extra.append(m == 1)
+    extra = [e for e in extra if not any(type(e) is type(m) and e == m for m in members)]
+    if not extra:
+        return result
+    widened = {k: v for k, v in result.items() if k not in ("const", "enum", "type")}
+    widened["enum"] = [*members, *extra]
+    return widened
+
+
+def _loosen_names(result: dict[str, Any], fields: Any, by_name: bool) -> None:
+    """Where a field may come under another key (its name, an alias choice, an alias path),
+    the schema cannot say which keys are required or allowed: leave them open."""
+    tricky = by_name
+    paths: set[str] = set()
+    for field in fields["fields"].values():
+        alias = field.get("validation_alias")
+        if isinstance(alias, list):
+            tricky = True
+            for choice in alias:
+                path = choice if isinstance(choice, list) else [choice]
+                if path and isinstance(path[0], str):
+                    paths.add(path[0])
+    if not tricky:
+        return
+    result.pop("required", None)
+    if result.get("additionalProperties") is False:
+        del result["additionalProperties"]
+    props = result.get("properties")
+    if isinstance(props, dict):
+        props = {k: v for k, v in props.items() if k not in paths}
+        if by_name:
+            for name, field in fields["fields"].items():
+                alias = field.get("validation_alias")
+                if isinstance(alias, str) and alias in props and name not in props:
+                    props[name] = props[alias]
+        result["properties"] = props

@@ -137,6 +137,11 @@ class AttemptState:
         return self._reported
 
     @property
+    def tool_mode(self) -> bool:
+        """A tool call arrived: the documents are the calls' arguments."""
+        return self._tool_mode
+
+    @property
     def snapshot(self) -> Any:
         """The partial value so far (plain JSON): the document's, or, once a tool call arrived,
         a list of the calls' snapshots in index order; ``None`` before any output."""

@@ -127,8 +127,8 @@ async def run_batch(
     if not isinstance(requests, (Iterable, AsyncIterable)) or isinstance(requests, (str, bytes)):
         raise TypeError("requests must be an iterable (or async iterable) of requests")
     # Checked now, once: a mistake there is the caller's, not every request's.
-    split_options(options, where="Client.batch", request=True)
-    compile_schema(schema)
+    config, _ = split_options(options, where="Client.batch", request=True)
+    compile_schema(schema, formats=config.formats)
     send, receive = anyio.create_memory_object_stream[BatchResult[Any]](math.inf)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_feed, client, requests, schema, concurrency, system, options, send)

@@ -161,7 +161,7 @@ class Client:
             config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
-        compiled = compile_schema(schema)
+        compiled = compile_schema(schema, formats=config.formats)
         name = request.pop("schema_name", None)
         template = GenerationRequest(
             messages=_messages(messages),

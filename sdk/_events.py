@@ -75,6 +75,11 @@ class FieldEvent(_PathEvent):
     tool_call: int | None = None
     """Index of the parallel tool call whose arguments hold this value; ``None`` for the
     message content."""
+    instance: Any = None
+    """The value as its pydantic model's validated instance, when the schema here is a nested
+    model (an item of ``list[Item]``, a field typed ``Address``...): validated the moment its
+    object closed, validators included. ``None`` otherwise; the root's model instance is
+    :meth:`~sdk.Stream.result`."""
 
 
 @dataclass(frozen=True, slots=True)

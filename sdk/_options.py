@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias, TypedDict
 
 from sdk._dispatch import CallbackErrorPolicy, OnField
 from sdk._retry import Retry
+from sdk._schema import Formats
 
 __all__ = [
     "Mode",
@@ -46,6 +47,7 @@ class StreamOptions(TypedDict, total=False):
     deltas: bool
     progress: bool
     reasoning: bool
+    formats: Formats
 
 
 class RequestOptions(StreamOptions, total=False):
@@ -89,12 +91,17 @@ class StreamConfig:
     :class:`~sdk.UsageReported`, :class:`~sdk.StreamEnded`."""
     reasoning: bool = False
     """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
+    formats: Formats = "annotate"
+    """JSON Schema's ``format``: an annotation (``"annotate"``, Draft 2020-12's default), or
+    checked (``"assert"``: ``date``, ``date-time``, ``uuid``... with jsonschema's checkers,
+    and their prefixes while they stream). A pydantic type's formats are pydantic's to judge."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a sdk.Retry (or None), not {type(self.retry).__name__}")
         _choice("on_callback_error", self.on_callback_error, _CALLBACK_POLICIES)
         _choice("pending_callbacks", self.pending_callbacks, _PENDING)
+        _choice("formats", self.formats, ("annotate", "assert"))
         if (
             not isinstance(self.max_concurrency, int)
             or isinstance(self.max_concurrency, bool)

@@ -31,6 +31,7 @@ from sdk._events import (
     UsageReported,
 )
 from sdk._options import StreamConfig, StreamOptions, split_options
+from sdk._partial_view import partial_view
 from sdk._retry import Attempt, AttemptInfo
 from sdk._schema import CompiledSchema, compile_schema
 from sdk._source import Chunk, Pulled, Source, SourceReader
@@ -71,7 +72,7 @@ def stream_structured(
     :class:`~sdk.SchemaError` for a schema the tracker cannot use.
     """
     config, _ = split_options(options, where="stream_structured", request=False)
-    return Stream(source, compile_schema(schema), config)
+    return Stream(source, compile_schema(schema, formats=config.formats), config)
 
 
 class Stream(Generic[T]):
@@ -169,6 +170,30 @@ class Stream(Generic[T]):
         stream is done); a list of the calls' snapshots for a tool-call stream; ``None``
         before any output."""
         return None if self._attempt is None else self._attempt.snapshot
+
+    @property
+    def partial(self) -> T | None:
+        """The snapshot as the schema's type, for UIs: a model built without validation
+        (``model_construct``, nested models too), fields that have not arrived ``None`` (and
+        absent from ``model_fields_set``), an open string as far as it arrived. The plain
+        snapshot for a dict schema; ``None`` before any output. Not validated: use it to show
+        progress, and :meth:`result` for the value.
+
+        Raises :class:`StreamUsageError` for a stream with several tool calls (use
+        :attr:`snapshot`)."""
+        attempt = self._attempt
+        if attempt is None:
+            return None
+        snapshot = attempt.snapshot
+        if attempt.tool_mode:
+            if len(snapshot) != 1:
+                raise StreamUsageError(
+                    f"the stream has {len(snapshot)} tool calls; read `s.snapshot` instead"
+                )
+            snapshot = snapshot[0]
+        tp = self._compiled.python_type
+        view: T | None = snapshot if tp is None else partial_view(tp, snapshot)
+        return view
 
     @property
     def error(self) -> BaseException | None:

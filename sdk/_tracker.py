@@ -262,13 +262,17 @@ class FieldTracker:
                     if self.deltas:
                         out.append(TextDelta(ev.path, ev.text, attempt, self.tool_call))
                 elif type(ev) is ValueDone:
-                    start, kind = checker.value_done(ev.path, ev.offset, ev.value)
+                    start, kind, instance = checker.value_done(ev.path, ev.offset, ev.value)
                     n = 0
                     if forced is not None:
                         # A number ends before the character that finished it.
                         stop = ev.offset if kind == "number" else ev.offset + 1
                         n = forced.count(start, stop)
-                    out.append(FieldEvent(ev.path, ev.value, ev.offset, attempt, n, self.tool_call))
+                    out.append(
+                        FieldEvent(
+                            ev.path, ev.value, ev.offset, attempt, n, self.tool_call, instance
+                        )
+                    )
                 elif type(ev) is ValueStart:
                     if not ev.path:
                         self._root_start = ev.offset

@@ -26,6 +26,7 @@ from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
 from sdk._schema._pydantic import ModelCheck, substitute
 from sdk._schema._states import (
+    NO_INSTANCE,
     ContainsSlot,
     DepGroup,
     Frame,
@@ -240,8 +241,10 @@ class SchemaChecker:
         else:
             frame.length += len(text)
 
-    def value_done(self, path: Path, offset: int, value: Any) -> tuple[int, str]:
-        """A value is final. Returns its start offset and kind (for the caller's bookkeeping)."""
+    def value_done(self, path: Path, offset: int, value: Any) -> tuple[int, str, Any]:
+        """A value is final. Returns its start offset and kind (for the caller's bookkeeping),
+        and the pydantic model instance it validated to when it is a nested model that was
+        validated early (else ``None``)."""
         stack = self._stack
         frame = stack[-1]
         if frame.states:
@@ -254,7 +257,8 @@ class SchemaChecker:
             if self._models:
                 substitute(parent, frame, value)
         assert frame.kind is not None
-        return frame.start, frame.kind
+        instance = frame.instance
+        return frame.start, frame.kind, (None if instance is NO_INSTANCE else instance)
 
     # ------------------------------------------------------------------ states
 

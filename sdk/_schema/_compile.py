@@ -79,6 +79,12 @@ class CompiledSchema:
         self.root: Conj = self.conjs.of_node(compiler.compile_root())
         """The conjunction the root value is checked against."""
 
+    @property
+    def python_type(self) -> Any:
+        """The Python type results are (the model, ``list[Item]``...); ``None`` for a dict
+        schema."""
+        return None if self.adapter is None else getattr(self.adapter, "_type", None)
+
     def schema_dict(self) -> dict[str, Any]:
         """The JSON Schema as a fresh dict (``true`` is ``{}``, ``false`` is ``{"not": {}}``):
         what a backend sends, safe to modify."""

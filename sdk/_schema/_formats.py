@@ -56,7 +56,9 @@ _OWN: dict[str, Callable[[str], bool]] = {"date-time": _date_time, "time": _time
 # Prefix grammars: matched with partial=True against the string received so far; ``upper``
 # says whether the checker upper-cases the string first.
 _TIME = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)\n?"
-_UUID_CHAR = r"[0-9A-Fa-f{}:_+xXurnid\s-]"
+# Python's UUID() parses hex with int(..., 16), which also takes any Unicode decimal digit and
+# strips Unicode whitespace: the grammar must too (it is matched without re.ASCII).
+_UUID_CHAR = r"[0-9A-Fa-f{}:_+xXurnid\s\p{Nd}-]"
 _PREFIX: dict[str, tuple[str, bool]] = {
     "date": (r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])", False),
     "date-time": (r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T" + _TIME, True),
@@ -80,7 +82,8 @@ class FormatCheck:
         self.check = check
         """True when a complete string conforms."""
         grammar = _PREFIX.get(name)
-        self._prefix = None if grammar is None else regex.compile(grammar[0], regex.ASCII)
+        flags = 0 if name == "uuid" else regex.ASCII
+        self._prefix = None if grammar is None else regex.compile(grammar[0], flags)
         self._upper = grammar is not None and grammar[1]
 
     @property

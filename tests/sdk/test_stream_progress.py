@@ -130,3 +130,16 @@ async def test_bad_options_fail_at_the_call(
 ) -> None:
     with pytest.raises(error, match=match):
         stream_structured(Scripted([]), schema=PERSON, **options)
+
+
+async def test_formats_are_annotations_unless_asserted() -> None:
+    from sdk._errors import SchemaViolation
+
+    schema = {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}
+    doc = '{"d": "2024-13-01"}'
+    async with stream_structured(Scripted([doc]), schema=schema) as s:
+        assert await s.result() == {"d": "2024-13-01"}
+    async with stream_structured(Scripted([doc]), schema=schema, formats="assert") as s:
+        with pytest.raises(SchemaViolation) as info:
+            await s.result()
+    assert info.value.keyword == "format"

@@ -9,7 +9,7 @@ the source at once (the generation stops) and either starts the next attempt or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -19,6 +19,7 @@ from typing_extensions import Unpack
 
 from sdk._attempt import AttemptState
 from sdk._backend import Delta, Message, Usage
+from sdk._constraints import Tool
 from sdk._dispatch import Dispatcher
 from sdk._errors import CallbackError, RetriesExhausted, StreamError, StreamUsageError
 from sdk._events import (
@@ -32,20 +33,29 @@ from sdk._events import (
 )
 from sdk._options import StreamConfig, StreamOptions, split_options
 from sdk._retry import Attempt, AttemptInfo
-from sdk._schema import CompiledSchema, compile_schema
 from sdk._source import Chunk, Pulled, Source, SourceReader
+from sdk._target import Compiled, compile_target
 
 __all__ = ["Stream", "stream_structured"]
 
 _NEW, _OPEN, _DONE, _FAILED, _CLOSED = "new", "open", "done", "failed", "closed"
 
 
-def stream_structured(source: Source, *, schema: Any, **options: Unpack[StreamOptions]) -> Stream:
+def stream_structured(
+    source: Source,
+    *,
+    schema: Any = None,
+    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+    **options: Unpack[StreamOptions],
+) -> Stream:
     """Stream a structured document from ``source``; use the result with ``async with``.
 
     - ``source``: an async iterable of ``str`` / :class:`~sdk.Delta`, or a callable taking an
       :class:`~sdk.Attempt` and returning one (needed for ``retry``).
-    - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema dict.
+    - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, a JSON Schema dict, or a
+      constraint (:class:`~sdk.Choice`, :class:`~sdk.Regex`, :class:`~sdk.Grammar`,
+      :class:`~sdk.StructuralTag`); or, instead, ``tools``: several :class:`~sdk.Tool` (or a
+      mapping of names to schemas), each tool call tracked against the tool it names.
     - ``options``: how the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
       ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
       (each is described on :class:`~sdk._options.StreamConfig`).
@@ -55,7 +65,7 @@ def stream_structured(source: Source, *, schema: Any, **options: Unpack[StreamOp
     :class:`~sdk.SchemaError` for a schema the tracker cannot use.
     """
     config, _ = split_options(options, where="stream_structured", request=False)
-    return Stream(source, compile_schema(schema), config)
+    return Stream(source, compile_target(schema, tools), config)
 
 
 class Stream:
@@ -69,10 +79,11 @@ class Stream:
     is left first. Leaving the ``async with`` block closes the source (the generation stops)
     whatever state the stream is in.
 
-    Exactly once: a field is identified by its tool call, its path and its value (as canonical
-    JSON). When a retry writes a field with the same value as an earlier attempt, it is not
-    yielded or dispatched again; when the value differs it is, with ``ev.attempt`` saying
-    which attempt wrote it. ``TextDelta`` events are live text and are not deduplicated: a
+    Exactly once: a field is identified by its part (``FieldEvent.part``: the tool call and its
+    tool, or the tagged segment and its tag), its path and its value (as canonical JSON).
+    When a retry writes a field with the same value as an earlier attempt, it is not yielded
+    or dispatched again; when the value differs it is, with ``ev.attempt`` saying which
+    attempt wrote it. ``TextDelta`` events are live text and are not deduplicated: a
     retry streams its strings again, under the new ``attempt`` number.
 
     Built by :func:`stream_structured` and :meth:`sdk.Client.stream`, which compile the schema
@@ -80,7 +91,7 @@ class Stream:
     """
 
     def __init__(
-        self, source: Source, schema: CompiledSchema, config: StreamConfig | None = None
+        self, source: Source, schema: Compiled, config: StreamConfig | None = None
     ) -> None:
         config = config if config is not None else StreamConfig()
         self._source = SourceReader(source)
@@ -334,7 +345,7 @@ class Stream:
         events = self._events
         for ev in new:
             if type(ev) is FieldEvent:
-                if not dispatcher.admit(ev.tool_call, ev):
+                if not dispatcher.admit(ev.part, ev):
                     continue
                 if callbacks:
                     await dispatcher.dispatch(ev)

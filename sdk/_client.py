@@ -16,14 +16,17 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from sdk._backend import Backend, Delta, GenerationRequest, Message
-from sdk._http import OpenAIBackend
+from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
+from sdk._constraints import Tool
+from sdk._http import OpenAIBackend, ResponsesBackend
+from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
 from sdk._retry import Attempt
-from sdk._schema import compile_schema, schema_name
+from sdk._schema import schema_name
 from sdk._stream import Stream
+from sdk._target import compile_target, request_fields
 
 __all__ = ["Client"]
 
@@ -32,8 +35,11 @@ class Client:
     """Streams structured completions from one backend.
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
-    Completions server over httpx; the other options (``http_client``, ``timeout``,
-    ``headers``, ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
+    Completions server over httpx, or, with ``api="responses"``, to its Responses API
+    (``POST /responses``); ``server`` says which server it is (``"vllm"``, ``"llamacpp"``,
+    ``"openai"``; ``None``: not said, JSON Schema only), which decides how constraints other
+    than JSON Schema are sent; the other options (``http_client``, ``timeout``, ``headers``,
+    ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
 
@@ -46,11 +52,14 @@ class Client:
         base_url: str | None = None,
         api_key: str | None = None,
         model: str | None = None,
+        *,
+        api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
-        self._backend: Backend = OpenAIBackend(
-            base_url=base_url, api_key=api_key, model=model, **options
-        )
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        kind = ResponsesBackend if api == "responses" else OpenAIBackend
+        self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
 
     @classmethod
     def from_backend(cls, backend: Backend) -> Client:
@@ -60,14 +69,26 @@ class Client:
         return client
 
     @classmethod
-    def from_openai(cls, client: Any, *, model: str, strict: bool = True) -> Client:
+    def from_openai(
+        cls,
+        client: Any,
+        *,
+        model: str,
+        strict: bool = True,
+        api: Api = "chat",
+        server: Server | None = None,
+    ) -> Client:
         """A client that sends its requests through ``client``, an ``openai.AsyncOpenAI`` (or
         ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies
         and timeouts are the client's. Its own retries are off for these calls (the stream's
-        :class:`~sdk.Retry` retries instead). ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http import OpenAISDKBackend
+        :class:`~sdk.Retry` retries instead). ``client`` is not closed by :meth:`aclose`.
+        ``api`` and ``server`` as for ``Client(...)``."""
+        from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
 
-        return cls.from_backend(OpenAISDKBackend(client, model=model, strict=strict))
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        kind = ResponsesSDKBackend if api == "responses" else OpenAISDKBackend
+        return cls.from_backend(kind(client, model=model, strict=strict, server=server))
 
     @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
@@ -88,13 +109,24 @@ class Client:
         return self._backend
 
     def stream(
-        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Stream:
         """Stream a structured completion; use the result with ``async with``.
 
         - ``messages``: the conversation (OpenAI chat messages: mappings with a ``role``).
         - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema
-          dict. Its resolved JSON Schema is what the server is sent.
+          dict (its resolved JSON Schema is what the server is sent); or a constraint:
+          :class:`~sdk.Choice`, :class:`~sdk.Regex`, :class:`~sdk.Grammar`,
+          :class:`~sdk.StructuralTag`, sent the way the client's ``server`` reads it (a server
+          that cannot be sent it raises :class:`~sdk.UnsupportedConstraint` here).
+        - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
+          the model calls one or more, each call tracked against its own tool's schema
+          (``results()`` gives each call's value, in order).
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).
@@ -117,8 +149,9 @@ class Client:
         config, request = split_options(options, where="Client.stream", request=True)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
-        compiled = compile_schema(schema)
+        compiled = compile_target(schema, tools)
         name = request.pop("schema_name", None)
+        request.update(request_fields(compiled, request.get("mode")))
         template = GenerationRequest(
             messages=_messages(messages),
             schema=compiled.schema_dict(),
@@ -126,6 +159,7 @@ class Client:
             extra=extra,
             **request,
         )
+        check_request(self._backend, template)
         return Stream(_Requests(self._backend, template), compiled, config)
 
     async def aclose(self) -> None:

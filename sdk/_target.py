@@ -42,6 +42,7 @@ __all__ = [
     "Tracker",
     "compile_target",
     "new_tracker",
+    "request_fields",
 ]
 
 
@@ -301,3 +302,25 @@ def new_tracker(
     if tool_call is not None and (tool_name is not None or tool_call_id is not None):
         return StampedTracker(tracker, tool_name=tool_name, tool_call_id=tool_call_id)
     return tracker
+
+
+def request_fields(target: Compiled, mode: object) -> dict[str, Any]:
+    """What a :class:`~sdk.GenerationRequest` carries for ``target`` besides its JSON Schema
+    (``constraint``, ``tools``, ``mode``), with ``mode`` (as given, ``None`` when not) checked
+    against it: several tools are sent as tools; a constraint is sent the server's own way
+    (``"json_schema"``, the default) or not at all (``"none"``: the client alone checks)."""
+    if isinstance(target, ToolsTarget):
+        if mode not in (None, "tool"):
+            raise ValueError(
+                f"tools are sent as tools: mode must be 'tool' (the default), not {mode!r}"
+            )
+        return {"tools": target.tools, "mode": "tool"}
+    if isinstance(target, (TextTarget, TaggedTarget)):
+        if mode not in (None, "json_schema", "none"):
+            kind = type(target.constraint).__name__
+            raise ValueError(
+                f"a {kind} is sent the server's own way (mode 'json_schema', the default) or "
+                f"not at all (mode 'none'), not as {mode!r}"
+            )
+        return {"constraint": target.constraint}
+    return {}

@@ -15,6 +15,9 @@ How the schema travels, by ``request.mode``:
 - ``"none"``: no constraint is sent (a plain prompt, or a constraint given in ``extra``, such as
   vLLM's ``structured_outputs={"choice": [...]}`` / ``{"regex": ...}`` / ``{"grammar": ...}``).
 
+Several tools (``request.tools``) and constraints other than JSON Schema
+(``request.constraint``) are written per server flavour by :mod:`sdk._http._flavours`.
+
 ``request.extra`` is merged into the body last, at the top level, so it can add any parameter a
 server understands and can replace any key built here (e.g. a hand-written ``response_format``).
 """
@@ -27,6 +30,7 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
+from sdk._http._flavours import Server, special_fields
 from sdk._schema import schema_name
 
 __all__ = ["chat_body", "check_single_choice", "strict_schema"]
@@ -122,6 +126,7 @@ def chat_body(
     model: str | None,
     strict: bool = True,
     include_usage: bool = True,
+    server: Server | None = None,
 ) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions`` for ``request`` (always ``stream: true``).
 
@@ -129,6 +134,8 @@ def chat_body(
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
     :func:`strict_schema`). ``include_usage`` adds ``stream_options.include_usage`` so the last
     chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
+    ``server`` is the flavour a constraint or several tools are written for
+    (:mod:`sdk._http._flavours`).
     """
     check_single_choice(request.extra)
     body: dict[str, Any] = {}
@@ -152,7 +159,13 @@ def chat_body(
         schema, is_strict = strict_schema(request.schema)
     else:
         schema, is_strict = copy.deepcopy(dict(request.schema)), False
-    if request.mode == "json_schema":
+    if request.tools or request.constraint is not None:
+        body.update(
+            special_fields(
+                request, api="chat", server=server, strict=strict_schema if strict else None
+            )
+        )
+    elif request.mode == "json_schema":
         body["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": name, "schema": schema, "strict": is_strict},

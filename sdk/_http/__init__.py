@@ -4,9 +4,9 @@ client.
 Modules: ``_request`` (the request body, sans-I/O), ``_chunks`` (stream chunks -> deltas,
 sans-I/O; ``_tool_ids`` adds tool call ids), ``_sse`` (the event stream, HTTP status errors,
 ``Retry-After``), ``_deltas`` (the read loop), ``_openai`` (the httpx backend), ``_openai_sdk``
-(the backend over an ``openai.AsyncOpenAI`` client), ``_flavours`` and ``_grammars`` (how each
-server is sent constraints and several tools), ``_responses`` and ``_responses_events`` (the
-Responses API: body, backends, events -> deltas).
+(the backend over an ``openai.AsyncOpenAI`` client), ``_flavours`` (how each server is sent
+constraints and several tools, written by ``sdk._grammars``), ``_responses`` and
+``_responses_events`` (the Responses API: body, backends, events -> deltas).
 """
 
 from __future__ import annotations

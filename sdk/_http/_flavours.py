@@ -33,9 +33,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
-from sdk._constraints import Choice, Constraint, Grammar, Regex, StructuralTag, Tool
+from sdk._constraints import Choice, Constraint, Grammar, Regex, Tool
 from sdk._errors import UnsupportedConstraint
-from sdk._http._grammars import choice_gbnf, grammar_text, regex_lark, structural_tag_lark
+from sdk._grammars import (
+    choice_gbnf,
+    grammar_text,
+    legacy_structural_tag,
+    regex_lark,
+    structural_tag_lark,
+    xgrammar_structural_tag,
+)
 
 __all__ = [
     "SERVERS",
@@ -101,37 +108,11 @@ def _vllm(constraint: Constraint) -> dict[str, Any]:
         return {"regex": constraint.pattern}
     if isinstance(constraint, Grammar):
         return {"grammar": constraint.text}
-    return {"structural_tag": json.dumps(_structural_tag(constraint), ensure_ascii=False)}
-
-
-def _structural_tag(tag: StructuralTag) -> dict[str, Any]:
-    if not (tag.at_least_one or tag.stop_after_first):
-        return {
-            "type": "structural_tag",
-            "structures": [
-                {"begin": t.begin, "schema": t.compiled.schema_dict(), "end": t.end}
-                for t in tag.structures
-            ],
-            "triggers": list(tag.triggers),
-        }
-    return {
-        "type": "structural_tag",
-        "format": {
-            "type": "triggered_tags",
-            "triggers": list(tag.triggers),
-            "tags": [
-                {
-                    "type": "tag",
-                    "begin": t.begin,
-                    "content": {"type": "json_schema", "json_schema": t.compiled.schema_dict()},
-                    "end": t.end,
-                }
-                for t in tag.structures
-            ],
-            "at_least_one": tag.at_least_one,
-            "stop_after_first": tag.stop_after_first,
-        },
-    }
+    if constraint.at_least_one or constraint.stop_after_first:
+        form = xgrammar_structural_tag(constraint)
+    else:
+        form = legacy_structural_tag(constraint)
+    return {"structural_tag": json.dumps(form, ensure_ascii=False)}
 
 
 def _llamacpp(constraint: Constraint) -> str:

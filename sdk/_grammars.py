@@ -1,10 +1,17 @@
-"""Constraints written as grammars for llama.cpp's server (sans-I/O): GBNF, and llguidance's
-Lark dialect (a grammar that starts with ``%llguidance {}`` is read by llguidance).
+"""Constraints written in the grammar languages of the engines that apply them (sans-I/O):
+GBNF and llguidance's Lark dialect for llama.cpp's server (a grammar that starts with
+``%llguidance {}`` is read by llguidance), xgrammar's structural-tag format for vLLM and the
+local engine.
 
 - :func:`choice_gbnf`: ``root ::= "a" | "b"``.
 - :func:`regex_lark`: ``start: /pattern/`` (llguidance matches the whole output).
 - :func:`grammar_text`: a :class:`~sdk.Grammar` as llama.cpp reads it (Lark behind
   ``%llguidance {}``).
+- :func:`xgrammar_structural_tag`: a :class:`~sdk.StructuralTag` in xgrammar's format
+  (``{"type": "structural_tag", "format": {"type": "triggered_tags", ...}}``), what
+  ``xgrammar.Grammar.from_structural_tag`` and ``GrammarCompiler.compile_structural_tag``
+  read; :func:`legacy_structural_tag` the older ``structures``/``triggers`` form vLLM's two
+  backends both read.
 - :func:`structural_tag_lark`: a :class:`~sdk.StructuralTag` as llguidance's documented
   tool-calling pattern: free text is a lazy ``TEXT`` that stops at a trigger, each tag is the
   rest of its begin, an inline ``%json`` schema and its end. ``at_least_one`` and
@@ -15,10 +22,19 @@ Lark dialect (a grammar that starts with ``%llguidance {}`` is read by llguidanc
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
 
-__all__ = ["choice_gbnf", "grammar_text", "quoted", "regex_lark", "structural_tag_lark"]
+__all__ = [
+    "choice_gbnf",
+    "grammar_text",
+    "legacy_structural_tag",
+    "quoted",
+    "regex_lark",
+    "structural_tag_lark",
+    "xgrammar_structural_tag",
+]
 
 LLGUIDANCE = "%llguidance {}\n"
 
@@ -112,3 +128,39 @@ def structural_tag_lark(tag: StructuralTag) -> str:
         start = f"({then})* TEXT"
     lines.insert(1, f"start: {start}")
     return "\n".join(lines) + "\n"
+
+
+def legacy_structural_tag(tag: StructuralTag) -> dict[str, Any]:
+    """``{"type": "structural_tag", "structures": [{"begin", "schema", "end"}], "triggers"}``:
+    the form of vLLM's example, read by both its xgrammar and its guidance backends (it cannot
+    say ``at_least_one`` or ``stop_after_first``)."""
+    return {
+        "type": "structural_tag",
+        "structures": [
+            {"begin": t.begin, "schema": t.compiled.schema_dict(), "end": t.end}
+            for t in tag.structures
+        ],
+        "triggers": list(tag.triggers),
+    }
+
+
+def xgrammar_structural_tag(tag: StructuralTag) -> dict[str, Any]:
+    """xgrammar's ``triggered_tags`` structural tag for ``tag``, options included."""
+    return {
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": list(tag.triggers),
+            "tags": [
+                {
+                    "type": "tag",
+                    "begin": t.begin,
+                    "content": {"type": "json_schema", "json_schema": t.compiled.schema_dict()},
+                    "end": t.end,
+                }
+                for t in tag.structures
+            ],
+            "at_least_one": tag.at_least_one,
+            "stop_after_first": tag.stop_after_first,
+        },
+    }

@@ -45,8 +45,8 @@ class ResponsesDecoder:
 
     def __init__(self, *, tools: bool = False) -> None:
         self._tools = tools
-        self._calls: dict[str, int] = {}  # item id (or output index) -> call number
-        self._called = False
+        self._calls: dict[str, int] = {}  # item id (and output index) -> call number
+        self._count = 0  # function calls so far
         self._ended = False
         self.done = False
         """True once a terminal event (completed, incomplete) arrived."""
@@ -115,11 +115,11 @@ class ResponsesDecoder:
         item = payload.get("item")
         if not isinstance(item, Mapping) or item.get("type") != "function_call":
             return []
-        call = len(self._calls)
+        call = self._count
+        self._count += 1
         for key in (item.get("id"), payload.get("output_index")):
             if key is not None:
                 self._calls[str(key)] = call
-        self._called = True
         name, call_id = item.get("name"), item.get("call_id")
         arguments = item.get("arguments")
         return [
@@ -145,7 +145,7 @@ class ResponsesDecoder:
         response = payload.get("response")
         response = response if isinstance(response, Mapping) else {}
         if kind == "response.completed":
-            reason = "tool_calls" if self._called else "stop"
+            reason = "tool_calls" if self._count else "stop"
         else:
             details = response.get("incomplete_details")
             raw = details.get("reason") if isinstance(details, Mapping) else None

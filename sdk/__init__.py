@@ -12,7 +12,7 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
   field's piece of the schema and raises :class:`SchemaViolation` as early as the bytes allow.
 * Constraints beyond JSON Schema, as values: :class:`Choice`, :class:`Regex`,
   :class:`Grammar`, :class:`StructuralTag` (of :class:`Tag` segments; the result is a
-  :class:`TaggedText`), and several :class:`Tool` s at once (``tools=``).
+  :class:`TaggedText`), and several tools at once (:class:`Tool`, ``tools=``).
 
 Errors form one tree under :class:`StreamError` (drawn in ``sdk._errors``); misuse of the API
 raises :class:`StreamUsageError`, a ``RuntimeError``; an unusable schema, :class:`SchemaError`.

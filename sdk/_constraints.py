@@ -49,6 +49,12 @@ _LARK_RULE = re.compile(
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
+def _set(obj: object, **values: Any) -> None:
+    """Set the fields of a frozen dataclass from its own ``__init__`` (checked values)."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, value)
+
+
 def _constraint_name(kind: str, raw: object) -> str:
     if not isinstance(raw, str):
         raise TypeError(f"{kind} must be a str, not {type(raw).__name__}")
@@ -80,7 +86,7 @@ class Choice:
             if value in seen:
                 raise SchemaError(f"Choice: {value!r} is listed twice")
             seen.add(value)
-        object.__setattr__(self, "choices", values)
+        _set(self, choices=values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +116,7 @@ class Regex:
             raise SchemaError(
                 f"Regex({pattern!r}) is not a valid regular expression: {exc}", keyword="pattern"
             ) from exc
-        object.__setattr__(self, "pattern", pattern)
-        object.__setattr__(self, "compiled", compiled)
+        _set(self, pattern=pattern, compiled=compiled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +152,7 @@ class Grammar:
                 raise SchemaError("Grammar (lark): there is no `start:` rule to begin with")
         elif "root" not in {m.group(1) for m in _GBNF_RULE.finditer(text)}:
             raise SchemaError(f"Grammar ({syntax}): there is no `root ::= ...` rule to begin with")
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "syntax", syntax)
+        _set(self, text=text, syntax=syntax)
 
 
 def _detect_syntax(text: str) -> GrammarSyntax:
@@ -190,11 +194,8 @@ class Tag:
         compiled = compile_schema(schema)
         if name is None:
             name = compiled.name if compiled.name != "response" else begin
-        object.__setattr__(self, "begin", begin)
-        object.__setattr__(self, "schema", schema)
-        object.__setattr__(self, "end", end)
-        object.__setattr__(self, "name", _constraint_name("Tag name", name))
-        object.__setattr__(self, "compiled", compiled)
+        name = _constraint_name("Tag name", name)
+        _set(self, begin=begin, schema=schema, end=end, name=name, compiled=compiled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,10 +268,13 @@ class StructuralTag:
         for flag in (at_least_one, stop_after_first):
             if not isinstance(flag, bool):
                 raise TypeError(f"StructuralTag flags must be True or False, not {flag!r}")
-        object.__setattr__(self, "structures", tags)
-        object.__setattr__(self, "triggers", trig)
-        object.__setattr__(self, "at_least_one", at_least_one)
-        object.__setattr__(self, "stop_after_first", stop_after_first)
+        _set(
+            self,
+            structures=tags,
+            triggers=trig,
+            at_least_one=at_least_one,
+            stop_after_first=stop_after_first,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +298,7 @@ class Tool:
             description = own if isinstance(own, str) else None
         elif not isinstance(description, str):
             raise TypeError(f"Tool description must be a str, not {type(description).__name__}")
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "schema", schema)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "compiled", compiled)
+        _set(self, name=name, schema=schema, description=description, compiled=compiled)
 
 
 TextConstraint: TypeAlias = Choice | Regex | Grammar

@@ -4,8 +4,9 @@ tag, or several tools; and the tracker each part of an attempt's output goes thr
 :func:`compile_target` is what ``Client.stream`` and ``stream_structured`` call first: a JSON
 Schema (a model, a type, a dict) compiles to a :class:`~sdk._schema.CompiledSchema`, as before;
 a :class:`~sdk.Choice` / :class:`~sdk.Regex` / :class:`~sdk.Grammar`, a
-:class:`~sdk.StructuralTag` or ``tools=`` compile to a :class:`Target`. The attempt asks the
-target for one tracker per part of the output (:func:`new_tracker`): the message's document,
+:class:`~sdk.StructuralTag` or ``tools=`` compile to a target (:class:`TextTarget`,
+:class:`TaggedTarget`, :class:`ToolsTarget`). The attempt asks the target for one tracker per
+part of the output (:func:`new_tracker`): the message's document,
 or each tool call's arguments, tracked against that call's own tool (found by the name on the
 call's first delta). Sans-I/O, like the trackers themselves.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from sdk._constraints import (
@@ -34,9 +36,9 @@ from sdk._tracker import FieldTracker
 
 __all__ = [
     "Compiled",
+    "Opts",
     "StampedTracker",
     "TaggedTarget",
-    "Target",
     "TextTarget",
     "ToolsTarget",
     "Tracker",
@@ -97,88 +99,68 @@ class StampedTracker:
         return [dataclasses.replace(ev, **stamp) for ev in events]
 
 
-class Target(Protocol):
-    """A compiled constraint other than one JSON Schema."""
+@dataclass(frozen=True, slots=True)
+class Opts:
+    """How an attempt's trackers are made: its number, lenient parsing, string deltas."""
 
-    @property
-    def name(self) -> str:
-        """A name for it (what ``Stream.schema_name`` says)."""
-        ...
-
-    def schema_dict(self) -> dict[str, Any]:
-        """The JSON Schema of the result's values (what ``Stream.json_schema`` says)."""
-        ...
-
-    def tracker(
-        self,
-        tool_call: int | None,
-        tool_name: str | None,
-        *,
-        attempt: int,
-        lenient: bool,
-        deltas: bool,
-    ) -> Tracker:
-        """The tracker for one part of an attempt's output."""
-        ...
+    attempt: int
+    lenient: bool = False
+    deltas: bool = False
 
 
-class TextTarget:
+class _MessageTarget:
+    """A constraint on the message's text: a tool call instead is a violation."""
+
+    constraint: TextConstraint | StructuralTag
+    what = ""
+
+    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
+        """The tracker of the message's text (``call`` is ``None``)."""
+        if call is not None:
+            raise SchemaViolation(
+                f"the model called a tool ({name!r}) instead of writing {self.what}",
+                keyword="tool_calls",
+            )
+        return self._tracker(opts)
+
+    def _tracker(self, opts: Opts) -> Tracker:
+        raise NotImplementedError
+
+
+class TextTarget(_MessageTarget):
     """A :class:`~sdk.Choice`, :class:`~sdk.Regex` or :class:`~sdk.Grammar`: the message's
     text, tracked by a :class:`~sdk._text.TextTracker`."""
 
     def __init__(self, constraint: TextConstraint) -> None:
-        self.constraint = constraint
+        self.constraint: TextConstraint = constraint
         self.name = type(constraint).__name__.lower()
+        self.what = f"the text the {type(constraint).__name__} asks for"
 
     def schema_dict(self) -> dict[str, Any]:
+        """The JSON Schema of the result: a string (one of the choices)."""
         if isinstance(self.constraint, Choice):
             return {"type": "string", "enum": list(self.constraint.choices)}
         return {"type": "string"}
 
-    def tracker(
-        self,
-        tool_call: int | None,
-        tool_name: str | None,
-        *,
-        attempt: int,
-        lenient: bool,
-        deltas: bool,
-    ) -> Tracker:
-        if tool_call is not None:
-            raise SchemaViolation(
-                f"the model called a tool ({tool_name!r}) instead of writing the text the "
-                f"{type(self.constraint).__name__} asks for",
-                keyword="tool_calls",
-            )
-        return TextTracker(self.constraint, attempt=attempt)
+    def _tracker(self, opts: Opts) -> Tracker:
+        return TextTracker(self.constraint, attempt=opts.attempt)
 
 
-class TaggedTarget:
+class TaggedTarget(_MessageTarget):
     """A :class:`~sdk.StructuralTag`: free text and tagged JSON segments, tracked by a
     :class:`~sdk._segments.SegmentTracker`."""
 
     def __init__(self, constraint: StructuralTag) -> None:
-        self.constraint = constraint
+        self.constraint: StructuralTag = constraint
         self.name = "structural_tag"
+        self.what = "tagged text"
 
     def schema_dict(self) -> dict[str, Any]:
+        """What each segment's value satisfies: one of the tags' schemas."""
         return {"anyOf": [t.compiled.schema_dict() for t in self.constraint.structures]}
 
-    def tracker(
-        self,
-        tool_call: int | None,
-        tool_name: str | None,
-        *,
-        attempt: int,
-        lenient: bool,
-        deltas: bool,
-    ) -> Tracker:
-        if tool_call is not None:
-            raise SchemaViolation(
-                f"the model called a tool ({tool_name!r}) instead of writing tagged text",
-                keyword="tool_calls",
-            )
-        return SegmentTracker(self.constraint, attempt=attempt, deltas=deltas)
+    def _tracker(self, opts: Opts) -> Tracker:
+        return SegmentTracker(self.constraint, attempt=opts.attempt, deltas=opts.deltas)
 
 
 class ToolsTarget:
@@ -191,32 +173,30 @@ class ToolsTarget:
         self.name = "tools"
 
     def schema_dict(self) -> dict[str, Any]:
+        """What each call's arguments satisfy: one of the tools' schemas."""
         return {"anyOf": [t.compiled.schema_dict() for t in self.tools]}
 
-    def tracker(
-        self,
-        tool_call: int | None,
-        tool_name: str | None,
-        *,
-        attempt: int,
-        lenient: bool,
-        deltas: bool,
-    ) -> Tracker:
+    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
+        """The tracker of call ``call`` (of the tool ``name``), or of the message's prose."""
         names = ", ".join(self.by_name)
-        if tool_call is None:
+        if call is None:
             return _NoCall(names)
-        if tool_name is None and len(self.tools) == 1:
+        if name is None and len(self.tools) == 1:
             tool = self.tools[0]  # a server that does not name the call of the only tool
-        elif tool_name is None or tool_name not in self.by_name:
+        elif name is None or name not in self.by_name:
             raise SchemaViolation(
-                f"the model called {tool_name!r}, which is not one of the tools offered ({names})",
+                f"the model called {name!r}, which is not one of the tools offered ({names})",
                 keyword="tools",
-                value=tool_name,
+                value=name,
             )
         else:
-            tool = self.by_name[tool_name]
+            tool = self.by_name[name]
         return FieldTracker(
-            tool.compiled, lenient=lenient, attempt=attempt, deltas=deltas, tool_call=tool_call
+            tool.compiled,
+            lenient=opts.lenient,
+            attempt=opts.attempt,
+            deltas=opts.deltas,
+            tool_call=call,
         )
 
 
@@ -296,9 +276,7 @@ def new_tracker(
             target, lenient=lenient, attempt=attempt, deltas=deltas, tool_call=tool_call
         )
     else:
-        tracker = target.tracker(
-            tool_call, tool_name, attempt=attempt, lenient=lenient, deltas=deltas
-        )
+        tracker = target.tracker(tool_call, tool_name, Opts(attempt, lenient, deltas))
     if tool_call is not None and (tool_name is not None or tool_call_id is not None):
         return StampedTracker(tracker, tool_name=tool_name, tool_call_id=tool_call_id)
     return tracker

@@ -47,18 +47,16 @@ def responses_body(
     ``n > 1``.
     """
     check_single_choice(request.extra)
-    body: dict[str, Any] = {}
-    if model is not None:
-        body["model"] = model
-    body["input"] = [dict(m) for m in request.messages]
-    body["stream"] = True
-    sampling = {
+    fields = {
+        "model": model,
+        "input": [dict(m) for m in request.messages],
+        "stream": True,
         "max_output_tokens": request.max_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
         "seed": request.seed,  # refused before any request where the server has none
     }
-    body.update({k: v for k, v in sampling.items() if v is not None})
+    body: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     rewrite = strict_schema if strict else None
     if request.tools or request.constraint is not None:
         body.update(special_fields(request, api="responses", server=server, strict=rewrite))

@@ -59,17 +59,10 @@ class ResponsesDecoder:
         if text == "[DONE]":  # not the Responses API's, but some servers end with it
             self.done = True
             return []
-        try:
-            payload = json.loads(text)
-        except ValueError as exc:
+        payload = _object(text)
+        if payload is None:
             raise TransportError(
-                f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            ) from exc
-        if not isinstance(payload, dict):
-            raise TransportError(
-                f"malformed stream: an event is not a JSON object: {data[:200]!r}",
+                f"malformed stream: an event's data is not a JSON object: {data[:200]!r}",
                 retryable=False,
                 body=data[:2000],
             )
@@ -182,6 +175,15 @@ def responses_error(
         message = f"{message} ({code})"
     body = json.dumps(payload if payload is not None else error, default=str)
     return TransportError(message, status=status, retryable=retryable, body=body[:2000])
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed, if it is a JSON object."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _int(value: Any) -> int:

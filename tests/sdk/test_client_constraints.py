@@ -7,12 +7,13 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 import pytest
 import respx
 from pydantic import BaseModel
+from test_openai_corpus import GetStockPrice, GetWeatherArgs  # the recorded stream's tools
 
 from sdk import (
     Choice,
@@ -137,17 +138,6 @@ def test_unknown_api_or_server_are_refused() -> None:
         Client(base_url=BASE, api="completions")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="server must be one of"):
         Client(base_url=BASE, server="sglang")  # type: ignore[typeddict-item]
-
-
-class GetWeatherArgs(BaseModel):
-    city: str
-    country: str
-    units: Literal["c", "f"] = "c"
-
-
-class GetStockPrice(BaseModel):
-    ticker: str
-    exchange: str
 
 
 async def test_several_tools_over_chat_completions_with_a_recorded_openai_stream(

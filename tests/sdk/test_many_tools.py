@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 from _stream_support import Scripted
-from pydantic import BaseModel
+from test_openai_corpus import GetStockPrice, GetWeatherArgs  # the recorded stream's tools
 
 from sdk import (
     Delta,
@@ -26,17 +26,6 @@ from sdk._http._tool_ids import ToolIdDecoder
 from sdk._target import compile_target
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
-
-
-class GetWeatherArgs(BaseModel):
-    city: str
-    country: str
-    units: Literal["c", "f"] = "c"
-
-
-class GetStockPrice(BaseModel):
-    ticker: str
-    exchange: str
 
 
 TOOLS = [Tool("GetWeatherArgs", GetWeatherArgs), Tool("get_stock_price", GetStockPrice)]

@@ -161,6 +161,8 @@ def message_stream(rid, mid, pieces, fmt, terminal, inp, out, kind="output_text"
             "response.completed",
             response=response(rid, "completed", [done_item], usage(inp, out), fmt),
         )
+    elif terminal == "response.failed":  # no more events about the item
+        s.add("response.failed", response=response(rid, "failed", [], None, fmt, **extra))
     else:  # incomplete: the item stops where the output stopped
         done_part = {**part, "text": text}
         done_item = {**item, "status": "incomplete", "content": [done_part]}
@@ -311,52 +313,16 @@ s.add(
 s.write("tool_calls")
 
 # A response that failed mid-way.
-s = Stream()
-rid = "resp_68a1c2eb18c98190a4b1c2d3e4f5a6c2"
-base = response(rid, "in_progress", [], None, WEATHER_FMT)
-s.add("response.created", response=base)
-s.add("response.in_progress", response=base)
-mid = "msg_68a1c2ec29da8190b3c4d5e6f7a8b9c4"
-s.add(
-    "response.output_item.added",
-    output_index=0,
-    item={
-        "id": mid,
-        "type": "message",
-        "status": "in_progress",
-        "content": [],
-        "role": "assistant",
-    },
-)
-s.add(
-    "response.content_part.added",
-    item_id=mid,
-    output_index=0,
-    content_index=0,
-    part={"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
-)
-for p in JSON_PIECES[:3]:
-    s.add(
-        "response.output_text.delta",
-        item_id=mid,
-        output_index=0,
-        content_index=0,
-        delta=p,
-        logprobs=[],
-        obfuscation="x" * (16 - len(p) % 16),
-    )
-s.add(
+message_stream(
+    "resp_68a1c2eb18c98190a4b1c2d3e4f5a6c2",
+    "msg_68a1c2ec29da8190b3c4d5e6f7a8b9c4",
+    JSON_PIECES[:3],
+    WEATHER_FMT,
     "response.failed",
-    response=response(
-        rid,
-        "failed",
-        [],
-        None,
-        WEATHER_FMT,
-        error={"code": "server_error", "message": "The model failed to generate a response."},
-    ),
-)
-s.write("failed")
+    0,
+    0,
+    error={"code": "server_error", "message": "The model failed to generate a response."},
+).write("failed")
 
 # An error event.
 s = Stream()

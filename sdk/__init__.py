@@ -4,7 +4,7 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
 
 * :class:`Client` — starts generations on an OpenAI-compatible server or the local engine and
   returns a :class:`Stream`; :func:`stream_structured` does the same for any async source of
-  text deltas.
+  text deltas; :class:`SyncClient` is the same client for code without an event loop.
 * :class:`Stream` — an async context manager and async iterator of :class:`FieldEvent`; runs
   ``on_field`` callbacks exactly once per field, aborts on a violation, retries at once
   (:class:`Retry`), and validates the whole result (``await stream.result()``).
@@ -46,6 +46,7 @@ from sdk._events import (
     AttemptFailed,
     AttemptStarted,
     FieldEvent,
+    ReasoningDelta,
     StreamEnded,
     StreamEvent,
     TextDelta,
@@ -57,14 +58,20 @@ from sdk._tracker import FieldTracker
 from sdk._version import __version__
 
 if _typing.TYPE_CHECKING:
+    from sdk._batch import BatchRequest, BatchResult
     from sdk._client import Client
     from sdk._stream import Stream, stream_structured
+    from sdk._sync import SyncClient, SyncStream
 
 # The async shell (anyio, httpx) is imported on first use, so that the sans-I/O core
 # (``from sdk import FieldTracker``) stands alone.
 _LAZY = {
+    "BatchRequest": "sdk._batch",
+    "BatchResult": "sdk._batch",
     "Client": "sdk._client",
     "Stream": "sdk._stream",
+    "SyncClient": "sdk._sync",
+    "SyncStream": "sdk._sync",
     "stream_structured": "sdk._stream",
 }
 
@@ -89,6 +96,8 @@ __all__ = [
     "AttemptStarted",
     "Backend",
     "BackendError",
+    "BatchRequest",
+    "BatchResult",
     "CallbackError",
     "Choice",
     "Client",
@@ -101,6 +110,7 @@ __all__ = [
     "Message",
     "MissingDependencyError",
     "OutputSyntaxError",
+    "ReasoningDelta",
     "RefusedError",
     "Regex",
     "RetriesExhausted",
@@ -114,6 +124,8 @@ __all__ = [
     "StreamEvent",
     "StreamUsageError",
     "StructuralTag",
+    "SyncClient",
+    "SyncStream",
     "Tag",
     "TaggedText",
     "TextDelta",

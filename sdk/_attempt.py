@@ -15,6 +15,9 @@ event loop and no connection, so every rule below is tested by feeding it values
   :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
   :class:`~sdk.ContentFilteredError`. Both are raised by :meth:`AttemptState.finish`, after the
   source ended, so that usage sent after the finish reason is counted.
+- Reasoning (``Delta.reasoning``, or in ``lenient`` mode a ``<think>`` block before the
+  message's document) is kept apart, never parsed, and given as
+  :class:`~sdk.ReasoningDelta` events when asked for.
 - Usage: the backend's latest report (``Delta.usage``) when it sent one, else the attempt's
   own count (``Delta.tokens``, or one token per text delta, marked ``estimated``), so an
   aborted attempt is never counted as free.
@@ -28,13 +31,17 @@ from typing import Any
 
 from sdk._backend import Delta, Usage
 from sdk._errors import ContentFilteredError, RefusedError, TruncatedError
-from sdk._events import TrackerEvent
+from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._retry import AttemptInfo, ToolCallText
 from sdk._schema import CompiledSchema
 from sdk._target import Compiled, Tracker, new_tracker
+from sdk._think import ThinkSplitter
 from sdk._tracker import FieldTracker
 
-__all__ = ["AttemptState"]
+__all__ = ["AttemptEvent", "AttemptState"]
+
+AttemptEvent = FieldEvent | TextDelta | ReasoningDelta
+"""What :meth:`AttemptState.feed` and :meth:`AttemptState.finish` return."""
 
 
 class AttemptState:
@@ -63,12 +70,15 @@ class AttemptState:
         "_last_tracker",
         "_lenient",
         "_names",
+        "_reasoning",
         "_refusal",
         "_reported",
         "_started",
         "_texts",
+        "_think",
         "_tool_mode",
         "_trackers",
+        "_want_reasoning",
         "number",
     )
 
@@ -79,6 +89,7 @@ class AttemptState:
         *,
         lenient: bool = False,
         deltas: bool = False,
+        reasoning: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.number = number
@@ -92,6 +103,9 @@ class AttemptState:
         self._names: dict[int, str | None] = {}
         self._ids: dict[int, str] = {}
         self._refusal: list[str] = []
+        self._reasoning: list[str] = []
+        self._want_reasoning = reasoning
+        self._think = ThinkSplitter() if lenient else None
         self._finish_reason: str | None = None
         self._reported: Usage | None = None
         self._counted = 0
@@ -145,7 +159,7 @@ class AttemptState:
 
     # ------------------------------------------------------------------ input
 
-    def feed(self, chunk: str | Delta) -> list[TrackerEvent]:
+    def feed(self, chunk: str | Delta) -> Sequence[AttemptEvent]:
         """Take one chunk of the source; return the field events it made certain."""
         if type(chunk) is Delta:
             if (
@@ -154,6 +168,7 @@ class AttemptState:
                 and chunk.refusal is None
                 and chunk.tool_name is None
                 and chunk.tool_call_id is None
+                and chunk.reasoning is None
             ):
                 # The common delta: text only.
                 text = chunk.text
@@ -173,6 +188,7 @@ class AttemptState:
             self._reported = chunk.usage
         if chunk.refusal:
             self._refusal.append(chunk.refusal)
+        thoughts = self._thought(chunk.reasoning) if chunk.reasoning else []
         key = chunk.tool_call
         if key is not None and chunk.tool_name is not None:
             self._names[key] = chunk.tool_name
@@ -182,15 +198,15 @@ class AttemptState:
         if not text or self._finish_reason is not None:
             if chunk.finish_reason is not None and self._finish_reason is None:
                 self._finish_reason = chunk.finish_reason
-            return []
+            return thoughts
         self._count(chunk)
         events = self._text(text, chunk.forced, key)
         if chunk.finish_reason is not None:
             # Text on the finishing delta is the output's last; nothing after it is parsed.
             self._finish_reason = chunk.finish_reason
-        return events
+        return [*thoughts, *events] if thoughts else events
 
-    def finish(self) -> list[TrackerEvent]:
+    def finish(self) -> Sequence[AttemptEvent]:
         """The source ended: return the documents' last events (a root number is final only at
         the end), or raise what ended the attempt: :class:`~sdk.RefusedError`,
         :class:`~sdk.ContentFilteredError`, :class:`~sdk.TruncatedError` (reason
@@ -200,9 +216,15 @@ class AttemptState:
             raise RefusedError("".join(self._refusal))
         if self._finish_reason == "content_filter":
             raise ContentFilteredError(snapshot=self.snapshot)
+        events: list[AttemptEvent] = []
+        if self._think is not None:
+            thought, content = self._think.end()
+            if thought:
+                events.extend(self._thought(thought))
+            if content:
+                events.extend(self._document(content, False, None))
         if not self._trackers:
             self._trackers[None] = self._new_tracker(None)
-        events: list[TrackerEvent] = []
         for key in self._keys():
             try:
                 events.extend(self._trackers[key].finish())
@@ -239,6 +261,7 @@ class AttemptState:
             tool_calls=tool_calls,
             seconds=self._clock() - self._started,
             first_output=None if first is None else first - self._started,
+            reasoning="".join(self._reasoning),
         )
 
     # ------------------------------------------------------------------ internals
@@ -255,11 +278,26 @@ class AttemptState:
             if chunk.forced:
                 self._forced += tokens
 
-    def _text(self, text: str, forced: bool, key: int | None) -> list[TrackerEvent]:
+    def _thought(self, text: str) -> list[AttemptEvent]:
+        self._reasoning.append(text)
+        return [ReasoningDelta(text, self.number)] if self._want_reasoning else []
+
+    def _text(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         tracker = self._last_tracker
         if key == self._last_key and tracker is not None:  # where the last text went
             self._last_texts.append(text)
             return tracker.feed(text, forced=forced)
+        think = self._think
+        if think is not None and key is None:
+            thought, text = think.feed(text)
+            if thought:
+                events = self._thought(thought)
+                return [*events, *self._document(text, forced, key)] if text else events
+            if not text:
+                return []
+        return self._document(text, forced, key)
+
+    def _document(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         texts = self._texts.get(key)
         if texts is None:
             texts = self._texts[key] = []
@@ -275,7 +313,8 @@ class AttemptState:
                 self._tool_mode = True
                 self._trackers.pop(None, None)
             tracker = self._trackers[key] = self._new_tracker(key)
-        self._last_key, self._last_texts, self._last_tracker = key, texts, tracker
+        if key is not None or self._think is None or self._think.done:
+            self._last_key, self._last_texts, self._last_tracker = key, texts, tracker
         return tracker.feed(text, forced=forced)
 
     def _new_tracker(self, key: int | None) -> Tracker:

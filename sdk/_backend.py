@@ -67,6 +67,9 @@ class Delta:
     """The id the server gave that tool call, on its first delta (when it sends one)."""
     refusal: str | None = None
     """A piece of a refusal message (OpenAI ``delta.refusal``)."""
+    reasoning: str | None = None
+    """A piece of the model's reasoning (``delta.reasoning_content`` / ``delta.reasoning``):
+    kept apart, never parsed."""
     finish_reason: str | None = None
     """Why the generation ended, on the last delta: ``stop``, ``length``, ``content_filter``,
     ``tool_calls``."""

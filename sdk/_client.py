@@ -10,25 +10,32 @@ violation is seen, not after the whole output.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
-from sdk._constraints import Tool
+from sdk._batch import BatchResult, run_batch
+from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._http import OpenAIBackend, ResponsesBackend
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
-from sdk._retry import Attempt
+from sdk._retry import Attempt, Retry
 from sdk._schema import schema_name
+from sdk._segments import TaggedText
 from sdk._stream import Stream
 from sdk._target import compile_target, request_fields
 
 __all__ = ["Client"]
+
+T = TypeVar("T")
+B = TypeVar("B")
 
 
 class Client:
@@ -36,12 +43,19 @@ class Client:
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
     Completions server over httpx, or, with ``api="responses"``, to its Responses API
-    (``POST /responses``); ``server`` says which server it is (``"vllm"``, ``"llamacpp"``,
-    ``"openai"``; ``None``: not said, JSON Schema only), which decides how constraints other
-    than JSON Schema are sent; the other options (``http_client``, ``timeout``, ``headers``,
-    ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
+    (``POST /responses``). Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and
+    ``$OPENAI_BASE_URL`` and defaults to OpenAI's API. ``server`` says which server it is
+    (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
+    decides how constraints other than JSON Schema are sent; the other options
+    (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
+    :class:`~sdk._http.OpenAIBackend`.
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
+
+    ``max_retries``: when a stream is given no ``retry`` policy, transport failures
+    (connection errors, 408/409/429/5xx) are retried this many times, with backoff and jitter,
+    honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does. Errors in the
+    model's output are retried only when a ``retry=Retry(...)`` asks for it.
 
     Use it as an async context manager (or call :meth:`aclose`) to release what it opened: the
     httpx client it made, the local engine. Clients passed in by the caller are not closed.
@@ -53,19 +67,20 @@ class Client:
         api_key: str | None = None,
         model: str | None = None,
         *,
+        max_retries: int = 2,
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
-        if api not in ("chat", "responses"):
-            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-        kind = ResponsesBackend if api == "responses" else OpenAIBackend
+        kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
         self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
+        self._max_retries = _check_max_retries(max_retries)
 
     @classmethod
-    def from_backend(cls, backend: Backend) -> Client:
+    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
         """A client over any :class:`~sdk.Backend` (closed by :meth:`aclose`)."""
         client = cls.__new__(cls)
         client._backend = backend
+        client._max_retries = _check_max_retries(max_retries)
         return client
 
     @classmethod
@@ -75,20 +90,22 @@ class Client:
         *,
         model: str,
         strict: bool = True,
+        max_retries: int = 0,
         api: Api = "chat",
         server: Server | None = None,
     ) -> Client:
         """A client that sends its requests through ``client``, an ``openai.AsyncOpenAI`` (or
-        ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies
-        and timeouts are the client's. Its own retries are off for these calls (the stream's
-        :class:`~sdk.Retry` retries instead). ``client`` is not closed by :meth:`aclose`.
-        ``api`` and ``server`` as for ``Client(...)``."""
+        ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies,
+        timeouts and retries are the client's, unchanged. Its ``max_retries`` retries a request
+        that fails before the stream begins; a stream broken midway is retried here only with
+        ``max_retries`` (0 by default, so that the two layers do not multiply) or a ``retry``
+        policy. ``client`` is not closed by :meth:`aclose`. ``api`` and ``server`` as for
+        ``Client(...)``."""
         from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
 
-        if api not in ("chat", "responses"):
-            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-        kind = ResponsesSDKBackend if api == "responses" else OpenAISDKBackend
-        return cls.from_backend(kind(client, model=model, strict=strict, server=server))
+        kind = _backend_kind(api, OpenAISDKBackend, ResponsesSDKBackend)
+        backend = kind(client, model=model, strict=strict, server=server)
+        return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
@@ -101,13 +118,43 @@ class Client:
         """
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 
-        return cls.from_backend(LocalBackend(model=model, device=device, **opts))
+        # Nothing to retry by default: the engine has no transport.
+        return cls.from_backend(LocalBackend(model=model, device=device, **opts), max_retries=0)
 
     @property
     def backend(self) -> Backend:
         """The backend requests go to."""
         return self._backend
 
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: TextConstraint,
+        **options: Unpack[RequestOptions],
+    ) -> Stream[str]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: StructuralTag,
+        **options: Unpack[RequestOptions],
+    ) -> Stream[TaggedText]: ...
+    @overload
+    def stream(
+        self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
+    ) -> Stream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: TypeAdapter[T],
+        **options: Unpack[RequestOptions],
+    ) -> Stream[T]: ...
+    @overload
     def stream(
         self,
         *,
@@ -115,15 +162,28 @@ class Client:
         schema: Any = None,
         tools: Sequence[Tool] | Mapping[str, Any] | None = None,
         **options: Unpack[RequestOptions],
-    ) -> Stream:
+    ) -> Stream[Any]: ...
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Stream[Any]:
         """Stream a structured completion; use the result with ``async with``.
 
         - ``messages``: the conversation (OpenAI chat messages: mappings with a ``role``).
         - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema
-          dict (its resolved JSON Schema is what the server is sent); or a constraint:
-          :class:`~sdk.Choice`, :class:`~sdk.Regex`, :class:`~sdk.Grammar`,
-          :class:`~sdk.StructuralTag`, sent the way the client's ``server`` reads it (a server
-          that cannot be sent it raises :class:`~sdk.UnsupportedConstraint` here).
+          dict. Its resolved JSON Schema is what the server is sent (made strict, see
+          :mod:`sdk._http._strict`); it is the contract: the result is validated by pydantic
+          in JSON mode, which may accept more than the schema says (lax coercions), never
+          less. The stream is typed by it: ``Stream[Model]``, ``Stream[list[Item]]``,
+          ``Stream[Any]`` for a dict. Or a constraint: :class:`~sdk.Choice`,
+          :class:`~sdk.Regex`, :class:`~sdk.Grammar` (``Stream[str]``),
+          :class:`~sdk.StructuralTag` (``Stream[TaggedText]``), sent the way the client's
+          ``server`` reads it (a server that cannot be sent it raises
+          :class:`~sdk.UnsupportedConstraint` here).
         - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
           the model calls one or more, each call tracked against its own tool's schema
           (``results()`` gives each call's value, in order).
@@ -147,6 +207,9 @@ class Client:
         :class:`~sdk.SchemaError`.
         """
         config, request = split_options(options, where="Client.stream", request=True)
+        if "retry" not in options and self._max_retries:
+            retry = Retry(max_attempts=self._max_retries + 1, output_errors=False)
+            config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_target(schema, tools)
@@ -161,6 +224,49 @@ class Client:
         )
         check_request(self._backend, template)
         return Stream(_Requests(self._backend, template), compiled, config)
+
+    @overload
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: type[T],
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[T]]]: ...
+    @overload
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: Any,
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]: ...
+    def batch(
+        self,
+        requests: Iterable[Any] | AsyncIterable[Any],
+        *,
+        schema: Any,
+        concurrency: int = 8,
+        system: str | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:
+        """Run many requests, at most ``concurrency`` at once; their results as they complete.
+
+        ``requests``: :class:`~sdk.BatchRequest` values or mappings ``{"id": ..., "prompt":
+        ...}`` / ``{"id": ..., "messages": [...]}`` (``system``, when given, comes before each
+        prompt), from an iterable or an async iterable, read lazily. The other arguments are
+        :meth:`stream`'s, for every request. Use with ``async with ... as results: async for
+        done in results``; each :class:`~sdk.BatchResult` has the request's ``id`` and its
+        ``value`` or ``error`` (a failed request never ends the batch), ``attempts``, ``usage``
+        and ``seconds``. Leaving the block early cancels what still runs.
+        """
+        return run_batch(
+            self, requests, schema=schema, concurrency=concurrency, system=system, options=options
+        )
 
     async def aclose(self) -> None:
         """Release the backend (the httpx client this client made, the local engine)."""
@@ -198,6 +304,13 @@ class _Requests:
         return self._backend.generate(request)
 
 
+def _backend_kind(api: object, chat: type[B], responses: type[B]) -> type[B]:
+    """The backend class for ``api`` (``ValueError`` naming it when it is neither)."""
+    if api not in ("chat", "responses"):
+        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+    return responses if api == "responses" else chat
+
+
 def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     """``messages`` as a tuple, checked: a sequence of mappings, each with a ``role``."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -212,3 +325,9 @@ def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"not {message!r}"
             )
     return tuple(messages)
+
+
+def _check_max_retries(max_retries: int) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, not {max_retries!r}")
+    return max_retries

@@ -180,8 +180,9 @@ class TransportError(StreamError):
     """The server or the connection failed.
 
     ``status`` is the HTTP status (``None`` for a connection failure), ``retryable`` whether a new
-    attempt may help (5xx, 429, connection drops: yes; other 4xx: no), ``retry_after`` the
-    server's ``Retry-After`` in seconds when it sent one, ``body`` the error text it sent.
+    attempt may help (connection failures, 408, 409, 429, 5xx: yes; other 4xx: no),
+    ``retry_after`` the wait the server asked for in seconds (``retry-after-ms`` or
+    ``Retry-After``), ``body`` the error text it sent.
     """
 
     def __init__(
@@ -201,9 +202,9 @@ class TransportError(StreamError):
 
 
 def retryable_status(status: int) -> bool:
-    """Whether an HTTP status may go away on a new attempt: 429 (rate limited) and 5xx do;
-    other statuses will not."""
-    return status == 429 or status >= 500
+    """Whether an HTTP status may go away on a new attempt: 408 (timeout), 409 (conflict), 429
+    (rate limited) and 5xx do, as openai-python judges them; other statuses will not."""
+    return status in (408, 409, 429) or status >= 500
 
 
 class BackendError(StreamError):

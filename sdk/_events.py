@@ -13,7 +13,8 @@ tracker). Events of a tool call's arguments say which call (``tool_call``, ``too
 Progress events come from the stream itself, when asked for (``progress=True``): an attempt
 started (:class:`AttemptStarted`), failed (:class:`AttemptFailed`, with whether it will be
 retried), the backend reported token usage (:class:`UsageReported`), and the stream ended
-(:class:`StreamEnded`). A plain ``async for event in stream`` yields field events only.
+(:class:`StreamEnded`). A reasoning model's thoughts stream as :class:`ReasoningDelta` when asked
+for (``reasoning=True``). A plain ``async for event in stream`` yields field events only.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "AttemptFailed",
     "AttemptStarted",
     "FieldEvent",
+    "ReasoningDelta",
     "StreamEnded",
     "StreamEvent",
     "TextDelta",
@@ -125,6 +127,18 @@ class TextDelta(_PathEvent):
 
 TrackerEvent = FieldEvent | TextDelta
 """What :meth:`sdk.FieldTracker.feed` returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta(StreamEvent):
+    """The model's reasoning grew (``reasoning=True``): a reasoning model's
+    ``reasoning_content``, or, in ``lenient`` mode, a ``<think>`` block before the document.
+    Never parsed; concatenating an attempt's pieces gives its reasoning."""
+
+    text: str
+    """The new characters (never empty)."""
+    attempt: int = 1
+    """The attempt (1-based) whose output this reasoning came from."""
 
 
 @dataclass(frozen=True, slots=True)

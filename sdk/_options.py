@@ -45,6 +45,7 @@ class StreamOptions(TypedDict, total=False):
     lenient: bool
     deltas: bool
     progress: bool
+    reasoning: bool
 
 
 class RequestOptions(StreamOptions, total=False):
@@ -79,12 +80,15 @@ class StreamConfig:
     running, or ``"wait"`` for them (a cancelled consumer always cancels them). On success the
     stream always waits for them, so their errors are the stream's."""
     lenient: bool = False
-    """Accept prose or a code fence around the document (for servers that do not constrain)."""
+    """Accept prose or a code fence around the document (for servers that do not constrain),
+    and route a ``<think>…</think>`` block before it to the reasoning."""
     deltas: bool = False
     """Also yield :class:`~sdk.TextDelta` events as string fields stream."""
     progress: bool = False
     """Also yield progress events: :class:`~sdk.AttemptStarted`, :class:`~sdk.AttemptFailed`,
     :class:`~sdk.UsageReported`, :class:`~sdk.StreamEnded`."""
+    reasoning: bool = False
+    """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
@@ -97,7 +101,7 @@ class StreamConfig:
             or self.max_concurrency < 1
         ):
             raise ValueError(f"max_concurrency must be an int >= 1, not {self.max_concurrency!r}")
-        for name in ("lenient", "deltas", "progress"):
+        for name in ("lenient", "deltas", "progress", "reasoning"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
@@ -124,9 +128,34 @@ def split_options(
         )
     config = StreamConfig(**{k: v for k, v in options.items() if k in _STREAM_KEYS})
     rest = {k: v for k, v in options.items() if k in _REQUEST_KEYS}
-    if "mode" in rest:
-        _choice("mode", rest["mode"], _MODES)
+    _check_request(rest)
     return config, rest
+
+
+def _check_request(options: Mapping[str, Any]) -> None:
+    """Each request option is of the kind it must be (``None`` leaves it unset)."""
+    if "mode" in options:
+        _choice("mode", options["mode"], _MODES)
+    checks: dict[str, tuple[Any, str]] = {
+        "max_tokens": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
+        "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+        "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "seed": (_is_int, "an int"),
+        "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
+        "extra_body": (lambda v: isinstance(v, Mapping), "a mapping of body parameters"),
+    }
+    for name, (ok, what) in checks.items():
+        value = options.get(name)
+        if value is not None and not ok(value):
+            raise TypeError(f"{name} must be {what} (or None), not {value!r}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -86,6 +86,9 @@ class AttemptInfo:
     first_output: float | None = None
     """Seconds from the attempt's start to its first text (``None``: it wrote none); the time
     to first token, prompt processing included."""
+    reasoning: str = ""
+    """The model's reasoning in this attempt (reasoning deltas, or a ``<think>`` block in
+    lenient mode); empty when there was none."""
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -179,8 +182,10 @@ class Retry:
     """When and how fast to retry.
 
     An error is retried only if it is a :class:`~sdk.StreamError` whose ``retryable`` is true
-    (schema violations, syntax errors, truncation, transport 5xx/429/connection drops) and
-    attempts are left; refusals, content filters, callback errors and other 4xx are not.
+    (schema violations, syntax errors, truncation; transport errors: connection failures and
+    408/409/429/5xx) and attempts are left; refusals, content filters, callback errors and other
+    4xx are not. With ``output_errors=False`` only transport errors are retried (the policy a
+    :class:`~sdk.Client` applies when ``retry`` is not given).
 
     Output errors (the model wrote something wrong) are retried at once. Transport errors wait:
     the server's ``retry_after`` when it sent one, else ``backoff * multiplier ** (n - 1)``
@@ -199,6 +204,9 @@ class Retry:
     """The longest wait, in seconds."""
     jitter: float = 0.5
     """Fraction (0..1) of each delay that is random."""
+    output_errors: bool = True
+    """Retry errors in the model's output (violations, syntax, truncation) too; ``False``:
+    transport errors only."""
     feedback: FeedbackBuilder = default_feedback
     """Builds the messages that report a failed attempt to the model."""
     sleep: Callable[[float], Awaitable[None]] = field(default=_sleep, compare=False)
@@ -214,12 +222,16 @@ class Retry:
         if not 0 <= self.jitter <= 1:
             raise ValueError("jitter must be between 0 and 1")
 
+    def covers(self, error: BaseException) -> bool:
+        """Whether this policy retries errors like ``error`` (attempts left or not)."""
+        if not isinstance(error, StreamError) or not error.retryable:
+            return False
+        return self.output_errors or isinstance(error, TransportError)
+
     def should_retry(self, error: BaseException, attempt: int) -> bool:
         """Whether to start another attempt after attempt number ``attempt`` failed with
         ``error``."""
-        if attempt >= self.max_attempts or not isinstance(error, StreamError):
-            return False
-        if not error.retryable:
+        if attempt >= self.max_attempts or not self.covers(error):
             return False
         return not (
             isinstance(error, TransportError)

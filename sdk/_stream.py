@@ -11,43 +11,70 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import anyio
 from anyio.abc import TaskGroup
+from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
-from sdk._attempt import AttemptState
+from sdk._attempt import AttemptEvent, AttemptState
 from sdk._backend import Delta, Message, Usage
-from sdk._constraints import Tool
+from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._dispatch import Dispatcher
-from sdk._errors import CallbackError, RetriesExhausted, StreamError, StreamUsageError
+from sdk._errors import CallbackError, RetriesExhausted, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
     FieldEvent,
     StreamEnded,
     StreamEvent,
-    TrackerEvent,
     UsageReported,
 )
 from sdk._options import StreamConfig, StreamOptions, split_options
 from sdk._retry import Attempt, AttemptInfo
+from sdk._segments import TaggedText
 from sdk._source import Chunk, Pulled, Source, SourceReader
 from sdk._target import Compiled, compile_target
 
 __all__ = ["Stream", "stream_structured"]
 
+T = TypeVar("T")
+
 _NEW, _OPEN, _DONE, _FAILED, _CLOSED = "new", "open", "done", "failed", "closed"
 
 
+@overload
+def stream_structured(
+    source: Source, *, schema: TextConstraint, **options: Unpack[StreamOptions]
+) -> Stream[str]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: StructuralTag, **options: Unpack[StreamOptions]
+) -> Stream[TaggedText]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: type[T], **options: Unpack[StreamOptions]
+) -> Stream[T]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: TypeAdapter[T], **options: Unpack[StreamOptions]
+) -> Stream[T]: ...
+@overload
 def stream_structured(
     source: Source,
     *,
     schema: Any = None,
     tools: Sequence[Tool] | Mapping[str, Any] | None = None,
     **options: Unpack[StreamOptions],
-) -> Stream:
+) -> Stream[Any]: ...
+def stream_structured(
+    source: Source,
+    *,
+    schema: Any = None,
+    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+    **options: Unpack[StreamOptions],
+) -> Stream[Any]:
     """Stream a structured document from ``source``; use the result with ``async with``.
 
     - ``source``: an async iterable of ``str`` / :class:`~sdk.Delta`, or a callable taking an
@@ -68,8 +95,11 @@ def stream_structured(
     return Stream(source, compile_target(schema, tools), config)
 
 
-class Stream:
+class Stream(Generic[T]):
     """A structured stream: an async context manager and a one-shot async iterator.
+
+    ``T`` is the result's type: the model for ``schema=Model``, ``list[Item]`` for
+    ``schema=list[Item]``, ``Any`` for a dict schema.
 
     ``async for ev in s`` yields each :class:`~sdk.FieldEvent` once per stream (and
     :class:`~sdk.TextDelta` / progress events if asked for), then ends when the document is
@@ -115,7 +145,7 @@ class Stream:
         self._iterated = False
         self._busy = False
         self._error: BaseException | None = None
-        self._values: list[Any] | None = None
+        self._values: list[T] | None = None
         self._attempts: list[AttemptInfo] = []
         self._feedback: list[Message] = []
         self._attempt: AttemptState | None = None  # the attempt in progress (or the last one)
@@ -167,7 +197,7 @@ class Stream:
         """The error the stream failed with, if it did."""
         return self._error
 
-    async def result(self) -> Any:
+    async def result(self) -> T:
         """The validated value: the model instance (or plain value) of the document, or of the
         single tool call. Reads the rest of the stream first (dispatching its fields) if it was
         not read to the end; raises the stream's error if it failed.
@@ -183,7 +213,7 @@ class Stream:
             )
         return values[0]
 
-    async def results(self) -> list[Any]:
+    async def results(self) -> list[T]:
         """The validated values, one per tool call in index order (one element for a plain
         document). Same rules as :meth:`result`."""
         if self._state == _NEW:
@@ -205,7 +235,7 @@ class Stream:
         assert self._values is not None
         return list(self._values)
 
-    def __aiter__(self) -> Stream:
+    def __aiter__(self) -> Stream[T]:
         if self._state == _NEW:
             raise StreamUsageError("enter the stream with `async with` before iterating it")
         if self._iterated:
@@ -233,7 +263,7 @@ class Stream:
         finally:
             self._busy = False
 
-    async def __aenter__(self) -> Stream:
+    async def __aenter__(self) -> Stream[T]:
         if self._state != _NEW:
             raise StreamUsageError("a stream can be entered once")
         tg = anyio.create_task_group()
@@ -287,7 +317,11 @@ class Stream:
         number = self.attempt + 1
         config = self._config
         self._attempt = AttemptState(
-            number, self._compiled, lenient=config.lenient, deltas=config.deltas
+            number,
+            self._compiled,
+            lenient=config.lenient,
+            deltas=config.deltas,
+            reasoning=config.reasoning,
         )
         self._recorded = False
         if config.progress:
@@ -339,7 +373,7 @@ class Stream:
             except CallbackError as exc:
                 await self._fail(exc)
 
-    async def _dispatch(self, new: Sequence[TrackerEvent]) -> None:
+    async def _dispatch(self, new: Sequence[AttemptEvent]) -> None:
         dispatcher = self._dispatcher
         callbacks = dispatcher.has_callbacks
         events = self._events
@@ -404,8 +438,7 @@ class Stream:
                 retry is not None
                 and retry.max_attempts > 1
                 and number >= retry.max_attempts
-                and isinstance(exc, StreamError)
-                and exc.retryable
+                and retry.covers(exc)
             ):
                 error = RetriesExhausted([a.error for a in self._attempts if a.error is not None])
                 error.__cause__ = exc

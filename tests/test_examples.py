@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -68,6 +69,8 @@ def test_every_example_is_tested_and_documented() -> None:
         "abort_retry.py",
         "live_text.py",
         "tool_call.py",
+        "server.py",
+        "sync_client.py",
     }
     assert scripts == tested
     for name in scripts:
@@ -161,3 +164,25 @@ def check_tool_call(out: str) -> None:
 @pytest.mark.slow
 def test_tool_call_on_the_local_engine() -> None:
     check_tool_call(run_example("tool_call.py"))
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server (the integration tests' own), for the examples
+    that need no torch."""
+    llama = import_file(ROOT / "tests" / "integration" / "llama_server.py")
+    server = llama.start(log=tmp_path_factory.mktemp("llama") / "server.log")
+    try:
+        yield str(server.base_url)
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["server.py", "sync_client.py"])
+def test_server_examples(name: str, server_url: str, models: ModuleType) -> None:
+    out = run_example(name, "--base-url", server_url)
+    person = models.Person.model_validate_json(line_after(out, "result:"))
+    fields = [line for line in out.splitlines() if line.startswith("field ")]
+    assert fields[-1].startswith("field / = ")
+    assert f"field /name = {person.name!r}" in out

@@ -30,6 +30,8 @@ output format:
   "pointer": "...", "value": ..., "attempt": n, "t": seconds} per final value, then
   {"event": "result", "value": ...} or {"event": "error", "exit_code": n, "error": {...}}.
   A failed attempt that is retried adds {"event": "attempt_failed", ...}.
+  A batch job (--input/--output) writes its outcomes to --output and shows a progress bar on
+  a terminal; otherwise one {"event": "item", ...} line per request, then {"event": "batch"}.
 
 exit codes:
   0    success: the document was complete and valid
@@ -43,6 +45,8 @@ examples:
   echo "Describe a fictional person" | fieldstream -s examples/schemas/person.json --json
   fieldstream --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct \\
       -s examples/models.py:Person "Describe a fictional person"
+  fieldstream -s examples/models.py:Person --input people.jsonl --output out.jsonl \\
+      --base-url http://127.0.0.1:8000/v1 --concurrency 32
 """
 
 
@@ -142,6 +146,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="attempts after the first when the output fails (default: 2)",
     )
 
+    batch = parser.add_argument_group("batch jobs (a file of requests instead of one prompt)")
+    batch.add_argument(
+        "--input",
+        metavar="FILE",
+        help='JSON Lines of requests: {"id": ..., "prompt": ...} or {"id": ..., "messages": [...]}'
+        " ('-' for stdin)",
+    )
+    batch.add_argument(
+        "--output",
+        metavar="FILE",
+        help='JSON Lines of outcomes, appended: {"id": ..., "result": ...} or {"id": ..., '
+        '"error": ...}; a rerun skips the ids that have a result',
+    )
+    batch.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="requests running at once (default: 4)",
+    )
+
     out = parser.add_argument_group("output")
     view = out.add_mutually_exclusive_group()
     view.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
@@ -165,6 +190,9 @@ def parse(
 
 
 def read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
+    """The one prompt (``""`` in a batch job, whose prompts are in ``--input``)."""
+    if args.input is not None:
+        return ""
     if args.prompt is not None and args.prompt_option is not None:
         raise UsageError("give the prompt once: as an argument or with --prompt, not both")
     prompt: str | None = args.prompt if args.prompt is not None else args.prompt_option
@@ -178,6 +206,13 @@ def read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
 
 
 def check_combinations(args: argparse.Namespace) -> None:
+    """Refuse options that do not go together (:class:`UsageError`)."""
+    if (args.input is None) != (args.output is None):
+        raise UsageError("a batch job needs both --input and --output")
+    if args.input is not None and (args.prompt is not None or args.prompt_option is not None):
+        raise UsageError("the prompts of a batch job are in --input: give no prompt too")
+    if args.input is not None and args.input != "-" and args.input == args.output:
+        raise UsageError("--input and --output must be different files")
     if args.base_url is None:
         for flag, value in (("--api-key", args.api_key), ("--mode", args.mode != "json_schema")):
             if value:

@@ -30,23 +30,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
 
-from sdk._backend import Backend, Message, Usage
+from sdk._backend import Message, Usage
 from sdk._cli._args import UsageError, build_parser, check_combinations, parse, read_prompt
+from sdk._cli._backends import BackendFactory, open_backend, request_options
 from sdk._cli._exit import ExitCode, exit_code_for
 from sdk._cli._report import JsonLinesReport, Report, RunSummary
 from sdk._cli._schema_source import SchemaSourceError, load_schema
 from sdk._client import Client
 from sdk._errors import SchemaError, StreamError
 from sdk._events import AttemptFailed, FieldEvent
-from sdk._retry import Retry
 from sdk._schema import compile_schema
 from sdk._stream import Stream
 
@@ -54,8 +53,6 @@ __all__ = ["build_parser", "main", "run"]
 
 _TICK_S = 1 / 12  # how often the live view redraws the partial value
 
-BackendFactory = Callable[[argparse.Namespace, Report], Backend]
-"""Makes the backend for parsed arguments (tests inject a fake one)."""
 
 _DEFAULT_SYSTEM = (
     "You are a helpful assistant. Reply with one JSON document, and nothing else, that "
@@ -103,11 +100,37 @@ def run(
         json_schema = compile_schema(schema).json_schema
     except (SchemaSourceError, SchemaError) as exc:
         return _fail(report, exc, ExitCode.USAGE, clock)
-    messages = _messages(args, prompt, json_schema)
+    system = _system(args, json_schema)
+    if args.input is not None:
+        return _batch(args, schema, system, make_backend, stdin, stdout, stderr)
+    messages = _messages(system, prompt)
     try:
         return anyio.run(_run, args, schema, messages, report, make_backend, clock, rate)
     except KeyboardInterrupt as exc:
         return _fail(report, exc, ExitCode.INTERRUPTED, clock, rate.stream)
+
+
+def _batch(
+    args: argparse.Namespace,
+    schema: Any,
+    system: str,
+    make_backend: BackendFactory | None,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    from sdk._cli._batch import run_batch_command
+    from sdk._cli._progress import BatchProgress, JsonProgress
+
+    progress: BatchProgress = JsonProgress(stdout, stderr)
+    if args.live or (not args.json and stdout.isatty()):
+        try:
+            from sdk._cli._progress import RichProgress
+
+            progress = RichProgress(stdout, stderr)
+        except ImportError:
+            stderr.write("fieldstream: the progress bar needs rich; writing JSON Lines\n")
+    return run_batch_command(args, schema, system, make_backend, progress, stdin, stderr)
 
 
 def _make_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, rate: _Rate) -> Report:
@@ -140,10 +163,14 @@ def _title(args: argparse.Namespace) -> str:
     return f"local · {args.model or 'SmolLM2-135M-Instruct'}"
 
 
-def _messages(args: argparse.Namespace, prompt: str, json_schema: Any) -> list[Message]:
-    system = args.system
-    if system is None:
-        system = _DEFAULT_SYSTEM.format(schema=json.dumps(json_schema, separators=(",", ":")))
+def _system(args: argparse.Namespace, json_schema: Any) -> str:
+    """The system message: ``--system``, else one asking for JSON that follows the schema."""
+    if args.system is not None:
+        return str(args.system)
+    return _DEFAULT_SYSTEM.format(schema=json.dumps(json_schema, separators=(",", ":")))
+
+
+def _messages(system: str, prompt: str) -> list[Message]:
     messages: list[Message] = []
     if system:
         messages.append({"role": "system", "content": system})
@@ -156,7 +183,7 @@ class _Rate:
 
     def __init__(self, clock: _Clock) -> None:
         self._clock = clock
-        self.stream: Stream | None = None
+        self.stream: Stream[Any] | None = None
         self._first: float | None = None  # when tokens were first seen
 
     def __call__(self) -> tuple[int, float | None]:
@@ -187,13 +214,17 @@ class _Clock:
 
 
 def _fail(
-    report: Report, error: BaseException, code: int, clock: _Clock, stream: Stream | None = None
+    report: Report,
+    error: BaseException,
+    code: int,
+    clock: _Clock,
+    stream: Stream[Any] | None = None,
 ) -> int:
     report.error(error, code, _summary(stream), clock())
     return int(code)
 
 
-def _summary(stream: Stream | None) -> RunSummary:
+def _summary(stream: Stream[Any] | None) -> RunSummary:
     """The run's numbers; tokens per second over the attempts' generation time."""
     if stream is None:
         return RunSummary(attempts=0, usage=Usage(), tokens=0, rate=None)
@@ -218,66 +249,19 @@ async def _run(
     rate: _Rate,
 ) -> int:
     try:
-        backend = await _backend(args, report, make_backend)
+        backend = await open_backend(args, report, make_backend)
     except StreamError as exc:
         return _fail(report, exc, exit_code_for(exc), clock)
     async with Client.from_backend(backend) as client:
-        retry = Retry(max_attempts=args.retries + 1) if args.retries else None
-        stream = client.stream(
-            messages=messages,
-            schema=schema,
-            retry=retry,
-            max_tokens=args.max_tokens,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            seed=args.seed,
-            mode=args.mode if args.base_url is not None else "json_schema",
-            progress=True,
-        )
+        options = request_options(args)
+        options["progress"] = True  # attempts failed and retried, for the report
+        stream = client.stream(messages=messages, schema=schema, **options)
         rate.stream = stream
         clock.reset()
         return await _consume(stream, report, clock)
 
 
-async def _backend(
-    args: argparse.Namespace, report: Report, make_backend: BackendFactory | None
-) -> Backend:
-    """The backend the arguments name (the local engine is loaded first)."""
-    if make_backend is not None:
-        return make_backend(args, report)
-    if args.base_url is not None:
-        from sdk._http._openai import OpenAIBackend
-
-        key = args.api_key
-        if key is None:
-            key = os.environ.get("FIELDSTREAM_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return OpenAIBackend(base_url=args.base_url, api_key=key, model=args.model)
-    return await _local_backend(args, report)
-
-
-async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
-    """The local engine, loaded now (converting the model first if it must), with progress:
-    the first load of the default model converts it, which takes a while."""
-    from sdk._local import LocalBackend, pending_conversion
-
-    backend = LocalBackend(
-        model=args.model, device=args.device, jump_forward=not args.no_jump_forward
-    )
-    what = args.model or "SmolLM2-135M-Instruct (the default model)"
-    target = pending_conversion(args.model)
-    if target is not None:
-        report.status(
-            f"first use of {what}: converting it to safetensors in {target} (once; later "
-            "runs load it in seconds)"
-        )
-    started = time.monotonic()
-    with report.busy(f"loading {what}…"):
-        engine = await anyio.to_thread.run_sync(backend.load)
-    report.status(f"loaded {what} on {engine.loaded.device} in {time.monotonic() - started:.1f} s")
-    return backend
-
-
-async def _consume(stream: Stream, report: Report, clock: _Clock) -> int:
+async def _consume(stream: Stream[Any], report: Report, clock: _Clock) -> int:
     async def ticker() -> None:
         while True:
             await anyio.sleep(_TICK_S)

@@ -18,6 +18,7 @@ import httpx
 
 from sdk._backend import Delta
 from sdk._http._sse import ErrorTypes, aiter_events, finish_response
+from sdk._http._unwrap import DeltaUnwrapper
 
 __all__ = ["EventDecoder", "Opened", "stream_deltas"]
 
@@ -46,23 +47,36 @@ async def stream_deltas(
     decoder: EventDecoder,
     *,
     errors: ErrorTypes = (httpx.HTTPError,),
+    unwrap: bool = False,
 ) -> AsyncIterator[Delta]:
     """Open the response, then yield the deltas of its events until ``[DONE]`` or its end.
 
     ``errors`` are the exception types of the HTTP library that read the body (httpx's, or
-    httpx2's for the openai SDK 3); they become :class:`~sdk.TransportError`.
+    httpx2's for the openai SDK 3); they become :class:`~sdk.TransportError`. ``unwrap``: the
+    schema's root was sent wrapped (:mod:`sdk._http._strict`); the documents are unwrapped
+    (:mod:`sdk._http._unwrap`) before they are yielded.
     """
+    unwrapper = DeltaUnwrapper() if unwrap else None
     response, release = await open_response()
     try:
         events = aiter_events(response, errors=errors)
         try:
             async for event in events:
-                for delta in decoder.feed_event(event.event, event.data):
+                deltas = decoder.feed_event(event.event, event.data)
+                if unwrapper is not None:
+                    deltas = [d for delta in deltas for d in unwrapper.feed(delta)]
+                for delta in deltas:
                     yield delta
                 if decoder.done:
                     break
             else:
-                for delta in decoder.end():  # the body ended without [DONE]
+                deltas = decoder.end()  # the body ended without [DONE]
+                if unwrapper is not None:
+                    deltas = [d for delta in deltas for d in unwrapper.feed(delta)]
+                for delta in deltas:
+                    yield delta
+            if unwrapper is not None:
+                for delta in unwrapper.end():  # a document's tail not yet flushed
                     yield delta
         finally:
             await finish_response(response, events, drain=decoder.done)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
@@ -43,6 +42,7 @@ from sdk._grammars import (
     structural_tag_lark,
     xgrammar_structural_tag,
 )
+from sdk._http._strict import strict_schema
 
 __all__ = [
     "SERVERS",
@@ -125,18 +125,17 @@ def _llamacpp(constraint: Constraint) -> str:
     return structural_tag_lark(constraint)
 
 
-StrictFn = Callable[[Mapping[str, Any]], tuple[dict[str, Any], bool]]
-
-
-def tool_fields(tools: tuple[Tool, ...], *, api: Api, strict: StrictFn | None) -> dict[str, Any]:
+def tool_fields(tools: tuple[Tool, ...], *, api: Api, strict: bool) -> dict[str, Any]:
     """``tools`` and ``tool_choice`` for several tools (one named tool is forced by name;
-    several are ``"required"``: the model calls one or more). ``strict`` is the strict-schema
-    rewrite to apply (``None``: schemas sent as they are, ``strict: false``)."""
+    several are ``"required"``: the model calls one or more). ``strict``: each tool's schema
+    made strict where it can be (:mod:`sdk._http._strict`); a schema whose root is not an
+    object (arguments are always one) is sent as it is, not strict."""
     specs = []
     for tool in tools:
         schema = tool.compiled.schema_dict()
-        if strict is not None:
-            schema, is_strict = strict(schema)
+        sent = strict_schema(schema) if strict else None
+        if sent is not None and not sent.wrapped:
+            schema, is_strict = sent.schema, sent.strict
         else:
             schema, is_strict = copy.deepcopy(schema), False
         function: dict[str, Any] = {"name": tool.name}
@@ -161,7 +160,7 @@ def tool_fields(tools: tuple[Tool, ...], *, api: Api, strict: StrictFn | None) -
 
 
 def special_fields(
-    request: GenerationRequest, *, api: Api, server: Server | None, strict: StrictFn | None
+    request: GenerationRequest, *, api: Api, server: Server | None, strict: bool
 ) -> dict[str, Any]:
     """The body fields of a request with several tools or a constraint (empty under
     ``mode="none"``, which sends no constraint)."""

@@ -25,11 +25,14 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._flavours import Api, Server, check_request, check_server
-from sdk._http._request import chat_body
+from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 from sdk._http._tool_ids import ToolIdDecoder
 
-__all__ = ["DEFAULT_TIMEOUT", "OpenAIBackend", "ServerOptions"]
+__all__ = ["DEFAULT_TIMEOUT", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where requests go when no base URL is given and ``$OPENAI_BASE_URL`` is not set."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 """10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
@@ -55,8 +58,11 @@ class OpenAIBackend:
     """A :class:`~sdk._backend.Backend` for an OpenAI-compatible Chat Completions server.
 
     ``base_url`` is the API root (``http://127.0.0.1:8080/v1``; ``/chat/completions`` is added).
-    ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
-    (local servers need none). ``model`` may be ``None`` for a server that serves one model.
+    As in openai-python, it defaults to ``$OPENAI_BASE_URL``, else OpenAI's
+    (``https://api.openai.com/v1``); an ``http_client`` with a ``base_url`` of its own is used
+    as it is. ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization``
+    header is sent (local servers need none). ``model`` may be ``None`` for a server that
+    serves one model.
 
     ``http_client``: an ``httpx.AsyncClient`` of your own (proxies, TLS, a mock transport); it is
     used as it is, its timeouts included, and not closed by :meth:`aclose`. Without one the
@@ -64,12 +70,14 @@ class OpenAIBackend:
     given together with ``http_client`` applies to this backend's requests only.
 
     ``strict``: ask for strict structured outputs where the schema allows it (see
-    :func:`sdk._http._request.strict_schema`). ``headers`` are added to every request.
+    :mod:`sdk._http._strict`). ``headers`` are added to every request.
 
     ``server``: which server this is (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not
     said), so constraints other than JSON Schema are sent its way (see
     :mod:`sdk._http._flavours`); :meth:`check_request` refuses, before any request, what it
     cannot be sent.
+
+    Every argument is checked here: a wrong kind raises ``TypeError`` naming it.
     """
 
     path = "/chat/completions"
@@ -88,15 +96,16 @@ class OpenAIBackend:
         strict: bool = True,
         server: Server | None = None,
     ) -> None:
+        _check_arguments(base_url, api_key, model, http_client, timeout, headers, strict)
         check_server(server, self.api)
         self.server = server
-        if base_url is None and (http_client is None or not str(http_client.base_url)):
-            raise ValueError("base_url is required (or an http_client with a base_url)")
         self.model = model
         self.strict = strict
-        self._url = (base_url.rstrip("/") if base_url else "") + self.path
-        if base_url is None:
+        if base_url is None and http_client is not None and str(http_client.base_url):
             self._url = self.path.lstrip("/")  # relative to the client's own base_url
+        else:
+            root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+            self._url = root.rstrip("/") + self.path
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
         if key:
@@ -111,6 +120,11 @@ class OpenAIBackend:
         self._http = http_client
 
     @property
+    def url(self) -> str:
+        """Where requests go (relative to ``http_client``'s base URL when it has one)."""
+        return self._url
+
+    @property
     def http_client(self) -> httpx.AsyncClient:
         """The httpx client requests go through."""
         return self._http
@@ -119,9 +133,11 @@ class OpenAIBackend:
         """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
-        body = chat_body(request, model=self.model, strict=self.strict, server=self.server)
+        body, wrapped = chat_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
         decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
-        return stream_deltas(lambda: self._open(body), decoder)
+        return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
@@ -168,3 +184,34 @@ class OpenAIBackend:
         """Close the httpx client if this backend made it."""
         if self._owns_client:
             await self._http.aclose()
+
+
+def _check_arguments(
+    base_url: object,
+    api_key: object,
+    model: object,
+    http_client: object,
+    timeout: object,
+    headers: object,
+    strict: object,
+) -> None:
+    for name, value in (("base_url", base_url), ("api_key", api_key), ("model", model)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if isinstance(base_url, str) and not base_url.startswith(("http://", "https://")):
+        raise ValueError(
+            f"base_url must be an http(s) URL such as http://host:8000/v1, not {base_url!r}"
+        )
+    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+        raise TypeError(
+            f"http_client must be an httpx.AsyncClient, not {type(http_client).__name__}"
+            " (for an openai client, use Client.from_openai)"
+        )
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float, httpx.Timeout))
+    ):
+        raise TypeError(f"timeout must be seconds or an httpx.Timeout, not {timeout!r}")
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping of names to values, not {headers!r}")
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False, not {strict!r}")

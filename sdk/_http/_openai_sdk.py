@@ -2,15 +2,16 @@
 
 The request goes through ``client.chat.completions.create(stream=True, ...)``, so everything the
 caller set up on that client is used as it is: API key or Azure credentials, base URL, default
-headers and query, proxies and TLS of its HTTP client, timeouts. The body is the one
+headers and query, proxies and TLS of its HTTP client, timeouts, and its own retries of a
+request that fails before the stream begins (``max_retries``). The body is the one
 :func:`sdk._http._request.chat_body` builds for the httpx backend, sent through ``extra_body``,
 so both paths put the same JSON on the wire.
 
-Two things differ from the client as configured: its own retries are turned off for these calls
-(``max_retries=0``; the stream's :class:`~sdk.Retry` policy retries, with the violation fed
-back, and two retry layers would multiply), and its errors become :class:`~sdk.TransportError`.
-The response is read as a raw event stream (``with_streaming_response``) by the same code as
-the httpx backend; closing the iterator closes that HTTP response at once.
+One thing differs: its errors become :class:`~sdk.TransportError`. A stream that breaks midway
+(the SDK cannot retry that) and an output that breaks the schema are the stream's
+:class:`~sdk.Retry` policy's to retry. The response is read as a raw event stream
+(``with_streaming_response``) by the same code as the httpx backend; closing the iterator
+closes that HTTP response at once.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from sdk._errors import MissingDependencyError, TransportError, retryable_status
 from sdk._http._chunks import ChunkDecoder, error_from_payload
 from sdk._http._deltas import EventDecoder, Opened, stream_deltas
 from sdk._http._flavours import Api, Server, check_request, check_server
-from sdk._http._request import chat_body
-from sdk._http._sse import parse_retry_after
+from sdk._http._request import chat_request
+from sdk._http._sse import retry_after_from
 from sdk._http._tool_ids import ToolIdDecoder
 
 __all__ = ["OpenAISDKBackend"]
@@ -66,13 +67,15 @@ class OpenAISDKBackend:
         else:
             errors.append(httpx2.HTTPError)
         self._errors = tuple(errors)
-        self._client = client.with_options(max_retries=0)
+        self._client = client
         self.model = model
         self.strict = strict
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
-        body = chat_body(request, model=self.model, strict=self.strict, server=self.server)
+        body, wrapped = chat_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
@@ -81,10 +84,14 @@ class OpenAISDKBackend:
                 model=model, messages=messages, stream=True, extra_body=body
             ),
             decoder,
+            unwrap=wrapped,
         )
 
-    def _stream(self, create: Callable[[], Any], decoder: EventDecoder) -> AsyncIterator[Delta]:
-        """The deltas of the response ``create()`` opens (an SDK streaming-response manager)."""
+    def _stream(
+        self, create: Callable[[], Any], decoder: EventDecoder, *, unwrap: bool
+    ) -> AsyncIterator[Delta]:
+        """The deltas of the response ``create()`` opens (an SDK streaming-response manager);
+        ``unwrap``: the schema's root was sent wrapped."""
 
         async def open_response() -> Opened:
             # The raw streaming response, not the SDK's chunk iterator: the events then go
@@ -99,7 +106,7 @@ class OpenAISDKBackend:
 
             return api_response.http_response, release
 
-        return stream_deltas(open_response, decoder, errors=self._errors)
+        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=unwrap)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent
@@ -117,7 +124,7 @@ class OpenAISDKBackend:
                 f"HTTP {status}: {exc.message}",
                 status=status,
                 retryable=retryable_status(status),
-                retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+                retry_after=retry_after_from(exc.response.headers),
                 body=exc.response.text[:65536] if _has_body(exc.response) else None,
             ) from exc
         except openai.APIConnectionError as exc:

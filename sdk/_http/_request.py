@@ -1,8 +1,10 @@
 """The body of one Chat Completions request (sans-I/O): what an OpenAI-compatible server is sent.
 
 :func:`chat_body` turns a :class:`~sdk._backend.GenerationRequest` into the JSON body of
-``POST /chat/completions``; :func:`strict_schema` makes a JSON Schema acceptable to servers that
-require ``"strict": true`` (OpenAI's structured outputs) without ever widening it.
+``POST /chat/completions``, with the schema made strict where it can be
+(:func:`sdk._http._strict.strict_schema`: what OpenAI's structured outputs accept, never wider;
+a root that is not an object is wrapped, and :func:`chat_request` says so, for the backend to
+unwrap the output).
 
 How the schema travels, by ``request.mode``:
 
@@ -31,79 +33,10 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
 from sdk._http._flavours import Server, special_fields
+from sdk._http._strict import StrictSchema, strict_schema
 from sdk._schema import schema_name
 
-__all__ = ["chat_body", "check_single_choice", "strict_schema"]
-
-# Keywords whose values are schemas, or maps/lists of schemas: strict_schema walks into these.
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_ONE = ("items", "not", "if", "then", "else", "contains", "additionalItems")
-
-
-def strict_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-    """A copy of ``schema`` that servers demanding ``strict: true`` accept, and whether it is one.
-
-    Strict mode requires every object schema to say ``additionalProperties: false`` and to list
-    every property in ``required``. The rewrite only ever *narrows* the schema, so whatever the
-    server's grammar lets through is still valid under the caller's schema:
-
-    - an object schema with ``properties`` and no ``additionalProperties`` gets
-      ``additionalProperties: false``;
-    - properties that were optional become required (the model will always write them; a value
-      it writes still has to satisfy that property's own schema).
-
-    A free-form object (``{"type": "object"}`` without ``properties``), a map
-    (``additionalProperties`` ``true`` or a schema) or ``patternProperties`` cannot be said
-    strictly without changing what it means; then the schema is returned unchanged with
-    ``False`` and the caller sends ``strict: false``. The input is never modified.
-    """
-    result = copy.deepcopy(dict(schema))
-    ok = _make_strict(result)
-    if not ok:
-        return copy.deepcopy(dict(schema)), False
-    return result, True
-
-
-def _make_strict(node: Any) -> bool:
-    """Rewrite ``node`` in place; False if some object cannot be made strict."""
-    if not isinstance(node, dict):
-        return True
-    ok = True
-    if _is_object_schema(node):
-        extra = node.get("additionalProperties")
-        props = node.get("properties")
-        if extra is None and isinstance(props, dict) and not node.get("patternProperties"):
-            node["additionalProperties"] = False
-        elif extra is not False:
-            # A free-form object ({"type": "object"}), a map (additionalProperties: schema) or
-            # patternProperties: forbidding unlisted keys would change what the schema means.
-            ok = False
-        if isinstance(props, dict):
-            required = list(node.get("required", []))
-            required += [key for key in props if key not in required]
-            node["required"] = required
-    for key in _SCHEMA_MAPS:
-        sub = node.get(key)
-        if isinstance(sub, dict):
-            for child in sub.values():
-                ok = _make_strict(child) and ok
-    for key in _SCHEMA_LISTS:
-        sub = node.get(key)
-        if isinstance(sub, list):
-            for child in sub:
-                ok = _make_strict(child) and ok
-    for key in _SCHEMA_ONE:
-        ok = _make_strict(node.get(key)) and ok
-    return ok
-
-
-def _is_object_schema(node: Mapping[str, Any]) -> bool:
-    kind = node.get("type")
-    if kind == "object" or (isinstance(kind, list) and "object" in kind):
-        return True
-    # {"properties": ...} without a type still describes objects.
-    return kind is None and "properties" in node
+__all__ = ["chat_body", "chat_request", "check_single_choice"]
 
 
 def check_single_choice(extra: Mapping[str, Any]) -> None:
@@ -128,12 +61,27 @@ def chat_body(
     include_usage: bool = True,
     server: Server | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of ``POST /chat/completions`` for ``request`` (always ``stream: true``).
+    """The JSON body of ``POST /chat/completions`` for ``request`` (see :func:`chat_request`)."""
+    return chat_request(
+        request, model=model, strict=strict, include_usage=include_usage, server=server
+    )[0]
+
+
+def chat_request(
+    request: GenerationRequest,
+    *,
+    model: str | None,
+    strict: bool = True,
+    include_usage: bool = True,
+    server: Server | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """The JSON body of ``POST /chat/completions`` for ``request`` (always ``stream: true``),
+    and whether the schema's root was wrapped (the output must then be unwrapped).
 
     ``model`` may be ``None`` for servers that serve one model and ignore the field (it is then
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
-    :func:`strict_schema`). ``include_usage`` adds ``stream_options.include_usage`` so the last
-    chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
+    :mod:`sdk._http._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
+    last chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
     ``server`` is the flavour a constraint or several tools are written for
     (:mod:`sdk._http._flavours`).
     """
@@ -155,31 +103,29 @@ def chat_body(
         body["seed"] = request.seed
 
     name = schema_name(request.schema_name)
-    if strict:
-        schema, is_strict = strict_schema(request.schema)
-    else:
-        schema, is_strict = copy.deepcopy(dict(request.schema)), False
+    sent = (
+        strict_schema(request.schema)
+        if strict and request.mode in ("json_schema", "tool")
+        else StrictSchema(copy.deepcopy(dict(request.schema)), strict=False, wrapped=False)
+    )
     if request.tools or request.constraint is not None:
-        body.update(
-            special_fields(
-                request, api="chat", server=server, strict=strict_schema if strict else None
-            )
-        )
+        body.update(special_fields(request, api="chat", server=server, strict=strict))
     elif request.mode == "json_schema":
         body["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": name, "schema": schema, "strict": is_strict},
+            "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
         }
     elif request.mode == "json_object":
         # llama.cpp reads a schema next to "json_object"; the plain form is not strict anyway,
         # so the caller's schema is sent as it is.
-        body["response_format"] = {"type": "json_object", "schema": dict(request.schema)}
+        body["response_format"] = {"type": "json_object", "schema": sent.schema}
     elif request.mode == "tool":
-        function: dict[str, Any] = {"name": name, "parameters": schema, "strict": is_strict}
+        function: dict[str, Any] = {"name": name, "parameters": sent.schema, "strict": sent.strict}
         description = request.schema.get("description")
         if isinstance(description, str):
             function["description"] = description
         body["tools"] = [{"type": "function", "function": function}]
         body["tool_choice"] = {"type": "function", "function": {"name": name}}
     body.update(request.extra)
-    return body
+    wrapped = sent.wrapped and not request.tools and request.constraint is None
+    return body, wrapped and request.mode in ("json_schema", "tool")

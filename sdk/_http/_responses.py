@@ -29,22 +29,31 @@ from sdk._http._deltas import stream_deltas
 from sdk._http._flavours import Api, Server, special_fields
 from sdk._http._openai import OpenAIBackend
 from sdk._http._openai_sdk import OpenAISDKBackend
-from sdk._http._request import check_single_choice, strict_schema
+from sdk._http._request import check_single_choice
 from sdk._http._responses_events import ResponsesDecoder
+from sdk._http._strict import StrictSchema, strict_schema
 from sdk._schema import schema_name
 
-__all__ = ["ResponsesBackend", "ResponsesSDKBackend", "responses_body"]
+__all__ = ["ResponsesBackend", "ResponsesSDKBackend", "responses_body", "responses_request"]
 
 
 def responses_body(
     request: GenerationRequest, *, model: str | None, strict: bool = True, server: Server | None
 ) -> dict[str, Any]:
-    """The JSON body of ``POST /responses`` for ``request`` (always ``stream: true``).
+    """The JSON body of ``POST /responses`` for ``request`` (see :func:`responses_request`)."""
+    return responses_request(request, model=model, strict=strict, server=server)[0]
+
+
+def responses_request(
+    request: GenerationRequest, *, model: str | None, strict: bool = True, server: Server | None
+) -> tuple[dict[str, Any], bool]:
+    """The JSON body of ``POST /responses`` for ``request`` (always ``stream: true``), and
+    whether the schema's root was wrapped (the output must then be unwrapped), as for Chat
+    Completions.
 
     ``model`` may be ``None`` for a server that serves one model. ``strict``: strict structured
-    outputs where the schema allows (:func:`~sdk._http._request.strict_schema`). ``server``:
-    the flavour constraints are written for. Raises :class:`~sdk.StreamUsageError` for
-    ``n > 1``.
+    outputs where the schema allows (:mod:`sdk._http._strict`). ``server``: the flavour
+    constraints are written for. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
     """
     check_single_choice(request.extra)
     fields = {
@@ -57,22 +66,24 @@ def responses_body(
         "seed": request.seed,  # refused before any request where the server has none
     }
     body: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
-    rewrite = strict_schema if strict else None
+    wrapped = False
     if request.tools or request.constraint is not None:
-        body.update(special_fields(request, api="responses", server=server, strict=rewrite))
+        body.update(special_fields(request, api="responses", server=server, strict=strict))
     elif request.mode in ("json_schema", "tool"):
         name = schema_name(request.schema_name)
-        if rewrite is not None:
-            schema, is_strict = rewrite(request.schema)
-        else:
-            schema, is_strict = copy.deepcopy(dict(request.schema)), False
+        sent = (
+            strict_schema(request.schema)
+            if strict
+            else StrictSchema(copy.deepcopy(dict(request.schema)), strict=False, wrapped=False)
+        )
+        wrapped = sent.wrapped
         if request.mode == "json_schema":
             body["text"] = {
                 "format": {
                     "type": "json_schema",
                     "name": name,
-                    "schema": schema,
-                    "strict": is_strict,
+                    "schema": sent.schema,
+                    "strict": sent.strict,
                 }
             }
         else:
@@ -80,13 +91,13 @@ def responses_body(
             description = request.schema.get("description")
             if isinstance(description, str):
                 function["description"] = description
-            function.update(parameters=schema, strict=is_strict)
+            function.update(parameters=sent.schema, strict=sent.strict)
             body["tools"] = [function]
             body["tool_choice"] = {"type": "function", "name": name}
     elif request.mode == "json_object":
         body["text"] = {"format": {"type": "json_object"}}
     body.update(request.extra)
-    return body
+    return body, wrapped
 
 
 class ResponsesBackend(OpenAIBackend):
@@ -99,9 +110,11 @@ class ResponsesBackend(OpenAIBackend):
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one response; errors as for :meth:`sdk._http.OpenAIBackend.generate`, and
         ``response.failed`` / ``error`` events as :class:`~sdk.TransportError`."""
-        body = responses_body(request, model=self.model, strict=self.strict, server=self.server)
+        body, wrapped = responses_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
         decoder = ResponsesDecoder(tools=request.mode == "tool")
-        return stream_deltas(lambda: self._open(body), decoder)
+        return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
 
 
 class ResponsesSDKBackend(OpenAISDKBackend):
@@ -112,7 +125,9 @@ class ResponsesSDKBackend(OpenAISDKBackend):
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one response; errors as for :class:`ResponsesBackend`."""
-        body = responses_body(request, model=self.model, strict=self.strict, server=self.server)
+        body, wrapped = responses_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
         model, items = body.pop("model"), body.pop("input")
         del body["stream"]
         return self._stream(
@@ -120,4 +135,5 @@ class ResponsesSDKBackend(OpenAISDKBackend):
                 model=model, input=items, stream=True, extra_body=body
             ),
             ResponsesDecoder(tools=request.mode == "tool"),
+            unwrap=wrapped,
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import email.utils
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 
 import anyio
@@ -26,6 +26,7 @@ __all__ = [
     "error_for_status",
     "finish_response",
     "parse_retry_after",
+    "retry_after_from",
     "transport_error",
 ]
 
@@ -33,6 +34,20 @@ _BODY_LIMIT = 64 * 1024  # bytes of an error body worth keeping
 _DRAIN_SECONDS = 1.0  # how long the end of a body may take to arrive after [DONE]
 
 ErrorTypes = tuple[type[Exception], ...]
+
+
+def retry_after_from(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from a response's headers: ``retry-after-ms`` (what OpenAI sends, in
+    milliseconds) when present and readable, else ``Retry-After``."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            seconds = float(millis) / 1000
+        except ValueError:
+            seconds = float("nan")
+        if 0 <= seconds < float("inf"):
+            return seconds
+    return parse_retry_after(headers.get("retry-after"))
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -81,7 +96,7 @@ async def error_for_status(response: httpx.Response) -> TransportError:
         f"HTTP {status} from {response.request.url}" + (f": {detail}" if detail else ""),
         status=status,
         retryable=retryable_status(status),
-        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        retry_after=retry_after_from(response.headers),
         body=body,
     )
 

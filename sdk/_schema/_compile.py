@@ -120,6 +120,11 @@ def compile_schema(schema: Any) -> CompiledSchema:
     """
     if isinstance(schema, CompiledSchema):
         return schema
+    if isinstance(schema, (str, bytes)):
+        raise SchemaError(
+            "schema must be a pydantic model, a type pydantic can adapt, or a JSON Schema dict, "
+            f"not a {type(schema).__name__}: for JSON Schema text, pass json.loads(text)"
+        )
     key = _cache_key(schema)
     if key is None:
         return _compile(schema)

@@ -23,7 +23,7 @@ from sdk._errors import (
     SchemaViolation,
     TruncatedError,
 )
-from sdk._events import FieldEvent, TextDelta
+from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._schema import compile_schema
 
 PERSON = compile_schema(
@@ -227,3 +227,57 @@ def test_this_file_runs_without_an_event_loop() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- reasoning --------------------------------------------------------------------------------
+
+
+def test_reasoning_deltas_are_kept_apart_and_given_when_asked() -> None:
+    state = attempt(reasoning=True)
+    events = feed_all(state, Delta(reasoning="Let me see {"), Delta(reasoning=" ok."), Delta(TEXT))
+    assert [ev.text for ev in events if isinstance(ev, ReasoningDelta)] == ["Let me see {", " ok."]
+    events += state.finish()
+    assert state.close() == [DOC]
+    info = state.record(None)
+    assert (info.reasoning, info.text) == ("Let me see { ok.", TEXT)
+
+
+def test_reasoning_is_recorded_but_not_yielded_by_default() -> None:
+    state = attempt()
+    events = feed_all(state, Delta(reasoning="hmm"), Delta(TEXT))
+    assert not any(isinstance(ev, ReasoningDelta) for ev in events)
+    assert state.record(None).reasoning == "hmm"
+
+
+THINK = '  <think>I need {"name": ...} here</think>\n' + TEXT
+
+
+@pytest.mark.parametrize("split", range(len(THINK) + 1))
+def test_a_think_block_before_the_document_is_reasoning_in_lenient_mode(split: int) -> None:
+    state = attempt(lenient=True, reasoning=True)
+    events = feed_all(state, THINK[:split], THINK[split:]) + list(state.finish())
+    thought = "".join(ev.text for ev in events if isinstance(ev, ReasoningDelta))
+    assert thought == 'I need {"name": ...} here'
+    assert state.close() == [DOC]
+    assert state.record(None).reasoning == thought
+
+
+def test_a_think_block_char_by_char() -> None:
+    state = attempt(lenient=True)
+    feed_all(state, *THINK)
+    state.finish()
+    assert state.close() == [DOC]
+    assert state.record(None).reasoning == 'I need {"name": ...} here'
+
+
+def test_without_lenient_a_think_block_is_not_json() -> None:
+    with pytest.raises(OutputSyntaxError):
+        feed_all(attempt(), THINK)
+
+
+def test_only_a_block_at_the_start_is_reasoning() -> None:
+    state = attempt(lenient=True)
+    feed_all(state, "Here: " + TEXT + " <think>late</think>")
+    state.finish()
+    assert state.close() == [DOC]
+    assert state.record(None).reasoning == ""

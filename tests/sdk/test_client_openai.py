@@ -153,7 +153,31 @@ async def test_parallel_tool_calls() -> None:
     assert [type(r).__name__ for r in results] == ["GetWeatherArgs", "GetStockPrice"]
 
 
-async def test_429_with_retry_after_then_success_and_no_sdk_retries() -> None:
+async def test_the_users_client_keeps_its_own_retries() -> None:
+    # A 429 before the stream begins: the openai client the user configured retries it
+    # itself (its max_retries, its wait: retry-after-ms), and the stream sees one attempt.
+    handler = Recorder(
+        lambda: httpx2.Response(
+            429, headers={"retry-after-ms": "5"}, json={"error": {"message": "rate limited"}}
+        ),
+        corpus("test_parse_pydantic_model"),
+    )
+    delays: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    client = Client.from_openai(openai_client(handler, max_retries=2), model="gpt-4o")
+    async with client.stream(
+        messages=MESSAGES, schema=Location, retry=Retry(max_attempts=2, sleep=sleep)
+    ) as s:
+        await s.result()
+    assert len(handler.requests) == 2
+    assert delays == []  # the SDK waited, not the stream
+    assert [a.error for a in s.attempts] == [None]
+
+
+async def test_429_with_retry_after_then_success_when_the_sdk_does_not_retry() -> None:
     handler = Recorder(
         lambda: httpx2.Response(
             429, headers={"retry-after": "3"}, json={"error": {"message": "rate limited"}}
@@ -165,8 +189,7 @@ async def test_429_with_retry_after_then_success_and_no_sdk_retries() -> None:
     async def sleep(seconds: float) -> None:
         delays.append(seconds)
 
-    # max_retries=5 on the user's client: fieldstream turns the SDK's own retries off.
-    client = Client.from_openai(openai_client(handler, max_retries=5), model="gpt-4o")
+    client = Client.from_openai(openai_client(handler, max_retries=0), model="gpt-4o")
     async with client.stream(
         messages=MESSAGES, schema=Location, retry=Retry(max_attempts=2, sleep=sleep)
     ) as s:
@@ -199,7 +222,8 @@ async def test_connection_error() -> None:
         raise httpx2.ConnectError("refused")
 
     handler = Recorder(refuse)
-    client = Client.from_openai(openai_client(handler), model="gpt-4o")
+    # The SDK's own retries off, so that its error reaches the stream at once.
+    client = Client.from_openai(openai_client(handler, max_retries=0), model="gpt-4o")
     with pytest.raises(TransportError, match="connection failed") as info:
         async with client.stream(messages=MESSAGES, schema=Location) as s:
             await s.result()

@@ -10,7 +10,8 @@ import pytest
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._request import chat_body, strict_schema
+from sdk._http._request import chat_body
+from sdk._http._strict import strict_schema
 from sdk._schema import schema_name
 
 PERSON: dict[str, Any] = {
@@ -63,8 +64,9 @@ def test_unset_sampling_parameters_are_left_out() -> None:
 
 
 def test_strict_schema_closes_objects_and_requires_every_property() -> None:
-    strict, ok = strict_schema(PERSON)
-    assert ok
+    sent = strict_schema(PERSON)
+    assert sent.strict and not sent.wrapped
+    strict = sent.schema
     assert strict["additionalProperties"] is False
     assert strict["required"] == ["name", "age", "address", "tags"]
     address = strict["properties"]["address"]
@@ -87,7 +89,7 @@ def test_strict_schema_does_not_modify_its_input() -> None:
 
 def test_strict_schema_only_narrows() -> None:
     # Every document the strict schema accepts is valid under the original one.
-    strict, _ = strict_schema(PERSON)
+    strict = strict_schema(PERSON).schema
     good = {"name": "Ann", "age": 3, "address": {"city": "X", "zip": "1"}, "tags": [{"label": "a"}]}
     jsonschema.validate(good, strict)
     jsonschema.validate(good, PERSON)
@@ -110,9 +112,9 @@ def test_strict_schema_only_narrows() -> None:
 def test_schemas_that_cannot_be_strict_are_sent_unchanged_and_not_strict(
     schema: dict[str, Any],
 ) -> None:
-    out, ok = strict_schema(schema)
-    assert not ok
-    assert out == schema
+    sent = strict_schema(schema)
+    assert not sent.strict and not sent.wrapped
+    assert sent.schema == schema
     body = chat_body(request(schema=schema), model="m")
     assert body["response_format"]["json_schema"] == {
         "name": "Person",
@@ -138,8 +140,9 @@ def test_strict_schema_walks_anyof_items_and_prefix_items() -> None:
             },
         ]
     }
-    out, ok = strict_schema(schema)
-    assert ok
+    sent = strict_schema(schema)
+    assert sent.strict and sent.wrapped  # a root anyOf is wrapped
+    out = sent.schema["properties"]["value"]
     assert out["anyOf"][0]["additionalProperties"] is False
     assert out["anyOf"][1]["prefixItems"][0]["required"] == ["b"]
     assert out["anyOf"][1]["items"]["additionalProperties"] is False

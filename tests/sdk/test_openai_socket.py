@@ -17,7 +17,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from pydantic import BaseModel
 
 from sdk._client import Client
-from sdk._errors import SchemaViolation, TransportError
+from sdk._errors import RetriesExhausted, SchemaViolation, TransportError
 from sdk._events import FieldEvent
 from sdk._retry import Retry
 
@@ -235,10 +235,21 @@ async def test_a_stalled_server_hits_the_read_timeout_and_is_retried() -> None:
 async def test_a_stalled_server_without_retry_raises_the_timeout() -> None:
     async with server(stall([event('{"name": ')])) as srv:
         async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.2)) as http:
-            async with Client(base_url=srv.url, http_client=http) as client:
+            async with Client(base_url=srv.url, http_client=http, max_retries=0) as client:
                 with pytest.raises(TransportError, match="timed out"):
                     async with client.stream(messages=MESSAGES, schema=Pet) as s:
                         await s.result()
+
+
+async def test_a_stalled_server_is_retried_by_default_then_gives_up() -> None:
+    async with server(*[stall([event('{"name": ')])] * 2) as srv:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.2)) as http:
+            async with Client(base_url=srv.url, http_client=http, max_retries=1) as client:
+                with pytest.raises(RetriesExhausted) as info:
+                    async with client.stream(messages=MESSAGES, schema=Pet) as s:
+                        await s.result()
+    assert len(info.value.errors) == 2
+    assert all(isinstance(e, TransportError) for e in info.value.errors)
 
 
 async def test_an_abrupt_disconnect_mid_stream_is_a_retryable_transport_error() -> None:

@@ -114,9 +114,33 @@ async def test_user_http_client_with_its_base_url_is_not_closed(mock: respx.Mock
         assert not http.is_closed
 
 
-def test_base_url_is_required() -> None:
-    with pytest.raises(ValueError, match="base_url"):
-        OpenAIBackend()
+def test_the_base_url_defaults_like_openai_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIBackend().url == "https://api.openai.com/v1/chat/completions"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://proxy.test/v1/")
+    assert OpenAIBackend().url == "http://proxy.test/v1/chat/completions"
+    assert (
+        OpenAIBackend(base_url="http://mine.test/v1").url == "http://mine.test/v1/chat/completions"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"base_url": 8000}, TypeError, "base_url must be a str"),
+        ({"base_url": "localhost:8000/v1"}, ValueError, "http"),
+        ({"api_key": b"k"}, TypeError, "api_key"),
+        ({"http_client": object()}, TypeError, "httpx.AsyncClient"),
+        ({"timeout": "10"}, TypeError, "timeout"),
+        ({"headers": ["a"]}, TypeError, "headers"),
+        ({"strict": "yes"}, TypeError, "strict"),
+    ],
+)
+def test_bad_arguments_are_named(
+    kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        OpenAIBackend(**kwargs)
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,10 @@ def mock() -> Iterator[respx.MockRouter]:
 
 
 def client(**kw: Any) -> Client:
-    return Client(base_url=BASE, api_key="sk-test", model="gpt-4o", api="responses", **kw)
+    # No default transport retries: each test says what it retries.
+    return Client(
+        base_url=BASE, api_key="sk-test", model="gpt-4o", api="responses", max_retries=0, **kw
+    )
 
 
 async def test_json_output(mock: respx.MockRouter) -> None:

@@ -1,0 +1,72 @@
+"""The backend and the request options the command line names (both modes share them)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from sdk._backend import Backend
+from sdk._cli._report import Report
+from sdk._options import RequestOptions
+from sdk._retry import Retry
+
+__all__ = ["BackendFactory", "open_backend", "request_options"]
+
+BackendFactory = Callable[[argparse.Namespace, Report], Backend]
+"""Makes the backend for parsed arguments (tests inject a fake one)."""
+
+
+def request_options(args: argparse.Namespace) -> RequestOptions:
+    """What every request of the run is sent with, and its retry policy."""
+    options: dict[str, Any] = {
+        "retry": Retry(max_attempts=args.retries + 1) if args.retries else None,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "seed": args.seed,
+        "mode": args.mode if args.base_url is not None else "json_schema",
+    }
+    return options  # type: ignore[return-value]
+
+
+async def open_backend(
+    args: argparse.Namespace, report: Report, make_backend: BackendFactory | None
+) -> Backend:
+    """The backend the arguments name (the local engine is loaded first)."""
+    if make_backend is not None:
+        return make_backend(args, report)
+    if args.base_url is not None:
+        from sdk._http._openai import OpenAIBackend
+
+        key = args.api_key
+        if key is None:
+            key = os.environ.get("FIELDSTREAM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        return OpenAIBackend(base_url=args.base_url, api_key=key, model=args.model)
+    return await _local_backend(args, report)
+
+
+async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
+    """The local engine, loaded now (converting the model first if it must), with progress:
+    the first load of the default model converts it, which takes a while."""
+    from sdk._local import LocalBackend, pending_conversion
+
+    backend = LocalBackend(
+        model=args.model, device=args.device, jump_forward=not args.no_jump_forward
+    )
+    what = args.model or "SmolLM2-135M-Instruct (the default model)"
+    target = pending_conversion(args.model)
+    if target is not None:
+        report.status(
+            f"first use of {what}: converting it to safetensors in {target} (once; later "
+            "runs load it in seconds)"
+        )
+    started = time.monotonic()
+    with report.busy(f"loading {what}…"):
+        engine = await anyio.to_thread.run_sync(backend.load)
+    report.status(f"loaded {what} on {engine.loaded.device} in {time.monotonic() - started:.1f} s")
+    return backend

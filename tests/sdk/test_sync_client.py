@@ -1,0 +1,176 @@
+"""SyncClient: the async client behind a blocking face. Events, results, callbacks, retries,
+abort, and every way of leaving a stream (break, exception, interrupt) closes the generation."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import httpx
+import pytest
+import respx
+from _http_support import Body
+from pydantic import BaseModel, Field
+
+from sdk import FieldEvent, Retry, SchemaViolation, SyncClient, TransportError
+
+BASE = "http://llm.test/v1"
+MESSAGES = [{"role": "user", "content": "Describe a pet."}]
+
+
+class Pet(BaseModel):
+    name: str = Field(max_length=12)
+    kind: Literal["cat", "dog"]
+    age: int
+
+
+def chunk(content: str | None = None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    payload = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def body_of(doc: str, size: int = 4, end: bool = True) -> Body:
+    parts = [chunk(doc[i : i + size]) for i in range(0, len(doc), size)]
+    if end:
+        parts += [chunk(finish="stop"), b"data: [DONE]\n\n"]
+    return Body(parts)
+
+
+def sse(body: Body) -> httpx.Response:
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+
+
+GOOD = json.dumps({"name": "Rex", "kind": "dog", "age": 3})
+BAD = json.dumps({"name": "Rex", "kind": "cow", "age": 3})
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE) as router:
+        yield router
+
+
+@pytest.fixture
+def client() -> Iterator[SyncClient]:
+    with SyncClient(base_url=BASE, api_key="k", max_retries=0) as client:
+        yield client
+
+
+def test_events_and_a_typed_result(router: respx.MockRouter, client: SyncClient) -> None:
+    router.post("/chat/completions").mock(return_value=sse(body_of(GOOD)))
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        pointers = [ev.pointer for ev in s if isinstance(ev, FieldEvent)]
+        pet = s.result()
+    assert pointers == ["/name", "/kind", "/age", ""]
+    assert pet == Pet(name="Rex", kind="dog", age=3)
+    assert s.usage.completion_tokens > 0
+
+
+def test_callbacks_and_an_early_retry(router: respx.MockRouter, client: SyncClient) -> None:
+    bodies = [body_of(BAD), body_of(GOOD)]
+    route = router.post("/chat/completions").mock(side_effect=[sse(b) for b in bodies])
+    seen: list[tuple[str, Any, int]] = []
+    with client.stream(
+        messages=MESSAGES,
+        schema=Pet,
+        retry=Retry(max_attempts=2),
+        on_field={"/*": lambda ev: seen.append((ev.pointer, ev.value, threading.get_ident()))},
+    ) as s:
+        assert s.result() == Pet(name="Rex", kind="dog", age=3)
+    assert [p for p, _, _ in seen] == ["/name", "/kind", "/age"]  # /name once: same value
+    assert {t for _, _, t in seen} != {threading.get_ident()}  # they ran in the loop thread
+    assert bodies[0].closed and bodies[0].pulled < len(bodies[0].parts)  # aborted at "cow"
+    assert route.call_count == 2
+    assert isinstance(s.attempts[0].error, SchemaViolation)
+
+
+def test_an_error_is_raised_as_itself(router: respx.MockRouter, client: SyncClient) -> None:
+    router.post("/chat/completions").mock(return_value=httpx.Response(503, text="busy"))
+    with pytest.raises(TransportError) as info, client.stream(messages=MESSAGES, schema=Pet) as s:
+        s.result()
+    assert info.value.status == 503
+
+
+def test_break_closes_the_generation(router: respx.MockRouter, client: SyncClient) -> None:
+    body = body_of(GOOD, size=2)
+    router.post("/chat/completions").mock(return_value=sse(body))
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        for _ in s:
+            break
+    assert body.closed
+    assert body.pulled < len(body.parts)
+
+
+def test_an_exception_in_the_block_closes_the_generation(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    body = body_of(GOOD, size=2)
+    router.post("/chat/completions").mock(return_value=sse(body))
+    with (
+        pytest.raises(RuntimeError, match="boom"),
+        client.stream(messages=MESSAGES, schema=Pet) as s,
+    ):
+        next(iter(s))
+        raise RuntimeError("boom")
+    assert body.closed
+
+
+class Hanging(httpx.AsyncByteStream):
+    """A body that sends a first part, then waits forever (until closed)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def __aiter__(self) -> Any:
+        import anyio
+
+        yield chunk('{"name": "R')
+        await anyio.sleep_forever()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_ctrl_c_while_waiting_closes_the_generation(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+    # A real SIGINT, to the main thread: what Ctrl-C does (it wakes a blocked wait).
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
+        timer.start()
+        s.result()  # waits on the hanging body until the interrupt
+    timer.join()
+    assert body.closed
+
+
+def test_one_client_from_many_threads(router: respx.MockRouter, client: SyncClient) -> None:
+    router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    results: list[Pet] = []
+
+    def run() -> None:
+        with client.stream(messages=MESSAGES, schema=Pet) as s:
+            results.append(s.result())
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [Pet(name="Rex", kind="dog", age=3)] * 8
+
+
+def test_arguments_are_checked_at_the_call(client: SyncClient) -> None:
+    with pytest.raises(TypeError, match="messages"):
+        client.stream(messages="hi", schema=Pet)  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match="mode"):
+        client.stream(messages=MESSAGES, schema=Pet, mode="json")  # type: ignore[call-overload]

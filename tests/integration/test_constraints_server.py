@@ -161,7 +161,9 @@ async def test_an_abort_over_the_responses_api_stops_the_servers_decoding(
         "temperature": 0,
         "extra_body": {"json_schema": LOOSE},
     }
-    async with httpx.AsyncClient(timeout=60) as http:
+    # Idle connections dropped before the server's 5 s keep-alive ends (as the backend's own
+    # client does): the polls below reuse none the server is closing.
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(keepalive_expiry=2.0)) as http:
         async with Client(
             base_url=llama_server.base_url, http_client=http, api="responses"
         ) as client:

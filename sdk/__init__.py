@@ -10,6 +10,9 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
   (:class:`Retry`), and validates the whole result (``await stream.result()``).
 * :class:`FieldTracker` — the sans-I/O core: feed text, get field events; it knows each
   field's piece of the schema and raises :class:`SchemaViolation` as early as the bytes allow.
+* Constraints beyond JSON Schema, as values: :class:`Choice`, :class:`Regex`,
+  :class:`Grammar`, :class:`StructuralTag` (of :class:`Tag` segments; the result is a
+  :class:`TaggedText`), and several tools at once (:class:`Tool`, ``tools=``).
 
 Errors form one tree under :class:`StreamError` (drawn in ``sdk._errors``); misuse of the API
 raises :class:`StreamUsageError`, a ``RuntimeError``; an unusable schema, :class:`SchemaError`.
@@ -21,6 +24,7 @@ import importlib as _importlib
 import typing as _typing
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message, Usage
+from sdk._constraints import Choice, Grammar, Regex, StructuralTag, Tag, Tool
 from sdk._errors import (
     BackendError,
     CallbackError,
@@ -35,6 +39,7 @@ from sdk._errors import (
     StreamUsageError,
     TransportError,
     TruncatedError,
+    UnsupportedConstraint,
     ValidationFailed,
 )
 from sdk._events import (
@@ -48,6 +53,7 @@ from sdk._events import (
     UsageReported,
 )
 from sdk._retry import Attempt, AttemptInfo, Retry
+from sdk._segments import Segment, TaggedText
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
 
@@ -93,31 +99,40 @@ __all__ = [
     "BatchRequest",
     "BatchResult",
     "CallbackError",
+    "Choice",
     "Client",
     "ContentFilteredError",
     "Delta",
     "FieldEvent",
     "FieldTracker",
     "GenerationRequest",
+    "Grammar",
     "Message",
     "MissingDependencyError",
     "OutputSyntaxError",
     "ReasoningDelta",
     "RefusedError",
+    "Regex",
     "RetriesExhausted",
     "Retry",
     "SchemaError",
     "SchemaViolation",
+    "Segment",
     "Stream",
     "StreamEnded",
     "StreamError",
     "StreamEvent",
     "StreamUsageError",
+    "StructuralTag",
     "SyncClient",
     "SyncStream",
+    "Tag",
+    "TaggedText",
     "TextDelta",
+    "Tool",
     "TransportError",
     "TruncatedError",
+    "UnsupportedConstraint",
     "Usage",
     "UsageReported",
     "ValidationFailed",

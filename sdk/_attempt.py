@@ -4,9 +4,12 @@
 event loop and no connection, so every rule below is tested by feeding it values:
 
 - ``Delta.text`` goes to the tracker of its ``tool_call`` (``None``: the message's document; an
-  index: that tool call's arguments, one tracker each). Message text next to tool calls is
-  prose: kept in the attempt's text, never parsed (text seen before the first tool call is
-  dropped from parsing when the call arrives).
+  index: that tool call's arguments, one tracker each, against the schema of the tool the call
+  names when there are several; its name and id are stamped on its events). What kind of
+  tracker reads a part is the target's choice (:func:`sdk._target.new_tracker`): a JSON
+  Schema's :class:`~sdk.FieldTracker`, a text constraint's, a structural tag's. Message text
+  next to tool calls is prose: kept in the attempt's text, never parsed (text seen before the
+  first tool call is dropped from parsing when the call arrives).
 - ``refusal`` pieces are joined into a :class:`~sdk.RefusedError`; ``finish_reason`` ends the
   parsing (later deltas may only add usage): ``"length"`` makes an unfinished document a
   :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
@@ -31,6 +34,7 @@ from sdk._errors import ContentFilteredError, RefusedError, TruncatedError
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._retry import AttemptInfo, ToolCallText
 from sdk._schema import CompiledSchema
+from sdk._target import Compiled, Tracker, new_tracker
 from sdk._think import ThinkSplitter
 from sdk._tracker import FieldTracker
 
@@ -60,6 +64,7 @@ class AttemptState:
         "_finish_reason",
         "_first_output",
         "_forced",
+        "_ids",
         "_last_key",
         "_last_texts",
         "_last_tracker",
@@ -80,7 +85,7 @@ class AttemptState:
     def __init__(
         self,
         number: int,
-        compiled: CompiledSchema,
+        compiled: Compiled,
         *,
         lenient: bool = False,
         deltas: bool = False,
@@ -92,10 +97,11 @@ class AttemptState:
         self._compiled = compiled
         self._lenient = lenient
         self._deltas = deltas
-        self._trackers: dict[int | None, FieldTracker] = {}
+        self._trackers: dict[int | None, Tracker] = {}
         self._tool_mode = False  # a tool call arrived: message text is prose from now on
         self._texts: dict[int | None, list[str]] = {}
         self._names: dict[int, str | None] = {}
+        self._ids: dict[int, str] = {}
         self._refusal: list[str] = []
         self._reasoning: list[str] = []
         self._want_reasoning = reasoning
@@ -112,7 +118,7 @@ class AttemptState:
         # Where the last text went (most chunks go where the one before went).
         self._last_key: int | None = None
         self._last_texts: list[str] = []
-        self._last_tracker: FieldTracker | None = None
+        self._last_tracker: Tracker | None = None
 
     # ------------------------------------------------------------------ what it knows
 
@@ -166,6 +172,7 @@ class AttemptState:
                 and chunk.finish_reason is None
                 and chunk.refusal is None
                 and chunk.tool_name is None
+                and chunk.tool_call_id is None
                 and chunk.reasoning is None
             ):
                 # The common delta: text only.
@@ -190,6 +197,8 @@ class AttemptState:
         key = chunk.tool_call
         if key is not None and chunk.tool_name is not None:
             self._names[key] = chunk.tool_name
+        if key is not None and chunk.tool_call_id is not None:
+            self._ids[key] = chunk.tool_call_id
         text = chunk.text
         if not text or self._finish_reason is not None:
             if chunk.finish_reason is not None and self._finish_reason is None:
@@ -243,7 +252,9 @@ class AttemptState:
     def record(self, error: BaseException | None) -> AttemptInfo:
         """The attempt's record: its error (``None`` for success), usage and text."""
         tool_calls = tuple(
-            ToolCallText(k, self._names.get(k), "".join(self._texts.get(k, ())))
+            ToolCallText(
+                k, self._names.get(k), "".join(self._texts.get(k, ())), id=self._ids.get(k)
+            )
             for k in sorted(k for k in self._texts if k is not None)
         )
         first = self._first_output
@@ -311,13 +322,20 @@ class AttemptState:
             self._last_key, self._last_texts, self._last_tracker = key, texts, tracker
         return tracker.feed(text, forced=forced)
 
-    def _new_tracker(self, key: int | None) -> FieldTracker:
-        return FieldTracker(
-            self._compiled,
-            lenient=self._lenient,
+    def _new_tracker(self, key: int | None) -> Tracker:
+        compiled = self._compiled
+        if key is None and type(compiled) is CompiledSchema:  # the common case, kept direct
+            return FieldTracker(
+                compiled, lenient=self._lenient, attempt=self.number, deltas=self._deltas
+            )
+        return new_tracker(
+            compiled,
+            key,
+            None if key is None else self._names.get(key),
+            None if key is None else self._ids.get(key),
             attempt=self.number,
+            lenient=self._lenient,
             deltas=self._deltas,
-            tool_call=key,
         )
 
     def _tool_keys(self) -> list[int]:

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-__all__ = ["Backend", "Delta", "GenerationRequest", "Message", "Usage"]
+from sdk._errors import UnsupportedConstraint
+
+if TYPE_CHECKING:
+    from sdk._constraints import Constraint, Tool
+
+__all__ = ["Backend", "Delta", "GenerationRequest", "Message", "Usage", "check_request"]
 
 Message = Mapping[str, Any]
 """One chat message, as the OpenAI Chat Completions API spells it (``{"role", "content"}``)."""
@@ -58,6 +63,8 @@ class Delta:
     """Index of the parallel tool call this text belongs to; ``None`` for message content."""
     tool_name: str | None = None
     """The function name of that tool call, on its first delta."""
+    tool_call_id: str | None = None
+    """The id the server gave that tool call, on its first delta (when it sends one)."""
     refusal: str | None = None
     """A piece of a refusal message (OpenAI ``delta.refusal``)."""
     reasoning: str | None = None
@@ -93,6 +100,35 @@ class GenerationRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Backend-specific parameters passed through as they are (e.g. vLLM's
     ``structured_outputs``)."""
+    constraint: Constraint | None = None
+    """A constraint other than JSON Schema (:class:`~sdk.Choice`, :class:`~sdk.Regex`,
+    :class:`~sdk.Grammar`, :class:`~sdk.StructuralTag`); ``schema`` then describes only the
+    result's type. A backend that cannot send it says so in ``check_request`` (see
+    :func:`check_request`)."""
+    tools: tuple[Tool, ...] = ()
+    """Several tools (``mode == "tool"``), each with its own schema: the model calls one or more
+    of them; ``schema`` then describes only what any call's arguments satisfy."""
+
+
+def check_request(backend: object, request: GenerationRequest) -> None:
+    """Raise :class:`~sdk.UnsupportedConstraint` when ``backend`` cannot send ``request``
+    (called by :meth:`sdk.Client.stream`, before any request).
+
+    A backend that knows what it can send defines ``check_request(request)``; one that does
+    not is taken to send JSON Schema only (one schema, one tool at most), as the protocol
+    required before constraints existed.
+    """
+    own = getattr(backend, "check_request", None)
+    if own is not None:
+        own(request)
+        return
+    if request.constraint is not None or len(request.tools) > 1:
+        what = type(request.constraint).__name__ if request.constraint else "several tools"
+        raise UnsupportedConstraint(
+            f"{type(backend).__name__} does not say it can send {what} (a backend that can "
+            "defines check_request(request)); mode='none' sends nothing and checks the output "
+            "on the client only"
+        )
 
 
 class Backend(Protocol):

@@ -18,28 +18,37 @@ from typing import Any, TypeVar, overload
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
-from sdk._backend import Backend, Delta, GenerationRequest, Message
+from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
 from sdk._batch import BatchResult, run_batch
-from sdk._http import OpenAIBackend
+from sdk._constraints import StructuralTag, TextConstraint, Tool
+from sdk._http import OpenAIBackend, ResponsesBackend
+from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
 from sdk._retry import Attempt, Retry
-from sdk._schema import compile_schema, schema_name
+from sdk._schema import schema_name
+from sdk._segments import TaggedText
 from sdk._stream import Stream
+from sdk._target import compile_target, request_fields
 
 __all__ = ["Client"]
 
 T = TypeVar("T")
+B = TypeVar("B")
 
 
 class Client:
     """Streams structured completions from one backend.
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
-    Completions server over httpx. Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY``
-    and ``$OPENAI_BASE_URL`` and defaults to OpenAI's API; the other options (``http_client``,
-    ``timeout``, ``headers``, ``strict``) are described on :class:`~sdk._http.OpenAIBackend`.
+    Completions server over httpx, or, with ``api="responses"``, to its Responses API
+    (``POST /responses``). Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and
+    ``$OPENAI_BASE_URL`` and defaults to OpenAI's API. ``server`` says which server it is
+    (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
+    decides how constraints other than JSON Schema are sent; the other options
+    (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
+    :class:`~sdk._http.OpenAIBackend`.
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
 
@@ -59,11 +68,11 @@ class Client:
         model: str | None = None,
         *,
         max_retries: int = 2,
+        api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
-        self._backend: Backend = OpenAIBackend(
-            base_url=base_url, api_key=api_key, model=model, **options
-        )
+        kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
+        self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
         self._max_retries = _check_max_retries(max_retries)
 
     @classmethod
@@ -76,17 +85,26 @@ class Client:
 
     @classmethod
     def from_openai(
-        cls, client: Any, *, model: str, strict: bool = True, max_retries: int = 0
+        cls,
+        client: Any,
+        *,
+        model: str,
+        strict: bool = True,
+        max_retries: int = 0,
+        api: Api = "chat",
+        server: Server | None = None,
     ) -> Client:
         """A client that sends its requests through ``client``, an ``openai.AsyncOpenAI`` (or
         ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies,
         timeouts and retries are the client's, unchanged. Its ``max_retries`` retries a request
         that fails before the stream begins; a stream broken midway is retried here only with
         ``max_retries`` (0 by default, so that the two layers do not multiply) or a ``retry``
-        policy. ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http import OpenAISDKBackend
+        policy. ``client`` is not closed by :meth:`aclose`. ``api`` and ``server`` as for
+        ``Client(...)``."""
+        from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
 
-        backend = OpenAISDKBackend(client, model=model, strict=strict)
+        kind = _backend_kind(api, OpenAISDKBackend, ResponsesSDKBackend)
+        backend = kind(client, model=model, strict=strict, server=server)
         return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
@@ -110,6 +128,22 @@ class Client:
 
     @overload
     def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: TextConstraint,
+        **options: Unpack[RequestOptions],
+    ) -> Stream[str]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: StructuralTag,
+        **options: Unpack[RequestOptions],
+    ) -> Stream[TaggedText]: ...
+    @overload
+    def stream(
         self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
     ) -> Stream[T]: ...
     @overload
@@ -122,10 +156,20 @@ class Client:
     ) -> Stream[T]: ...
     @overload
     def stream(
-        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Stream[Any]: ...
     def stream(
-        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Stream[Any]:
         """Stream a structured completion; use the result with ``async with``.
 
@@ -135,7 +179,14 @@ class Client:
           :mod:`sdk._http._strict`); it is the contract: the result is validated by pydantic
           in JSON mode, which may accept more than the schema says (lax coercions), never
           less. The stream is typed by it: ``Stream[Model]``, ``Stream[list[Item]]``,
-          ``Stream[Any]`` for a dict.
+          ``Stream[Any]`` for a dict. Or a constraint: :class:`~sdk.Choice`,
+          :class:`~sdk.Regex`, :class:`~sdk.Grammar` (``Stream[str]``),
+          :class:`~sdk.StructuralTag` (``Stream[TaggedText]``), sent the way the client's
+          ``server`` reads it (a server that cannot be sent it raises
+          :class:`~sdk.UnsupportedConstraint` here).
+        - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
+          the model calls one or more, each call tracked against its own tool's schema
+          (``results()`` gives each call's value, in order).
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).
@@ -161,8 +212,9 @@ class Client:
             config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
-        compiled = compile_schema(schema, formats=config.formats)
+        compiled = compile_target(schema, tools, formats=config.formats)
         name = request.pop("schema_name", None)
+        request.update(request_fields(compiled, request.get("mode")))
         template = GenerationRequest(
             messages=_messages(messages),
             schema=compiled.schema_dict(),
@@ -170,6 +222,7 @@ class Client:
             extra=extra,
             **request,
         )
+        check_request(self._backend, template)
         return Stream(_Requests(self._backend, template), compiled, config)
 
     @overload
@@ -249,6 +302,13 @@ class _Requests:
             seed=None if template.seed is None else template.seed + attempt.number - 1,
         )
         return self._backend.generate(request)
+
+
+def _backend_kind(api: object, chat: type[B], responses: type[B]) -> type[B]:
+    """The backend class for ``api`` (``ValueError`` naming it when it is neither)."""
+    if api not in ("chat", "responses"):
+        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+    return responses if api == "responses" else chat
 
 
 def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:

@@ -1,4 +1,5 @@
-"""The dispatcher: runs ``on_field`` callbacks, once per (tool call, path, value) per stream.
+"""The dispatcher: runs ``on_field`` callbacks, once per (part, path, value) per stream, where the
+part is which tool call or tagged segment holds the field (``FieldEvent.part``).
 
 Sync callbacks run inline, in the stream's task, before the event reaches the iterator (a
 sync callback that returns an awaitable, such as ``lambda ev: send(ev)``, has it awaited there
@@ -17,7 +18,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import anyio
@@ -38,8 +39,9 @@ OnField: TypeAlias = Mapping[str, Callback] | Callback | None
 CallbackErrorPolicy: TypeAlias = Literal["raise", "log", "ignore"]
 
 
-def idempotency_key(tool_call: int | None, path: Path, value: Any) -> tuple[int | None, Path, str]:
-    """The identity of a field for exactly-once dispatch: the tool call, the path, and the value
+def idempotency_key(tool_call: Hashable, path: Path, value: Any) -> tuple[Hashable, Path, str]:
+    """The identity of a field for exactly-once dispatch: its part (the tool call, or
+    ``FieldEvent.part``: the call, its tool, the tagged segment), the path, and the value
     as canonical JSON (sorted keys, no spaces), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}``
     are the same field value. ``1`` and ``1.0`` are different (their JSON differs)."""
     try:
@@ -91,7 +93,7 @@ class Dispatcher:
         # The values fired at each (tool call, path). Canonical JSON is computed only when a
         # field repeats (a retry, a duplicate key): encoding every value, containers included,
         # would re-serialize each subtree once per level on the per-chunk path.
-        self._fired: dict[tuple[int | None, Path], list[Any]] = {}
+        self._fired: dict[tuple[Hashable, Path], list[Any]] = {}
         self._tg: TaskGroup | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._on_failure: Callable[[CallbackError], None] | None = None
@@ -116,9 +118,9 @@ class Dispatcher:
         self._limiter = anyio.CapacityLimiter(self._max_concurrency)
         self._on_failure = on_failure
 
-    def admit(self, tool_call: int | None, event: FieldEvent) -> bool:
-        """True the first time this (tool call, path, value) is seen in the stream, across
-        attempts; False for a repeat."""
+    def admit(self, tool_call: Hashable, event: FieldEvent) -> bool:
+        """True the first time this (part, path, value) is seen in the stream, across attempts;
+        False for a repeat. ``tool_call`` is the part: ``event.part``, or a tool call's index."""
         field = (tool_call, event.path)
         seen = self._fired.get(field)
         if seen is None:

@@ -18,6 +18,8 @@
     │   └── RetriesExhausted             every attempt failed (the list of attempt errors)
     ├── RuntimeError
     │   └── StreamUsageError             misuse: iterating twice, two readers at once, ...
+    │       └── UnsupportedConstraint    the backend cannot send this constraint (said before
+    │                                    any request: OpenAI takes JSON Schema only)
     └── ValueError
         └── SchemaError                  the schema given cannot be used: not valid JSON Schema,
                                          or a keyword the tracker cannot check (keyword, pointer)
@@ -48,6 +50,7 @@ __all__ = [
     "StreamUsageError",
     "TransportError",
     "TruncatedError",
+    "UnsupportedConstraint",
     "ValidationFailed",
 ]
 
@@ -262,3 +265,11 @@ class SchemaError(ValueError):
 class StreamUsageError(RuntimeError):
     """The stream was used wrongly: iterated twice, read by two tasks at once, used outside
     its ``async with`` block, ``result()`` of a stream with several tool calls, and so on."""
+
+
+class UnsupportedConstraint(StreamUsageError):
+    """The backend cannot send this constraint (a :class:`~sdk.Regex` to OpenAI, a
+    :class:`~sdk.StructuralTag` to a server whose flavour is not known...): raised by
+    :meth:`sdk.Client.stream`, before any request. The message says what the backend takes
+    and how to go on (``Client(server=...)``, or ``mode="none"``: nothing is sent and the
+    client alone checks the output)."""

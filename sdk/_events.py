@@ -4,7 +4,11 @@ Field events come from the tracker: :class:`FieldEvent` when a value is final, a
 for (``deltas=True``), :class:`TextDelta` as a string grows. Each has a ``path`` (a tuple of
 ``str`` keys and ``int`` indices; ``()`` is the document root; ``pointer`` is the same as an RFC
 6901 JSON Pointer) and the ``attempt`` it belongs to (1-based; each attempt has its own
-tracker).
+tracker). Events of a tool call's arguments say which call (``tool_call``, ``tool_name``,
+``tool_call_id``); events inside a :class:`~sdk.StructuralTag` segment say which segment
+(``segment``, ``tag``). A text constraint's output (:class:`~sdk.Choice`, :class:`~sdk.Regex`,
+:class:`~sdk.Grammar`), and the free text between tagged segments, stream as
+:class:`TextDelta` events at path ``()``.
 
 Progress events come from the stream itself, when asked for (``progress=True``): an attempt
 started (:class:`AttemptStarted`), failed (:class:`AttemptFailed`, with whether it will be
@@ -75,16 +79,35 @@ class FieldEvent(_PathEvent):
     tool_call: int | None = None
     """Index of the parallel tool call whose arguments hold this value; ``None`` for the
     message content."""
+    tool_name: str | None = None
+    """The name of the tool that call calls (when the source named it)."""
+    tool_call_id: str | None = None
+    """The id the server gave that call (when it sent one)."""
+    segment: int | None = None
+    """In a :class:`~sdk.StructuralTag` output: the index (0-based, in output order) of the
+    tagged segment whose JSON holds this value; ``None`` elsewhere."""
+    tag: str | None = None
+    """In a :class:`~sdk.StructuralTag` output: the name of that segment's :class:`~sdk.Tag`."""
     instance: Any = None
     """The value as its pydantic model's validated instance, when the schema here is a nested
     model (an item of ``list[Item]``, a field typed ``Address``...): validated the moment its
     object closed, validators included. ``None`` otherwise; the root's model instance is
     :meth:`~sdk.Stream.result`."""
 
+    @property
+    def part(self) -> tuple[int | None, str | None, int | None, str | None]:
+        """Which part of the output the value belongs to: ``(tool_call, tool_name, segment,
+        tag)``, all ``None`` for the message's document. With the path and the value, the
+        identity of a field for exactly-once dispatch (the call id is left out: a retry's
+        calls get new ids)."""
+        return (self.tool_call, self.tool_name, self.segment, self.tag)
+
 
 @dataclass(frozen=True, slots=True)
 class TextDelta(_PathEvent):
-    """A string value grew (only when the tracker or stream was asked for ``deltas``).
+    """A string value grew (only when the tracker or stream was asked for ``deltas``), or text
+    arrived that is output in its own right: a text constraint's output, the free text around
+    tagged segments (always; their ``path`` is ``()``).
 
     Concatenating a string's deltas gives its final value; escapes are already decoded. The
     string's :class:`FieldEvent` still comes when it closes.
@@ -96,6 +119,15 @@ class TextDelta(_PathEvent):
     """The attempt (1-based) whose output this text came from."""
     tool_call: int | None = None
     """Index of the parallel tool call this text belongs to; ``None`` for the message content."""
+    tool_name: str | None = None
+    """The name of the tool that call calls (when the source named it)."""
+    tool_call_id: str | None = None
+    """The id the server gave that call (when it sent one)."""
+    segment: int | None = None
+    """In a :class:`~sdk.StructuralTag` output: the tagged segment this text belongs to
+    (``None`` for the free text between segments)."""
+    tag: str | None = None
+    """In a :class:`~sdk.StructuralTag` output: the name of that segment's :class:`~sdk.Tag`."""
 
 
 TrackerEvent = FieldEvent | TextDelta

@@ -62,6 +62,8 @@ class ToolCallText:
     """The function name, if the source sent one."""
     arguments: str
     """The arguments text received (a JSON document, perhaps cut short)."""
+    id: str | None = None
+    """The id the server gave the call, if it sent one."""
 
 
 @dataclass(frozen=True, slots=True)

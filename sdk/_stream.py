@@ -9,7 +9,7 @@ the source at once (the generation stops) and either starts the next attempt or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 
 from sdk._attempt import AttemptEvent, AttemptState
 from sdk._backend import Delta, Message, Usage
+from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._dispatch import Dispatcher
 from sdk._errors import CallbackError, RetriesExhausted, StreamUsageError
 from sdk._events import (
@@ -33,8 +34,9 @@ from sdk._events import (
 from sdk._options import StreamConfig, StreamOptions, split_options
 from sdk._partial_view import partial_view
 from sdk._retry import Attempt, AttemptInfo
-from sdk._schema import CompiledSchema, compile_schema
+from sdk._segments import TaggedText
 from sdk._source import Chunk, Pulled, Source, SourceReader
+from sdk._target import Compiled, compile_target
 
 __all__ = ["Stream", "stream_structured"]
 
@@ -45,6 +47,14 @@ _NEW, _OPEN, _DONE, _FAILED, _CLOSED = "new", "open", "done", "failed", "closed"
 
 @overload
 def stream_structured(
+    source: Source, *, schema: TextConstraint, **options: Unpack[StreamOptions]
+) -> Stream[str]: ...
+@overload
+def stream_structured(
+    source: Source, *, schema: StructuralTag, **options: Unpack[StreamOptions]
+) -> Stream[TaggedText]: ...
+@overload
+def stream_structured(
     source: Source, *, schema: type[T], **options: Unpack[StreamOptions]
 ) -> Stream[T]: ...
 @overload
@@ -53,16 +63,27 @@ def stream_structured(
 ) -> Stream[T]: ...
 @overload
 def stream_structured(
-    source: Source, *, schema: Any, **options: Unpack[StreamOptions]
+    source: Source,
+    *,
+    schema: Any = None,
+    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+    **options: Unpack[StreamOptions],
 ) -> Stream[Any]: ...
 def stream_structured(
-    source: Source, *, schema: Any, **options: Unpack[StreamOptions]
+    source: Source,
+    *,
+    schema: Any = None,
+    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+    **options: Unpack[StreamOptions],
 ) -> Stream[Any]:
     """Stream a structured document from ``source``; use the result with ``async with``.
 
     - ``source``: an async iterable of ``str`` / :class:`~sdk.Delta`, or a callable taking an
       :class:`~sdk.Attempt` and returning one (needed for ``retry``).
-    - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema dict.
+    - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, a JSON Schema dict, or a
+      constraint (:class:`~sdk.Choice`, :class:`~sdk.Regex`, :class:`~sdk.Grammar`,
+      :class:`~sdk.StructuralTag`); or, instead, ``tools``: several :class:`~sdk.Tool` (or a
+      mapping of names to schemas), each tool call tracked against the tool it names.
     - ``options``: how the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
       ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
       (each is described on :class:`~sdk._options.StreamConfig`).
@@ -72,7 +93,7 @@ def stream_structured(
     :class:`~sdk.SchemaError` for a schema the tracker cannot use.
     """
     config, _ = split_options(options, where="stream_structured", request=False)
-    return Stream(source, compile_schema(schema, formats=config.formats), config)
+    return Stream(source, compile_target(schema, tools, formats=config.formats), config)
 
 
 class Stream(Generic[T]):
@@ -89,10 +110,11 @@ class Stream(Generic[T]):
     is left first. Leaving the ``async with`` block closes the source (the generation stops)
     whatever state the stream is in.
 
-    Exactly once: a field is identified by its tool call, its path and its value (as canonical
-    JSON). When a retry writes a field with the same value as an earlier attempt, it is not
-    yielded or dispatched again; when the value differs it is, with ``ev.attempt`` saying
-    which attempt wrote it. ``TextDelta`` events are live text and are not deduplicated: a
+    Exactly once: a field is identified by its part (``FieldEvent.part``: the tool call and its
+    tool, or the tagged segment and its tag), its path and its value (as canonical JSON).
+    When a retry writes a field with the same value as an earlier attempt, it is not yielded
+    or dispatched again; when the value differs it is, with ``ev.attempt`` saying which
+    attempt wrote it. ``TextDelta`` events are live text and are not deduplicated: a
     retry streams its strings again, under the new ``attempt`` number.
 
     Built by :func:`stream_structured` and :meth:`sdk.Client.stream`, which compile the schema
@@ -100,7 +122,7 @@ class Stream(Generic[T]):
     """
 
     def __init__(
-        self, source: Source, schema: CompiledSchema, config: StreamConfig | None = None
+        self, source: Source, schema: Compiled, config: StreamConfig | None = None
     ) -> None:
         config = config if config is not None else StreamConfig()
         self._source = SourceReader(source)
@@ -191,7 +213,7 @@ class Stream(Generic[T]):
                     f"the stream has {len(snapshot)} tool calls; read `s.snapshot` instead"
                 )
             snapshot = snapshot[0]
-        tp = self._compiled.python_type
+        tp = getattr(self._compiled, "python_type", None)
         view: T | None = snapshot if tp is None else partial_view(tp, snapshot)
         return view
 
@@ -382,7 +404,7 @@ class Stream(Generic[T]):
         events = self._events
         for ev in new:
             if type(ev) is FieldEvent:
-                if not dispatcher.admit(ev.tool_call, ev):
+                if not dispatcher.admit(ev.part, ev):
                     continue
                 if callbacks:
                     await dispatcher.dispatch(ev)

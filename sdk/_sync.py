@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
@@ -27,11 +27,14 @@ from typing_extensions import Unpack
 
 from sdk._backend import Backend, Message, Usage
 from sdk._client import Client
+from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
 from sdk._events import StreamEvent
+from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._options import RequestOptions
 from sdk._retry import AttemptInfo
+from sdk._segments import TaggedText
 from sdk._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
@@ -91,9 +94,10 @@ class SyncClient:
         model: str | None = None,
         *,
         max_retries: int = 2,
+        api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
-        self._attach(Client(base_url, api_key, model, max_retries=max_retries, **options))
+        self._attach(Client(base_url, api_key, model, max_retries=max_retries, api=api, **options))
 
     def _attach(self, client: Client) -> None:
         self._client = client
@@ -114,12 +118,21 @@ class SyncClient:
 
     @classmethod
     def from_openai(
-        cls, client: Any, *, model: str, strict: bool = True, max_retries: int = 0
+        cls,
+        client: Any,
+        *,
+        model: str,
+        strict: bool = True,
+        max_retries: int = 0,
+        api: Api = "chat",
+        server: Server | None = None,
     ) -> SyncClient:
         """As :meth:`sdk.Client.from_openai`; ``client`` is an ``openai.AsyncOpenAI`` (it runs
         in this client's loop thread)."""
         return cls._wrap(
-            Client.from_openai(client, model=model, strict=strict, max_retries=max_retries)
+            Client.from_openai(
+                client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
+            )
         )
 
     @classmethod
@@ -134,6 +147,22 @@ class SyncClient:
 
     @overload
     def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: TextConstraint,
+        **options: Unpack[RequestOptions],
+    ) -> SyncStream[str]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: StructuralTag,
+        **options: Unpack[RequestOptions],
+    ) -> SyncStream[TaggedText]: ...
+    @overload
+    def stream(
         self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
     ) -> SyncStream[T]: ...
     @overload
@@ -146,13 +175,25 @@ class SyncClient:
     ) -> SyncStream[T]: ...
     @overload
     def stream(
-        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SyncStream[Any]: ...
     def stream(
-        self, *, messages: Sequence[Message], schema: Any, **options: Unpack[RequestOptions]
+        self,
+        *,
+        messages: Sequence[Message],
+        schema: Any = None,
+        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> SyncStream[Any]:
         """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
-        stream: Stream[Any] = self._client.stream(messages=messages, schema=schema, **options)
+        stream: Stream[Any] = self._client.stream(
+            messages=messages, schema=schema, tools=tools, **options
+        )
         return SyncStream(stream, self._loop)
 
     def close(self) -> None:

@@ -270,7 +270,13 @@ class FieldTracker:
                         n = forced.count(start, stop)
                     out.append(
                         FieldEvent(
-                            ev.path, ev.value, ev.offset, attempt, n, self.tool_call, instance
+                            ev.path,
+                            ev.value,
+                            ev.offset,
+                            attempt,
+                            n,
+                            self.tool_call,
+                            instance=instance,
                         )
                     )
                 elif type(ev) is ValueStart:

@@ -47,6 +47,14 @@ def test_fast_snippet_runs(code: str) -> None:
         assert "ValueDone(path=('n',), offset=" in printed
         assert printed.rstrip().endswith("{'title': 'Streaming', 'tags': ['a', 'b'], 'n': 123}")
         assert "snapshot: {'title': 'Stre'}" in printed
+    if "schema=Choice([" in code:
+        assert printed.splitlines() == [
+            "TextDelta 'neg'",
+            "TextDelta 'ativ'",
+            "TextDelta 'e'",
+            "FieldEvent 'negative'",
+            "result: negative",
+        ]
     if "FieldTracker(schema)" in code:
         assert "/n 7" in printed and "{'n': 7}" in printed
         assert "SchemaViolation /n:" in printed and "maximum" in printed

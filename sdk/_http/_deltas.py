@@ -1,25 +1,42 @@
 """The read loop both HTTP backends share: an opened event-stream response in, deltas out.
 
 A backend says how to open its response (httpx, or the ``openai`` SDK's raw response) and how
-to release it; :func:`stream_deltas` reads the events, decodes them with a
-:class:`~sdk._http._chunks.ChunkDecoder`, and always ends the response the same way
-(:func:`~sdk._http._sse.finish_response`), however the consumer leaves: at ``[DONE]``, on an
-error, or by closing the generator (the abort, which drops the connection).
+to release it; :func:`stream_deltas` reads the events, decodes them with an
+:class:`EventDecoder` (Chat Completions chunks or Responses API events), and always ends the
+response the same way (:func:`~sdk._http._sse.finish_response`), however the consumer leaves:
+at ``[DONE]`` or a terminal event, on an error, or by closing the generator (the abort, which
+drops the connection).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 import anyio
 import httpx
 
 from sdk._backend import Delta
-from sdk._http._chunks import ChunkDecoder
 from sdk._http._sse import ErrorTypes, aiter_events, finish_response
 from sdk._http._unwrap import DeltaUnwrapper
 
-__all__ = ["Opened", "stream_deltas"]
+__all__ = ["EventDecoder", "Opened", "stream_deltas"]
+
+
+class EventDecoder(Protocol):
+    """Events in, deltas out: Chat Completions chunks
+    (:class:`~sdk._http._chunks.ChunkDecoder`) or Responses API events
+    (:class:`~sdk._http._responses_events.ResponsesDecoder`)."""
+
+    @property
+    def done(self) -> bool:
+        """True once the stream said it is over (``[DONE]``, a terminal event)."""
+        ...
+
+    def feed_event(self, event: str, data: str) -> list[Delta]: ...
+
+    def end(self) -> list[Delta]: ...
+
 
 Opened = tuple[httpx.Response, Callable[[], Awaitable[None]]]
 """An open response (headers read, status 2xx) and the coroutine function that releases it."""
@@ -27,7 +44,7 @@ Opened = tuple[httpx.Response, Callable[[], Awaitable[None]]]
 
 async def stream_deltas(
     open_response: Callable[[], Awaitable[Opened]],
-    decoder: ChunkDecoder,
+    decoder: EventDecoder,
     *,
     errors: ErrorTypes = (httpx.HTTPError,),
     unwrap: bool = False,

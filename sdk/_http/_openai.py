@@ -24,8 +24,10 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
+from sdk._http._flavours import Api, Server, check_request, check_server
 from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
+from sdk._http._tool_ids import ToolIdDecoder
 
 __all__ = ["DEFAULT_TIMEOUT", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
 
@@ -49,6 +51,7 @@ class ServerOptions(TypedDict, total=False):
     timeout: httpx.Timeout | float | None
     headers: Mapping[str, str] | None
     strict: bool
+    server: Server | None
 
 
 class OpenAIBackend:
@@ -69,8 +72,17 @@ class OpenAIBackend:
     ``strict``: ask for strict structured outputs where the schema allows it (see
     :mod:`sdk._http._strict`). ``headers`` are added to every request.
 
+    ``server``: which server this is (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not
+    said), so constraints other than JSON Schema are sent its way (see
+    :mod:`sdk._http._flavours`); :meth:`check_request` refuses, before any request, what it
+    cannot be sent.
+
     Every argument is checked here: a wrong kind raises ``TypeError`` naming it.
     """
+
+    path = "/chat/completions"
+    """The endpoint, below ``base_url``."""
+    api: Api = "chat"
 
     def __init__(
         self,
@@ -82,15 +94,18 @@ class OpenAIBackend:
         timeout: httpx.Timeout | float | None = None,
         headers: Mapping[str, str] | None = None,
         strict: bool = True,
+        server: Server | None = None,
     ) -> None:
         _check_arguments(base_url, api_key, model, http_client, timeout, headers, strict)
+        check_server(server, self.api)
+        self.server = server
         self.model = model
         self.strict = strict
         if base_url is None and http_client is not None and str(http_client.base_url):
-            self._url = "chat/completions"  # relative to the client's own base_url
+            self._url = self.path.lstrip("/")  # relative to the client's own base_url
         else:
             root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            self._url = root.rstrip("/") + "/chat/completions"
+            self._url = root.rstrip("/") + self.path
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
         if key:
@@ -118,9 +133,16 @@ class OpenAIBackend:
         """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
-        body, wrapped = chat_request(request, model=self.model, strict=self.strict)
-        decoder = ChunkDecoder(tools=request.mode == "tool")
+        body, wrapped = chat_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
+        decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
         return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
+        ``request`` (:func:`sdk._http._flavours.check_request`)."""
+        check_request(request, server=self.server, api=self.api)
 
     async def _open(self, body: dict[str, object]) -> Opened:
         """Send the request; the response (headers read, status 2xx) and its release.

@@ -16,7 +16,7 @@ closes that HTTP response at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -24,9 +24,11 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import MissingDependencyError, TransportError, retryable_status
 from sdk._http._chunks import ChunkDecoder, error_from_payload
-from sdk._http._deltas import Opened, stream_deltas
+from sdk._http._deltas import EventDecoder, Opened, stream_deltas
+from sdk._http._flavours import Api, Server, check_request, check_server
 from sdk._http._request import chat_request
 from sdk._http._sse import retry_after_from
+from sdk._http._tool_ids import ToolIdDecoder
 
 __all__ = ["OpenAISDKBackend"]
 
@@ -37,7 +39,13 @@ class OpenAISDKBackend:
     ``client`` is not closed by :meth:`aclose`: it belongs to the caller.
     """
 
-    def __init__(self, client: Any, *, model: str, strict: bool = True) -> None:
+    api: Api = "chat"
+
+    def __init__(
+        self, client: Any, *, model: str, strict: bool = True, server: Server | None = None
+    ) -> None:
+        check_server(server, self.api)
+        self.server = server
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - only without the openai package
@@ -65,19 +73,32 @@ class OpenAISDKBackend:
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
-        body, wrapped = chat_request(request, model=self.model, strict=self.strict)
+        body, wrapped = chat_request(
+            request, model=self.model, strict=self.strict, server=self.server
+        )
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
-        decoder = ChunkDecoder(tools=request.mode == "tool")
+        decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
+        return self._stream(
+            lambda: self._client.chat.completions.with_streaming_response.create(
+                model=model, messages=messages, stream=True, extra_body=body
+            ),
+            decoder,
+            unwrap=wrapped,
+        )
+
+    def _stream(
+        self, create: Callable[[], Any], decoder: EventDecoder, *, unwrap: bool
+    ) -> AsyncIterator[Delta]:
+        """The deltas of the response ``create()`` opens (an SDK streaming-response manager);
+        ``unwrap``: the schema's root was sent wrapped."""
 
         async def open_response() -> Opened:
             # The raw streaming response, not the SDK's chunk iterator: the events then go
             # through the same code as the httpx backend, and nothing of the SDK's own
             # iterators is left half-consumed (it stops reading at [DONE] without closing its
             # generators).
-            manager = self._client.chat.completions.with_streaming_response.create(
-                model=model, messages=messages, stream=True, extra_body=body
-            )
+            manager = create()
             api_response = await self._call(manager.__aenter__())
 
             async def release() -> None:
@@ -85,7 +106,12 @@ class OpenAISDKBackend:
 
             return api_response.http_response, release
 
-        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=wrapped)
+        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=unwrap)
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent
+        ``request`` (:func:`sdk._http._flavours.check_request`)."""
+        check_request(request, server=self.server, api=self.api)
 
     async def _call(self, awaitable: Any) -> Any:
         """Await an SDK call, turning its errors into ours."""

@@ -17,6 +17,9 @@ How the schema travels, by ``request.mode``:
 - ``"none"``: no constraint is sent (a plain prompt, or a constraint given in ``extra``, such as
   vLLM's ``structured_outputs={"choice": [...]}`` / ``{"regex": ...}`` / ``{"grammar": ...}``).
 
+Several tools (``request.tools``) and constraints other than JSON Schema
+(``request.constraint``) are written per server flavour by :mod:`sdk._http._flavours`.
+
 ``request.extra`` is merged into the body last, at the top level, so it can add any parameter a
 server understands and can replace any key built here (e.g. a hand-written ``response_format``).
 """
@@ -29,6 +32,7 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
+from sdk._http._flavours import Server, special_fields
 from sdk._http._strict import StrictSchema, strict_schema
 from sdk._schema import schema_name
 
@@ -55,9 +59,12 @@ def chat_body(
     model: str | None,
     strict: bool = True,
     include_usage: bool = True,
+    server: Server | None = None,
 ) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions`` for ``request`` (see :func:`chat_request`)."""
-    return chat_request(request, model=model, strict=strict, include_usage=include_usage)[0]
+    return chat_request(
+        request, model=model, strict=strict, include_usage=include_usage, server=server
+    )[0]
 
 
 def chat_request(
@@ -66,6 +73,7 @@ def chat_request(
     model: str | None,
     strict: bool = True,
     include_usage: bool = True,
+    server: Server | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The JSON body of ``POST /chat/completions`` for ``request`` (always ``stream: true``),
     and whether the schema's root was wrapped (the output must then be unwrapped).
@@ -74,6 +82,8 @@ def chat_request(
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
     :mod:`sdk._http._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
     last chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
+    ``server`` is the flavour a constraint or several tools are written for
+    (:mod:`sdk._http._flavours`).
     """
     check_single_choice(request.extra)
     body: dict[str, Any] = {}
@@ -98,7 +108,9 @@ def chat_request(
         if strict and request.mode in ("json_schema", "tool")
         else StrictSchema(copy.deepcopy(dict(request.schema)), strict=False, wrapped=False)
     )
-    if request.mode == "json_schema":
+    if request.tools or request.constraint is not None:
+        body.update(special_fields(request, api="chat", server=server, strict=strict))
+    elif request.mode == "json_schema":
         body["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
@@ -115,4 +127,5 @@ def chat_request(
         body["tools"] = [{"type": "function", "function": function}]
         body["tool_choice"] = {"type": "function", "function": {"name": name}}
     body.update(request.extra)
-    return body, sent.wrapped and request.mode in ("json_schema", "tool")
+    wrapped = sent.wrapped and not request.tools and request.constraint is None
+    return body, wrapped and request.mode in ("json_schema", "tool")

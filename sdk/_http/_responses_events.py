@@ -1,0 +1,190 @@
+"""Responses API stream events -> :class:`~sdk._backend.Delta` values (sans-I/O).
+
+:class:`ResponsesDecoder` is to ``POST /responses`` what :class:`~sdk._http._chunks.ChunkDecoder`
+is to Chat Completions, with the same face (``feed_event``, ``end``, ``done``), so the shared
+read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. Each event's ``type`` (in
+its JSON; the SSE ``event:`` name is the same) decides:
+
+- ``response.output_text.delta`` -> ``Delta(text=delta)``; ``response.refusal.delta`` ->
+  ``Delta(refusal=delta)``.
+- ``response.output_item.added`` with a ``function_call`` item -> the call's first delta:
+  ``Delta(tool_call=k, tool_name=name, tool_call_id=call_id)`` where ``k`` counts the function
+  calls of the response (0, 1, ...); ``response.function_call_arguments.delta`` -> that call's
+  ``Delta(text=delta, tool_call=k)`` (found by ``item_id``, else ``output_index``).
+- ``response.completed`` -> the last ``Delta(finish_reason, usage)``: ``"tool_calls"`` when
+  the response called a function, else ``"stop"``; usage from ``response.usage``
+  (``input_tokens``, ``output_tokens``). ``response.incomplete`` -> the same with the finish
+  reason of Chat Completions: ``max_output_tokens`` is ``"length"``, ``content_filter`` is
+  ``"content_filter"`` (so the stream raises the same errors for both APIs).
+- ``response.failed`` and ``error`` raise :class:`~sdk.TransportError` (its ``retryable`` from
+  the error's code: ``server_error``, ``rate_limit_exceeded`` and other transient codes, or a
+  numeric 429/5xx, are retryable; an invalid request or prompt is not).
+- Every other event (``response.created``, ``*.done``, reasoning, annotations...) is ignored.
+  Events need not carry ``sequence_number`` or ``output_index`` (llama.cpp's do not).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sdk._backend import Delta, Usage
+from sdk._errors import TransportError, retryable_status
+
+__all__ = ["ResponsesDecoder", "responses_error"]
+
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+# Error codes of the Responses API that a new attempt may get past.
+_TRANSIENT = frozenset({"server_error", "rate_limit_exceeded", "vector_store_timeout"})
+
+
+class ResponsesDecoder:
+    """Turns the events of one streamed response into deltas. ``tools`` says the request asked
+    for a tool call: message text that is only whitespace is then dropped."""
+
+    def __init__(self, *, tools: bool = False) -> None:
+        self._tools = tools
+        self._calls: dict[str, int] = {}  # item id (and output index) -> call number
+        self._count = 0  # function calls so far
+        self._ended = False
+        self.done = False
+        """True once a terminal event (completed, incomplete) arrived."""
+
+    def feed_event(self, event: str, data: str) -> list[Delta]:
+        """One server-sent event: its ``event`` field (``""`` when absent) and its ``data``."""
+        text = data.strip()
+        if not text:
+            return []
+        if text == "[DONE]":  # not the Responses API's, but some servers end with it
+            self.done = True
+            return []
+        payload = _object(text)
+        if payload is None:
+            raise TransportError(
+                f"malformed stream: an event's data is not a JSON object: {data[:200]!r}",
+                retryable=False,
+                body=data[:2000],
+            )
+        kind = payload.get("type", event)
+        return self.feed(kind if isinstance(kind, str) else event, payload)
+
+    def feed(self, kind: str, payload: Mapping[str, Any]) -> list[Delta]:
+        """One parsed event of type ``kind``."""
+        if kind == "response.output_text.delta":
+            delta = payload.get("delta")
+            if not isinstance(delta, str) or not delta:
+                return []
+            if self._tools and not delta.strip():
+                return []
+            return [Delta(text=delta)]
+        if kind == "response.function_call_arguments.delta":
+            delta = payload.get("delta")
+            call = self._call_of(payload)
+            if not isinstance(delta, str) or not delta or call is None:
+                return []
+            return [Delta(text=delta, tool_call=call)]
+        if kind == "response.refusal.delta":
+            delta = payload.get("delta")
+            return [Delta(refusal=delta)] if isinstance(delta, str) and delta else []
+        if kind == "response.output_item.added":
+            return self._item_added(payload)
+        if kind in ("response.completed", "response.incomplete"):
+            return self._terminal(kind, payload)
+        if kind == "response.failed":
+            response = payload.get("response")
+            error = response.get("error") if isinstance(response, Mapping) else None
+            raise responses_error(error, default="the response failed", payload=payload)
+        if kind == "error":
+            raise responses_error(payload, default="the server sent an error event")
+        return []
+
+    def end(self) -> list[Delta]:
+        """The body ended without a terminal event: nothing more to say (the stream layer
+        judges the output it has)."""
+        return []
+
+    def _item_added(self, payload: Mapping[str, Any]) -> list[Delta]:
+        item = payload.get("item")
+        if not isinstance(item, Mapping) or item.get("type") != "function_call":
+            return []
+        call = self._count
+        self._count += 1
+        for key in (item.get("id"), payload.get("output_index")):
+            if key is not None:
+                self._calls[str(key)] = call
+        name, call_id = item.get("name"), item.get("call_id")
+        arguments = item.get("arguments")
+        return [
+            Delta(
+                text=arguments if isinstance(arguments, str) else "",
+                tool_call=call,
+                tool_name=name if isinstance(name, str) else None,
+                tool_call_id=call_id if isinstance(call_id, str) else None,
+            )
+        ]
+
+    def _call_of(self, payload: Mapping[str, Any]) -> int | None:
+        for key in (payload.get("item_id"), payload.get("output_index")):
+            if key is not None and str(key) in self._calls:
+                return self._calls[str(key)]
+        return None
+
+    def _terminal(self, kind: str, payload: Mapping[str, Any]) -> list[Delta]:
+        self.done = True
+        if self._ended:
+            return []
+        self._ended = True
+        response = payload.get("response")
+        response = response if isinstance(response, Mapping) else {}
+        if kind == "response.completed":
+            reason = "tool_calls" if self._count else "stop"
+        else:
+            details = response.get("incomplete_details")
+            raw = details.get("reason") if isinstance(details, Mapping) else None
+            reason = _INCOMPLETE.get(str(raw), str(raw) if raw else "length")
+        usage = response.get("usage")
+        reported = None
+        if isinstance(usage, Mapping):
+            reported = Usage(
+                prompt_tokens=_int(usage.get("input_tokens")),
+                completion_tokens=_int(usage.get("output_tokens")),
+            )
+        return [Delta(finish_reason=reason, usage=reported)]
+
+
+def responses_error(
+    error: Any, *, default: str, payload: Mapping[str, Any] | None = None
+) -> TransportError:
+    """A :class:`~sdk.TransportError` for an error object of the Responses API (``{"code",
+    "message"}``, with ``type`` and ``param`` on an ``error`` event)."""
+    message, code = default, None
+    if isinstance(error, Mapping):
+        if isinstance(error.get("message"), str) and error["message"]:
+            message = error["message"]
+        code = error.get("code")
+    status = None
+    if isinstance(code, int) or (isinstance(code, str) and code.isdigit()):
+        status = int(code)
+        retryable = retryable_status(status)
+    elif isinstance(code, str) and code:
+        retryable = code in _TRANSIENT
+    else:
+        retryable = True  # a server that failed mid-generation, saying no more
+    if code is not None and status is None:
+        message = f"{message} ({code})"
+    body = json.dumps(payload if payload is not None else error, default=str)
+    return TransportError(message, status=status, retryable=retryable, body=body[:2000])
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed, if it is a JSON object."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0

@@ -1,0 +1,316 @@
+"""What a stream's output must be, compiled once: a JSON Schema, a text constraint, a structural
+tag, or several tools; and the tracker each part of an attempt's output goes through.
+
+:func:`compile_target` is what ``Client.stream`` and ``stream_structured`` call first: a JSON
+Schema (a model, a type, a dict) compiles to a :class:`~sdk._schema.CompiledSchema`, as before;
+a :class:`~sdk.Choice` / :class:`~sdk.Regex` / :class:`~sdk.Grammar`, a
+:class:`~sdk.StructuralTag` or ``tools=`` compile to a target (:class:`TextTarget`,
+:class:`TaggedTarget`, :class:`ToolsTarget`). The attempt asks the target for one tracker per
+part of the output (:func:`new_tracker`): the message's document,
+or each tool call's arguments, tracked against that call's own tool (found by the name on the
+call's first delta). Sans-I/O, like the trackers themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+from sdk._constraints import (
+    Choice,
+    Grammar,
+    Regex,
+    StructuralTag,
+    TextConstraint,
+    Tool,
+    tools_of,
+)
+from sdk._errors import Path, SchemaViolation
+from sdk._events import TrackerEvent
+from sdk._schema import CompiledSchema, Formats, compile_schema
+from sdk._segments import SegmentTracker
+from sdk._text import TextTracker
+from sdk._tracker import FieldTracker
+
+__all__ = [
+    "Compiled",
+    "Opts",
+    "StampedTracker",
+    "TaggedTarget",
+    "TextTarget",
+    "ToolsTarget",
+    "Tracker",
+    "compile_target",
+    "new_tracker",
+    "request_fields",
+]
+
+
+class Tracker(Protocol):
+    """What an attempt feeds each part of its output to (a :class:`~sdk.FieldTracker`, a
+    :class:`~sdk._text.TextTracker`, a :class:`~sdk._segments.SegmentTracker`...)."""
+
+    @property
+    def snapshot(self) -> Any: ...
+
+    @property
+    def open_paths(self) -> list[Path]: ...
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]: ...
+
+    def finish(self) -> list[TrackerEvent]: ...
+
+    def close(self) -> Any: ...
+
+
+class StampedTracker:
+    """A tracker whose events also carry a tool call's name and id (the inner tracker stamps
+    only the call's index)."""
+
+    __slots__ = ("_inner", "_stamp")
+
+    def __init__(self, inner: Tracker, **stamp: Any) -> None:
+        self._inner = inner
+        self._stamp = stamp
+
+    @property
+    def snapshot(self) -> Any:
+        return self._inner.snapshot
+
+    @property
+    def open_paths(self) -> list[Path]:
+        return self._inner.open_paths
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        return self._restamp(self._inner.feed(text, forced=forced))
+
+    def finish(self) -> list[TrackerEvent]:
+        return self._restamp(self._inner.finish())
+
+    def close(self) -> Any:
+        return self._inner.close()
+
+    def _restamp(self, events: list[TrackerEvent]) -> list[TrackerEvent]:
+        if not events:
+            return events
+        stamp = self._stamp
+        return [dataclasses.replace(ev, **stamp) for ev in events]
+
+
+@dataclass(frozen=True, slots=True)
+class Opts:
+    """How an attempt's trackers are made: its number, lenient parsing, string deltas."""
+
+    attempt: int
+    lenient: bool = False
+    deltas: bool = False
+
+
+class _MessageTarget:
+    """A constraint on the message's text: a tool call instead is a violation."""
+
+    constraint: TextConstraint | StructuralTag
+    what = ""
+
+    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
+        """The tracker of the message's text (``call`` is ``None``)."""
+        if call is not None:
+            raise SchemaViolation(
+                f"the model called a tool ({name!r}) instead of writing {self.what}",
+                keyword="tool_calls",
+            )
+        return self._tracker(opts)
+
+    def _tracker(self, opts: Opts) -> Tracker:
+        raise NotImplementedError
+
+
+class TextTarget(_MessageTarget):
+    """A :class:`~sdk.Choice`, :class:`~sdk.Regex` or :class:`~sdk.Grammar`: the message's
+    text, tracked by a :class:`~sdk._text.TextTracker`."""
+
+    def __init__(self, constraint: TextConstraint) -> None:
+        self.constraint: TextConstraint = constraint
+        self.name = type(constraint).__name__.lower()
+        self.what = f"the text the {type(constraint).__name__} asks for"
+
+    def schema_dict(self) -> dict[str, Any]:
+        """The JSON Schema of the result: a string (one of the choices)."""
+        if isinstance(self.constraint, Choice):
+            return {"type": "string", "enum": list(self.constraint.choices)}
+        return {"type": "string"}
+
+    def _tracker(self, opts: Opts) -> Tracker:
+        return TextTracker(self.constraint, attempt=opts.attempt)
+
+
+class TaggedTarget(_MessageTarget):
+    """A :class:`~sdk.StructuralTag`: free text and tagged JSON segments, tracked by a
+    :class:`~sdk._segments.SegmentTracker`."""
+
+    def __init__(self, constraint: StructuralTag) -> None:
+        self.constraint: StructuralTag = constraint
+        self.name = "structural_tag"
+        self.what = "tagged text"
+
+    def schema_dict(self) -> dict[str, Any]:
+        """What each segment's value satisfies: one of the tags' schemas."""
+        return {"anyOf": [t.compiled.schema_dict() for t in self.constraint.structures]}
+
+    def _tracker(self, opts: Opts) -> Tracker:
+        return SegmentTracker(self.constraint, attempt=opts.attempt, deltas=opts.deltas)
+
+
+class ToolsTarget:
+    """Several tools: each call's arguments are tracked against the schema of the tool it
+    names; message text next to the calls is prose."""
+
+    def __init__(self, tools: tuple[Tool, ...], *, formats: Formats = "annotate") -> None:
+        self.tools = tools
+        self.by_name = {t.name: t for t in tools}
+        self.name = "tools"
+        # Each tool's schema as the stream asks for ``format``s (compiled once, here).
+        self.compiled = {
+            t.name: t.compiled
+            if formats == "annotate"
+            else compile_schema(t.schema, formats=formats)
+            for t in tools
+        }
+
+    def schema_dict(self) -> dict[str, Any]:
+        """What each call's arguments satisfy: one of the tools' schemas."""
+        return {"anyOf": [t.compiled.schema_dict() for t in self.tools]}
+
+    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
+        """The tracker of call ``call`` (of the tool ``name``), or of the message's prose."""
+        names = ", ".join(self.by_name)
+        if call is None:
+            return _NoCall(names)
+        if name is None and len(self.tools) == 1:
+            tool = self.tools[0]  # a server that does not name the call of the only tool
+        elif name is None or name not in self.by_name:
+            raise SchemaViolation(
+                f"the model called {name!r}, which is not one of the tools offered ({names})",
+                keyword="tools",
+                value=name,
+            )
+        else:
+            tool = self.by_name[name]
+        return FieldTracker(
+            self.compiled[tool.name],
+            lenient=opts.lenient,
+            attempt=opts.attempt,
+            deltas=opts.deltas,
+            tool_call=call,
+        )
+
+
+class _NoCall:
+    """The message's text in a stream of tool calls: prose, never parsed; if the output ends
+    and no call came, the model failed to call a tool."""
+
+    def __init__(self, names: str) -> None:
+        self._names = names
+        self._text: list[str] = []
+
+    @property
+    def snapshot(self) -> Any:
+        return None
+
+    @property
+    def open_paths(self) -> list[Path]:
+        return []
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        self._text.append(text)
+        return []
+
+    def finish(self) -> list[TrackerEvent]:
+        text = "".join(self._text)
+        raise SchemaViolation(
+            f"the reply calls none of the tools ({self._names})"
+            + (f"; it wrote text instead: {text[:200]!r}" if text.strip() else ""),
+            keyword="tool_calls",
+        )
+
+    def close(self) -> Any:
+        return self.finish()
+
+
+Compiled: TypeAlias = "CompiledSchema | TextTarget | TaggedTarget | ToolsTarget"
+"""What a stream is built with: a compiled JSON Schema, or a target."""
+
+
+def compile_target(
+    schema: Any,
+    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
+    *,
+    formats: Formats = "annotate",
+) -> Compiled:
+    """Compile what a stream's output must be: ``schema`` (a model, a type, a JSON Schema dict,
+    or a constraint value) or ``tools``, exactly one of them. ``formats`` applies to JSON
+    documents and tool arguments (a structural tag's segments treat ``format`` as an
+    annotation). Raises ``TypeError`` when both or neither are given,
+    :class:`~sdk.SchemaError` for an unusable schema."""
+    if tools is not None:
+        if schema is not None:
+            raise TypeError("give schema= or tools=, not both (each tool has its own schema)")
+        return ToolsTarget(tools_of(tools), formats=formats)
+    if schema is None:
+        raise TypeError("schema= is required (a model, a type, a JSON Schema dict, a constraint)")
+    if isinstance(schema, (Choice, Regex, Grammar)):
+        return TextTarget(schema)
+    if isinstance(schema, StructuralTag):
+        return TaggedTarget(schema)
+    if isinstance(schema, Tool):
+        return ToolsTarget((schema,), formats=formats)
+    return compile_schema(schema, formats=formats)
+
+
+def new_tracker(
+    target: Compiled,
+    tool_call: int | None,
+    tool_name: str | None,
+    tool_call_id: str | None,
+    *,
+    attempt: int,
+    lenient: bool,
+    deltas: bool,
+) -> Tracker:
+    """The tracker for one part of attempt ``attempt``'s output: the message's document
+    (``tool_call is None``) or one tool call's arguments (named ``tool_name``, with id
+    ``tool_call_id`` when the server sent one, both stamped on its events)."""
+    tracker: Tracker
+    if isinstance(target, CompiledSchema):
+        tracker = FieldTracker(
+            target, lenient=lenient, attempt=attempt, deltas=deltas, tool_call=tool_call
+        )
+    else:
+        tracker = target.tracker(tool_call, tool_name, Opts(attempt, lenient, deltas))
+    if tool_call is not None and (tool_name is not None or tool_call_id is not None):
+        return StampedTracker(tracker, tool_name=tool_name, tool_call_id=tool_call_id)
+    return tracker
+
+
+def request_fields(target: Compiled, mode: object) -> dict[str, Any]:
+    """What a :class:`~sdk.GenerationRequest` carries for ``target`` besides its JSON Schema
+    (``constraint``, ``tools``, ``mode``), with ``mode`` (as given, ``None`` when not) checked
+    against it: several tools are sent as tools; a constraint is sent the server's own way
+    (``"json_schema"``, the default) or not at all (``"none"``: the client alone checks)."""
+    if isinstance(target, ToolsTarget):
+        if mode not in (None, "tool"):
+            raise ValueError(
+                f"tools are sent as tools: mode must be 'tool' (the default), not {mode!r}"
+            )
+        return {"tools": target.tools, "mode": "tool"}
+    if isinstance(target, (TextTarget, TaggedTarget)):
+        if mode not in (None, "json_schema", "none"):
+            kind = type(target.constraint).__name__
+            raise ValueError(
+                f"a {kind} is sent the server's own way (mode 'json_schema', the default) or "
+                f"not at all (mode 'none'), not as {mode!r}"
+            )
+        return {"constraint": target.constraint}
+    return {}

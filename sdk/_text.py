@@ -1,0 +1,192 @@
+"""The text tracker: a text constraint's output in, text events out, checked as early as the
+constraint allows (sans-I/O).
+
+:class:`TextTracker` is to :class:`~sdk.Choice`, :class:`~sdk.Regex` and :class:`~sdk.Grammar`
+what :class:`~sdk.FieldTracker` is to a JSON Schema: feed it the output as it arrives; it
+returns a :class:`~sdk.TextDelta` (path ``()``) for every chunk and, at :meth:`finish`, one
+:class:`~sdk.FieldEvent` with the whole text. What it checks while the text streams:
+
+- :class:`~sdk.Choice`: the choices the text is still a beginning of; the first character that
+  leaves none raises :class:`~sdk.SchemaViolation` (keyword ``"enum"``).
+- :class:`~sdk.Regex`: a partial full-match (the ``regex`` package, ``partial=True``) after each
+  chunk; when it fails, the first character that made it fail (found by bisection within the
+  chunk) raises :class:`~sdk.SchemaViolation` (keyword ``"pattern"``). Each check reads the
+  whole text so far, so a long output under a regex costs O(n) per chunk.
+- :class:`~sdk.Grammar`: nothing; the server's decoding is the guarantee.
+
+At the end the text must be complete: a choice, a full match. A text that could still have
+become one is a :class:`~sdk.TruncatedError` (the output stopped early).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sdk._constraints import Choice, Grammar, Regex, TextConstraint
+from sdk._errors import SchemaViolation, StreamError, StreamUsageError, TruncatedError
+from sdk._events import FieldEvent, TextDelta, TrackerEvent
+
+__all__ = ["TextTracker"]
+
+
+class TextTracker:
+    """Tracks one text output against ``constraint``. ``attempt`` and ``tool_call`` are stamped
+    on its events. Errors are sticky: after one, every later call raises it again."""
+
+    __slots__ = (
+        "_alive",
+        "_constraint",
+        "_error",
+        "_finished",
+        "_forced",
+        "_parts",
+        "_size",
+        "attempt",
+        "tool_call",
+    )
+
+    def __init__(
+        self, constraint: TextConstraint, *, attempt: int = 1, tool_call: int | None = None
+    ) -> None:
+        if not isinstance(constraint, (Choice, Regex, Grammar)):
+            raise TypeError(f"TextTracker takes a Choice, Regex or Grammar, not {constraint!r}")
+        self._constraint = constraint
+        self._alive: tuple[str, ...] = constraint.choices if isinstance(constraint, Choice) else ()
+        self._parts: list[str] = []
+        self._size = 0
+        self._forced = 0
+        self._error: StreamError | None = None
+        self._finished = False
+        self.attempt = attempt
+        self.tool_call = tool_call
+
+    @property
+    def text(self) -> str:
+        """The text so far."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def snapshot(self) -> str | None:
+        """The text so far (``None`` before any)."""
+        return self.text if self._parts else None
+
+    @property
+    def open_paths(self) -> list[tuple[str | int, ...]]:
+        """``[()]`` until the text is final, then ``[]``."""
+        return [] if self._finished else [()]
+
+    @property
+    def offset(self) -> int:
+        """Characters fed so far."""
+        return self._size
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        """Take the output's next characters; return their :class:`~sdk.TextDelta`. Raises
+        :class:`~sdk.SchemaViolation` at the first character the constraint rules out."""
+        if self._error is not None:
+            raise self._error
+        if self._finished:
+            raise StreamUsageError("feed() after finish(): this tracker's input has ended")
+        if not text:
+            return []
+        start = self._size
+        constraint = self._constraint
+        if isinstance(constraint, Choice):
+            self._check_choice(text, start)
+        self._parts.append(text)
+        self._size = start + len(text)
+        if isinstance(constraint, Regex):
+            self._check_regex(constraint, start)
+        if forced:
+            self._forced += len(text)
+        return [TextDelta((), text, self.attempt, self.tool_call)]
+
+    def finish(self) -> list[TrackerEvent]:
+        """End the input: the one :class:`~sdk.FieldEvent` with the whole text. Raises
+        :class:`~sdk.TruncatedError` when the text stopped before it was complete."""
+        if self._error is not None:
+            raise self._error
+        if self._finished:
+            return []
+        text = self.text
+        constraint = self._constraint
+        complete = True
+        if isinstance(constraint, Choice):
+            complete = text in constraint.choices
+        elif isinstance(constraint, Regex):
+            complete = constraint.compiled.fullmatch(text) is not None
+        if not complete or (not text and not isinstance(constraint, Grammar)):
+            what = "nothing" if not text else f"{text[-60:]!r}"
+            error = TruncatedError(
+                f"the output ended before the text was complete ({what} arrived)",
+                snapshot=self.snapshot,
+                open_paths=[()],
+                reason="eof",
+            )
+            self._error = error
+            raise error
+        self._finished = True
+        return [
+            FieldEvent((), text, max(0, self._size - 1), self.attempt, self._forced, self.tool_call)
+        ]
+
+    def close(self) -> Any:
+        """End the input (if not yet) and return the text: the chosen string for a
+        :class:`~sdk.Choice`."""
+        self.finish()
+        return self.text
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_choice(self, text: str, start: int) -> None:
+        alive = tuple(c for c in self._alive if c.startswith(text, start))
+        if alive:
+            self._alive = alive
+            return
+        # The first character of the chunk that leaves no choice.
+        bad = next(
+            i
+            for i in range(len(text))
+            if not any(c.startswith(text[: i + 1], start) for c in self._alive)
+        )
+        prefix = self.text + text[: bad + 1]
+        choices = ", ".join(map(repr, self._constraint.choices))  # type: ignore[union-attr]
+        self._fail(
+            SchemaViolation(
+                f"{prefix!r} is not the beginning of any choice ({choices})",
+                keyword="enum",
+                value=prefix,
+                offset=start + bad,
+            )
+        )
+
+    def _check_regex(self, constraint: Regex, start: int) -> None:
+        text = self.text
+        compiled = constraint.compiled
+        if compiled.fullmatch(text, partial=True) is not None:
+            return
+        # The shortest failing prefix ends in this chunk (the text before it passed); a prefix
+        # that fails stays failed, so bisection finds it.
+        low, high = start, len(text) - 1  # a prefix of length (index + 1)
+        while low < high:
+            mid = (low + high) // 2
+            if compiled.fullmatch(text[: mid + 1], partial=True) is None:
+                high = mid
+            else:
+                low = mid + 1
+        self._parts[:] = [text[:low]] if low else []  # what passed stays the snapshot
+        self._size = low
+        self._fail(
+            SchemaViolation(
+                f"{text[: low + 1][-60:]!r} cannot begin a match of {constraint.pattern!r}",
+                keyword="pattern",
+                value=text[: low + 1],
+                offset=low,
+            )
+        )
+
+    def _fail(self, error: StreamError) -> None:
+        self._error = error
+        raise error

@@ -60,7 +60,8 @@ from sdk._version import __version__
 if _typing.TYPE_CHECKING:
     from sdk._batch import BatchRequest, BatchResult
     from sdk._client import Client
-    from sdk._stream import Stream, stream_structured
+    from sdk._stream import Stream
+    from sdk._structured import stream_structured
     from sdk._sync import SyncClient, SyncStream
 
 # The async shell (anyio, httpx) is imported on first use, so that the sans-I/O core
@@ -72,7 +73,7 @@ _LAZY = {
     "Stream": "sdk._stream",
     "SyncClient": "sdk._sync",
     "SyncStream": "sdk._sync",
-    "stream_structured": "sdk._stream",
+    "stream_structured": "sdk._structured",
 }
 
 

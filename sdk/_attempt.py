@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdk._backend import Delta, Usage
-from sdk._errors import ContentFilteredError, RefusedError, TruncatedError
+from sdk._errors import ContentFilteredError, RefusedError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
+from sdk._partial_view import partial_view
 from sdk._retry import AttemptInfo, ToolCallText
 from sdk._schema import CompiledSchema
 from sdk._target import Compiled, Tracker, new_tracker
@@ -141,6 +142,19 @@ class AttemptState:
     def reported_usage(self) -> Usage | None:
         """The backend's latest usage report, if it sent one."""
         return self._reported
+
+    def view(self, python_type: Any) -> Any:
+        """The snapshot as ``python_type`` (see :mod:`sdk._partial_view`): the plain snapshot
+        when it is ``None`` (a dict schema). Raises :class:`~sdk.StreamUsageError` when there
+        are several tool calls."""
+        snapshot = self.snapshot
+        if self._tool_mode:
+            if len(snapshot) != 1:
+                raise StreamUsageError(
+                    f"the stream has {len(snapshot)} tool calls; read `s.snapshot` instead"
+                )
+            snapshot = snapshot[0]
+        return snapshot if python_type is None else partial_view(python_type, snapshot)
 
     @property
     def tool_mode(self) -> bool:

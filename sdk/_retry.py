@@ -17,6 +17,7 @@ from typing import Any
 from sdk._backend import Message, Usage
 from sdk._errors import (
     OutputSyntaxError,
+    RetriesExhausted,
     SchemaViolation,
     StreamError,
     TransportError,
@@ -238,6 +239,16 @@ class Retry:
             and error.retry_after is not None
             and error.retry_after > self.max_delay
         )
+
+    def final_error(self, error: BaseException, attempts: Sequence[AttemptInfo]) -> BaseException:
+        """What a stream that will not retry after ``error`` fails with: the error itself, or
+        :class:`~sdk.RetriesExhausted` (every attempt's error, ``error`` as its cause) when the
+        attempts ran out on an error this policy retries."""
+        if self.max_attempts > 1 and len(attempts) >= self.max_attempts and self.covers(error):
+            exhausted = RetriesExhausted([a.error for a in attempts if a.error is not None])
+            exhausted.__cause__ = error
+            return exhausted
+        return error
 
     def delay(self, error: BaseException, attempt: int) -> float:
         """Seconds to wait before the attempt after number ``attempt``, which failed with

@@ -9,20 +9,17 @@ the source at once (the generation stops) and either starts the next attempt or 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import TypeAdapter
-from typing_extensions import Unpack
 
 from sdk._attempt import AttemptEvent, AttemptState
 from sdk._backend import Delta, Message, Usage
-from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._dispatch import Dispatcher
-from sdk._errors import CallbackError, RetriesExhausted, StreamUsageError
+from sdk._errors import CallbackError, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
@@ -31,69 +28,16 @@ from sdk._events import (
     StreamEvent,
     UsageReported,
 )
-from sdk._options import StreamConfig, StreamOptions, split_options
-from sdk._partial_view import partial_view
+from sdk._options import StreamConfig
 from sdk._retry import Attempt, AttemptInfo
-from sdk._segments import TaggedText
 from sdk._source import Chunk, Pulled, Source, SourceReader
-from sdk._target import Compiled, compile_target
+from sdk._target import Compiled
 
-__all__ = ["Stream", "stream_structured"]
+__all__ = ["Stream"]
 
 T = TypeVar("T")
 
 _NEW, _OPEN, _DONE, _FAILED, _CLOSED = "new", "open", "done", "failed", "closed"
-
-
-@overload
-def stream_structured(
-    source: Source, *, schema: TextConstraint, **options: Unpack[StreamOptions]
-) -> Stream[str]: ...
-@overload
-def stream_structured(
-    source: Source, *, schema: StructuralTag, **options: Unpack[StreamOptions]
-) -> Stream[TaggedText]: ...
-@overload
-def stream_structured(
-    source: Source, *, schema: type[T], **options: Unpack[StreamOptions]
-) -> Stream[T]: ...
-@overload
-def stream_structured(
-    source: Source, *, schema: TypeAdapter[T], **options: Unpack[StreamOptions]
-) -> Stream[T]: ...
-@overload
-def stream_structured(
-    source: Source,
-    *,
-    schema: Any = None,
-    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-    **options: Unpack[StreamOptions],
-) -> Stream[Any]: ...
-def stream_structured(
-    source: Source,
-    *,
-    schema: Any = None,
-    tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-    **options: Unpack[StreamOptions],
-) -> Stream[Any]:
-    """Stream a structured document from ``source``; use the result with ``async with``.
-
-    - ``source``: an async iterable of ``str`` / :class:`~sdk.Delta`, or a callable taking an
-      :class:`~sdk.Attempt` and returning one (needed for ``retry``).
-    - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, a JSON Schema dict, or a
-      constraint (:class:`~sdk.Choice`, :class:`~sdk.Regex`, :class:`~sdk.Grammar`,
-      :class:`~sdk.StructuralTag`); or, instead, ``tools``: several :class:`~sdk.Tool` (or a
-      mapping of names to schemas), each tool call tracked against the tool it names.
-    - ``options``: how the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
-      ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
-      (each is described on :class:`~sdk._options.StreamConfig`).
-
-    Raises ``TypeError``/``ValueError`` at once for bad arguments (an unknown option, an
-    invalid pattern, ``retry`` with a source that is not callable) and
-    :class:`~sdk.SchemaError` for a schema the tracker cannot use.
-    """
-    config, _ = split_options(options, where="stream_structured", request=False)
-    return Stream(source, compile_target(schema, tools, formats=config.formats), config)
 
 
 class Stream(Generic[T]):
@@ -204,18 +148,9 @@ class Stream(Generic[T]):
         Raises :class:`StreamUsageError` for a stream with several tool calls (use
         :attr:`snapshot`)."""
         attempt = self._attempt
-        if attempt is None:
-            return None
-        snapshot = attempt.snapshot
-        if attempt.tool_mode:
-            if len(snapshot) != 1:
-                raise StreamUsageError(
-                    f"the stream has {len(snapshot)} tool calls; read `s.snapshot` instead"
-                )
-            snapshot = snapshot[0]
-        tp = getattr(self._compiled, "python_type", None)
-        view: T | None = snapshot if tp is None else partial_view(tp, snapshot)
-        return view
+        return (
+            None if attempt is None else attempt.view(getattr(self._compiled, "python_type", None))
+        )
 
     @property
     def error(self) -> BaseException | None:
@@ -458,16 +393,7 @@ class Stream(Generic[T]):
         if self._config.progress:
             self._events.append(AttemptFailed(number, exc, retrying, info.usage))
         if not retrying:
-            error: BaseException = exc
-            if (
-                retry is not None
-                and retry.max_attempts > 1
-                and number >= retry.max_attempts
-                and retry.covers(exc)
-            ):
-                error = RetriesExhausted([a.error for a in self._attempts if a.error is not None])
-                error.__cause__ = exc
-            await self._fail(error)
+            await self._fail(exc if retry is None else retry.final_error(exc, self._attempts))
             return
         assert retry is not None
         self._feedback.extend(retry.feedback(info))

@@ -12,7 +12,7 @@ from _stream_support import HANG, PERSON, Scripted, chunks
 from sdk._errors import SchemaViolation, TransportError
 from sdk._events import FieldEvent
 from sdk._retry import Retry
-from sdk._stream import stream_structured
+from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from sdk._events import (
     UsageReported,
 )
 from sdk._retry import Retry
-from sdk._stream import stream_structured
+from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent
 from sdk._retry import Attempt, AttemptInfo, Retry, default_feedback
-from sdk._stream import stream_structured
+from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio
 

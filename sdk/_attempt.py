@@ -281,6 +281,7 @@ class AttemptState:
             seconds=self._clock() - self._started,
             first_output=None if first is None else first - self._started,
             reasoning="".join(self._reasoning),
+            expected=getattr(self._compiled, "what", None) or "the JSON document",
         )
 
     # ------------------------------------------------------------------ internals

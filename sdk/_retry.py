@@ -87,6 +87,9 @@ class AttemptInfo:
     first_output: float | None = None
     """Seconds from the attempt's start to its first text (``None``: it wrote none); the time
     to first token, prompt processing included."""
+    expected: str = "the JSON document"
+    """What the output had to be, in words for the model's feedback (``"the JSON document"``,
+    ``"the text the Regex asks for"``, ``"tagged text"``...)."""
     reasoning: str = ""
     """The model's reasoning in this attempt (reasoning deltas, or a ``<think>`` block in
     lenient mode); empty when there was none."""
@@ -119,13 +122,19 @@ def _excerpt(text: str, offset: int | None) -> str | None:
     return ("…" if start else "") + piece if piece.strip() else None
 
 
-def describe_error(error: BaseException, text: str = "") -> str:
+JSON_DOCUMENT = "the JSON document"
+
+
+def describe_error(error: BaseException, text: str = "", expected: str = JSON_DOCUMENT) -> str:
     """One paragraph for the model: what was wrong, where, with which value, and (given the
-    attempt's output ``text``) the output just up to the point where it went wrong."""
+    attempt's output ``text``) the output just up to the point where it went wrong.
+    ``expected`` names what the output should be (``"the JSON document"``, ``"the text the
+    Regex asks for"``...)."""
+    json_output = expected == JSON_DOCUMENT
     if isinstance(error, SchemaViolation):
         where = error.pointer or "the root (/)"
-        parts = [f"At {where}: {error.message}."]
-        if error.keyword:
+        parts = [f"At {where}: {error.message}." if json_output else f"{error.message}."]
+        if error.keyword and json_output:
             parts.append(f"The JSON Schema keyword broken is {error.keyword!r}.")
         if error.value is not None:
             parts.append(f"The offending value was {_describe(error.value)}.")
@@ -135,14 +144,15 @@ def describe_error(error: BaseException, text: str = "") -> str:
         return " ".join(parts)
     if isinstance(error, TruncatedError):
         return (
-            "Your reply was cut off before the JSON document ended"
+            f"Your reply was cut off before {expected} ended"
             + (" (the token limit was reached)" if error.reason == "length" else "")
-            + ". Reply with a complete, shorter JSON document."
+            + ". Reply with a complete, shorter one."
         )
     if isinstance(error, OutputSyntaxError):
         excerpt = _excerpt(text, error.offset)
         tail = f" It went wrong at the last character of `{excerpt}`." if excerpt else ""
-        return f"Your reply is not valid JSON: {error}.{tail}"
+        what = "valid JSON" if json_output else expected
+        return f"Your reply is not {what}: {error}.{tail}"
     return str(error)
 
 
@@ -160,12 +170,16 @@ def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
     messages: list[Message] = []
     if output:
         messages.append({"role": "assistant", "content": output})
+    shown = output if info.text or len(info.tool_calls) == 1 else ""
+    expected = info.expected
+    required = "the required JSON schema" if expected == JSON_DOCUMENT else "what is required"
     messages.append(
         {
             "role": "user",
-            "content": "Your previous reply does not match the required JSON schema. "
-            + describe_error(error, output if info.text or len(info.tool_calls) == 1 else "")
-            + " Reply again with the whole JSON document, corrected, and nothing else.",
+            "content": f"Your previous reply does not match {required}. "
+            + describe_error(error, shown, expected)
+            + f" Reply again with {expected.replace('the ', 'the whole ', 1)}, corrected, "
+            "and nothing else.",
         }
     )
     return tuple(messages)

@@ -153,7 +153,7 @@ class TaggedTarget(_MessageTarget):
     def __init__(self, constraint: StructuralTag) -> None:
         self.constraint: StructuralTag = constraint
         self.name = "structural_tag"
-        self.what = "tagged text"
+        self.what = "the tagged text"
 
     def schema_dict(self) -> dict[str, Any]:
         """What each segment's value satisfies: one of the tags' schemas."""

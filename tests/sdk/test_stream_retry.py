@@ -296,3 +296,23 @@ async def test_a_source_callable_that_raises_is_a_failed_attempt() -> None:
         assert await s.result() == GOOD
     assert [a.number for a in scripted.attempts] == [2]
     assert isinstance(s.attempts[0].error, TransportError)
+
+
+async def test_feedback_for_a_text_constraint_speaks_of_text_not_json() -> None:
+    from sdk import Choice
+
+    source = Scripted(["maybe"], ["yes"])
+    async with stream_structured(
+        source, schema=Choice(["yes", "no"]), retry=Retry(max_attempts=2)
+    ) as s:
+        assert await s.result() == "yes"
+    feedback = source.attempts[1].feedback
+    assert feedback[0]["role"] == "assistant" and "maybe".startswith(feedback[0]["content"])
+    words = feedback[-1]["content"]
+    assert "the whole text the Choice asks for" in words
+    assert "JSON" not in words
+    # A JSON stream keeps its words.
+    json_source = Scripted(chunks(BAD, 5), chunks(json.dumps(GOOD), 5))
+    async with stream_structured(json_source, schema=PERSON, retry=Retry(max_attempts=2)) as s:
+        await s.result()
+    assert "the whole JSON document" in json_source.attempts[1].feedback[-1]["content"]

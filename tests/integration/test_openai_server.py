@@ -86,8 +86,13 @@ async def test_small_max_tokens_is_a_truncation(llama_server: LlamaServer) -> No
     assert s.usage.completion_tokens == 6
 
 
+# The polls ask for a connection of their own ("Connection: close"): one the server is closing
+# after its keep-alive (5 s; a loaded machine stretches the gaps) is never reused for them.
+_FRESH = {"Connection": "close"}
+
+
 async def _metrics(http: httpx.AsyncClient, root: str) -> dict[str, float]:
-    text = (await http.get(f"{root}/metrics")).text
+    text = (await http.get(f"{root}/metrics", headers=_FRESH)).text
     return {k: float(v) for k, v in re.findall(r"^llamacpp:(\w+) ([0-9.e+-]+)$", text, re.M)}
 
 
@@ -95,7 +100,7 @@ async def _idle(http: httpx.AsyncClient, root: str) -> None:
     """Wait until the server's slot is free (the cancelled task has been processed)."""
     with anyio.fail_after(60):
         while True:  # poll the server's own state over HTTP
-            slots = (await http.get(f"{root}/slots")).json()
+            slots = (await http.get(f"{root}/slots", headers=_FRESH)).json()
             if not any(slot["is_processing"] for slot in slots):
                 break
             await anyio.sleep(0.05)

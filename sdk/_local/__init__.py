@@ -5,13 +5,16 @@ gguf, accelerate, safetensors. Importing this package is cheap and needs none of
 imported when a model loads, and a missing one raises :class:`~sdk.MissingDependencyError`.
 
 Modules: ``_model`` (find, convert, load the model), ``_grammar`` (schemas to masks, special
-tokens), ``_sampling`` (greedy / temperature / top-p), ``_decode`` (the loop and jump-forward),
-``_engine`` (a loaded model serving requests), ``_backend`` (the async ``LocalBackend``).
+tokens), ``_sampling`` (greedy / temperature / top-p), ``_decode`` (the loop, jump-forward,
+rewinds), ``_drafts`` (what jump-forward drafts), ``_output`` (tokens and their offsets),
+``_bans`` (what a rewind rules out), ``_engine`` (a loaded model serving requests), ``_backend``
+(the async ``LocalBackend``, whose generations can rewind: see its docstring).
 """
 
 from __future__ import annotations
 
-from sdk._local._backend import LocalBackend
+from sdk._local._backend import LocalBackend, LocalGeneration
+from sdk._local._bans import RewindExhausted
 from sdk._local._decode import DecodeStats
 
-__all__ = ["DecodeStats", "LocalBackend"]
+__all__ = ["DecodeStats", "LocalBackend", "LocalGeneration", "RewindExhausted"]

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from sdk._backend import GenerationRequest
-from sdk._local._decode import DecodeStats, Piece, decode
+from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._model import load_model
@@ -136,7 +136,7 @@ def run_once(
     stats = DecodeStats()
     started = time.perf_counter()
     pieces: list[Piece] = []
-    for batch in decode(
+    for batch in Generation(
         engine.loaded.model,
         engine.prompt_ids(request),
         sampler=Sampler(),

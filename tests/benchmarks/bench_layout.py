@@ -45,7 +45,9 @@ from sdk._local._grammar import JSON_FORMATS
 from sdk._local._model import load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from llama_server import LlamaServer, start
+from models import Person, Review, Trip
 
 
 def _obj(properties: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +170,30 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             }
         ),
         "List the members of a small software team.",
+    ),
+]
+
+
+# The schemas and prompts of the examples (examples/), which a layout must serve too.
+CASES += [
+    ("review", Review.model_json_schema(), "Write a short review of a coffee mug."),
+    ("fictional", Person.model_json_schema(), "Describe a fictional person."),
+    ("trip", Trip.model_json_schema(), "Plan a short trip through three cities in Europe."),
+    (
+        "ticket",
+        _obj({"priority": {"enum": ["low", "normal", "high"]}, "title": STR}),
+        "File a ticket: the login page is down.",
+    ),
+    (
+        "character",
+        _obj(
+            {
+                "name": {"type": "string", "maxLength": 30},
+                "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                "city": {"type": "string", "maxLength": 30},
+            }
+        ),
+        "Describe a fictional person as JSON: name, age, city.",
     ),
 ]
 

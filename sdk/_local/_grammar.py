@@ -25,9 +25,10 @@ __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonForma
 JsonFormat = Literal["bounded", "spaced", "compact", "indented", "any"]
 """How the grammar lets the model lay out JSON (whitespace between JSON tokens):
 
-- ``"bounded"`` (the default): the model's own whitespace, bounded as in llama.cpp's
-  JSON-schema grammars: each gap is empty, one space, or one or two newlines followed by up to
-  20 spaces or tabs (:data:`BOUNDED_SPACE`);
+- ``"bounded"`` (the default): the model's own whitespace where pretty-printers put it (after
+  ``{``, ``[``, ``,`` and ``:``, before ``}`` and ``]``; none before ``,`` or ``:``), each gap
+  bounded as llama.cpp's JSON-schema grammars bound it: empty, one space, or one or two
+  newlines followed by up to 20 spaces or tabs (:data:`BOUNDED_SPACE`);
 - ``"spaced"``: ``json.dumps``'s separators, ``{"a": 1, "b": [2]}``, on one line;
 - ``"compact"``: no whitespace at all, ``{"a":1,"b":[2]}``;
 - ``"indented"``: ``json.dumps(indent=2)``, one member or item per line;
@@ -39,9 +40,10 @@ saw it in training, indented, and its answers suffer when the grammar makes it w
 SmolLM2 under the compact grammar closes arrays at once (``{"tags":[]}`` for "list eight
 tags"), under spaced separators often too, and under a forced indentation it can run away in a
 string; with the whitespace its own it fills arrays and fields as llama.cpp's server does with
-the same model. The bound matters: with any whitespace (or xgrammar's ``max_whitespace_cnt``,
-which bounds characters, not newlines) it writes newline after newline. The figures are in the
-README (``tests/benchmarks/bench_layout.py``).
+the same model. The bounds matter: with any whitespace (or xgrammar's ``max_whitespace_cnt``,
+which bounds characters, not newlines) it writes newline after newline, and with whitespace
+allowed before commas too (llama.cpp allows it) it writes ``"a": 1\n\n,\n\n"b"``. The figures
+are in the README (``tests/benchmarks/bench_layout.py``).
 """
 
 JSON_FORMATS: tuple[JsonFormat, ...] = ("bounded", "spaced", "compact", "indented", "any")
@@ -135,14 +137,18 @@ class Grammars:
 
     def bounded_ebnf(self, schema_text: str) -> str | None:
         """The EBNF of ``schema_text`` under the ``bounded`` layout: xgrammar's any-whitespace
-        grammar with each gap replaced by :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does
-        not spell gaps the way this expects (then ``compile`` bounds characters instead)."""
+        grammar without the gaps before commas and colons and with every other gap replaced by
+        :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does not spell gaps the way this expects
+        (then ``compile`` bounds characters instead)."""
         grammar = self._xgr.Grammar.from_json_schema(
             schema_text, any_whitespace=True, strict_mode=True
         )
         ebnf = str(grammar)
         if _ANY_SPACE not in ebnf or "fieldstream_space" in ebnf:
             return None
+        # No whitespace before a comma or a colon; every other gap is bounded.
+        for punctuation in ('","', '":"'):
+            ebnf = ebnf.replace(f"{_ANY_SPACE} {punctuation}", punctuation)
         ebnf = ebnf.replace(_ANY_SPACE, "fieldstream_space")
         return f"{ebnf}\nfieldstream_space ::= {BOUNDED_SPACE}\n"
 

@@ -28,6 +28,8 @@ TEXTS = {
     "three newlines": '{"name": "Ada",\n\n\n"tags": [], "age": 1}',
     "spaces, no newline": '{"name": "Ada",        "tags": [], "age": 1}',
     "tabs after two newlines": '{"name": "Ada",\n\n\t\t"tags": [], "age": 1}',
+    "space before a colon": '{"name" : "Ada", "tags": [], "age": 1}',
+    "newline before a comma": '{"name": "Ada"\n, "tags": [], "age": 1}',
 }
 ACCEPTS = {
     "bounded": {"compact", "spaced", "indented", "tabs after two newlines"},

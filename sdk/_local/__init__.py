@@ -4,11 +4,12 @@ Needs the ``local`` extra (``pip install 'fieldstream[local]'``): torch, transfo
 gguf, accelerate, safetensors. Importing this package is cheap and needs none of them; they are
 imported when a model loads, and a missing one raises :class:`~sdk.MissingDependencyError`.
 
-Modules: ``_model`` (find, convert, load the model), ``_grammar`` (schemas to masks, special
-tokens), ``_sampling`` (greedy / temperature / top-p), ``_decode`` (the loop, jump-forward,
-rewinds), ``_drafts`` (what jump-forward drafts), ``_output`` (tokens and their offsets),
-``_bans`` (what a rewind rules out), ``_engine`` (a loaded model serving requests), ``_backend``
-(the async ``LocalBackend``, whose generations can rewind: see its docstring).
+Modules: ``_model`` (find, convert, load the model), ``_grammar`` (schemas to masks, JSON
+layouts, special tokens), ``_sampling`` (greedy / temperature / top-p), ``_decode`` (the loop,
+jump-forward, rewinds), ``_drafts`` (what jump-forward drafts), ``_output`` (tokens and their
+offsets), ``_choice`` (where a value's first choice is), ``_bans`` (what a rewind rules out),
+``_engine`` (a loaded model serving requests), ``_backend`` (the async ``LocalBackend``, whose
+generations can rewind: see its docstring).
 """
 
 from __future__ import annotations

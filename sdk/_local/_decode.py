@@ -18,20 +18,15 @@ A :class:`Generation` runs one forward pass per :meth:`~Generation.step` and ret
 :class:`Batch` (iterating it steps until the last batch), so a caller that stops asking stops
 the loop within one step; it holds no thread.
 
-Rewinding. A generation keeps every token it wrote with the character and byte offset where it
-ends (``_output``). :meth:`Generation.rewind` cuts the output back to the last token boundary
-at or before a character offset: the KV cache is cropped to that many positions, the grammar
-matcher rolled back by as many tokens (xgrammar keeps the history: unlimited rollback), the
-UTF-8 decoder and the draft recorder start afresh, and the next step feeds the last kept token
-again to get the logits for the position after it. Unless asked not to, it also rules out the
-continuation that was written there (``_bans``): the text from the boundary up to the end of the
-token that holds the value's first choice (``_choice``: the first content byte the grammar does
-not force, so not the opening quote, nor whitespace or keys). A value whose first characters are
-forced is thus banned by its first sampled token, forced prefix included; a token that straddles
-the offset (``", "`` closing one item and opening the next) is banned together with the content
-after it, never alone, so the value before the offset can come back unchanged. Bans are masks
-like the grammar's, applied at each position before the sampler: jump-forward still writes the
-same text as plain decoding after a rewind.
+Rewinding. A generation keeps every token it wrote with the character and byte offsets where
+it ends (``_output``). :meth:`Generation.rewind` cuts the output back to the last token boundary
+at or before a character offset: the KV cache is cropped, the grammar matcher rolled back by as
+many tokens (xgrammar keeps the history), the UTF-8 decoder and the draft recorder start afresh,
+and the next step feeds the last kept token again for the logits after it. Unless asked not to,
+it bans the text from the boundary to the end of the token holding the value's first choice
+(``_choice``, ``_bans``): forced or structural characters are never the choice, and a token
+straddling the offset is banned with the content after it, never alone. Bans are masks like the
+grammar's, so jump-forward writes the same text as plain decoding after a rewind too.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
 What an HTTP backend would need to backtrack: send the answer up to the start of the offending
 value and have the server go on from there, still under the schema's grammar. For each case of
-``bench_layout.py``, llama.cpp's greedy answer is cut at up to ``--cuts`` value starts (strings
+``layout_cases.py``, llama.cpp's greedy answer is cut at up to ``--cuts`` value starts (strings
 and numbers, spread over the answer), and the prefix is sent back three ways:
 
   * ``prefill``: the prefix as a trailing assistant message, ``response_format`` json_schema
@@ -34,7 +34,7 @@ import partial
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from bench_layout import CASES
+from layout_cases import CASES
 from llama_server import LlamaServer, start
 
 

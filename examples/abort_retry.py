@@ -40,7 +40,7 @@ from sdk import (
     stream_structured,
 )
 
-PLACEHOLDERS = ["John Smith", "Jane Smith", "John Doe", "Jane Doe"]
+PLACEHOLDERS = ["John", "Jane", "John Smith", "Jane Smith", "John Doe", "Jane Doe"]
 MESSAGES = ({"role": "user", "content": "Describe a fictional person as JSON: name, age, city."},)
 
 

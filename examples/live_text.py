@@ -20,7 +20,7 @@ from models import Review
 
 from sdk import Client, FieldEvent, TextDelta
 
-PROMPT = "Write a short review of a coffee mug."
+PROMPT = "Review a coffee mug: product, rating and a summary of your opinion."
 
 
 async def main() -> None:

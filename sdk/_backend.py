@@ -3,20 +3,38 @@
 A backend turns one generation request into an async iterator of deltas. Closing the iterator
 (``aclose()``) must stop the generation at once: close the HTTP response, or stop the local
 engine's decoding loop. The stream layer above never needs to know which backend it reads.
+
+Rewinding (backtracking). A generation that can go back on its own output is :class:`Rewindable`:
+between two deltas its consumer may ``await gen.rewind(offset)``, a character offset into the
+text the generation has yielded. The generation drops its output after the last token boundary
+at or before ``offset``, rules out (by default) the continuation it had written there, and the
+next deltas continue from that boundary: the :class:`Rewound` answer says where. The local
+engine's generations are rewindable (``sdk/_local/_backend.py``); HTTP ones are not (a server
+cannot be sent back), so a caller tests ``isinstance(gen, Rewindable)`` and falls back to a
+fresh attempt otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from sdk._errors import UnsupportedConstraint
 
 if TYPE_CHECKING:
     from sdk._constraints import Constraint, Tool
 
-__all__ = ["Backend", "Delta", "GenerationRequest", "Message", "Usage", "check_request"]
+__all__ = [
+    "Backend",
+    "Delta",
+    "GenerationRequest",
+    "Message",
+    "Rewindable",
+    "Rewound",
+    "Usage",
+    "check_request",
+]
 
 Message = Mapping[str, Any]
 """One chat message, as the OpenAI Chat Completions API spells it (``{"role", "content"}``)."""
@@ -138,3 +156,35 @@ class Backend(Protocol):
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound:
+    """What a rewind did. The output now ends at ``offset``; the next delta continues there."""
+
+    offset: int
+    """Character offset the output was cut back to: the last token boundary at or before
+    ``requested`` (so ``offset <= requested``). The text between them is written again, and may
+    come out different."""
+    requested: int
+    """The offset the caller asked for."""
+    dropped_tokens: int
+    """Tokens decoded and discarded by this rewind (they still count in the final usage)."""
+    banned: str | None
+    """The text the output may no longer begin with at ``offset`` (this rewind's ban; earlier
+    rewinds to the same place keep theirs), or None when nothing was ruled out: the text after
+    ``requested`` was all forced by the grammar, or the caller asked for no ban."""
+
+
+@runtime_checkable
+class Rewindable(Protocol):
+    """A generation (an async iterator of deltas) that can go back on its output.
+
+    ``rewind`` may be called between two deltas, not while one is being awaited, and also after
+    the delta that carries ``finish_reason`` as long as the iterator has not been asked for more
+    (a finished generation that is rewound goes on). ``ban=False`` only rewinds (useful with
+    sampling). Raises ``ValueError`` for an offset outside the output, ``StreamUsageError``
+    when the generation is closed or over.
+    """
+
+    async def rewind(self, offset: int, *, ban: bool = True) -> Rewound: ...

@@ -1,29 +1,45 @@
 """``LocalBackend``: the in-process engine behind the :class:`~sdk._backend.Backend` protocol.
 
-The decode loop runs in anyio worker threads, one forward pass per trip: the async generator
-asks for a step, awaits it, yields its text, and asks for the next. So the event loop never
-blocks, the text flows as it is decoded, and a consumer that stops (``aclose()``, an abort, a
-cancelled task) stops the loop within one step: a step already running finishes (torch cannot
-be interrupted mid-pass), then no thread works for that generation any more. This works the
-same on asyncio and trio.
+The decode loop runs in anyio worker threads, one forward pass per trip: the generation's
+``__anext__`` asks for a step, awaits it, returns its text, and the next call asks for the next
+step. So the event loop never blocks, the text flows as it is decoded, and a consumer that stops
+(``aclose()``, an abort, a cancelled task) stops the loop within one step: a step already
+running finishes (torch cannot be interrupted mid-pass), then no thread works for that
+generation any more. This works the same on asyncio and trio.
+
+The rewind seam. ``generate()`` returns a :class:`LocalGeneration`: an async iterator of
+deltas (``async for delta in backend.generate(request)`` as for any backend) that is also
+:class:`~sdk._backend.Rewindable`. Between two deltas, its consumer may
+``rewound = await gen.rewind(offset)`` with ``offset`` a character offset into the text the
+generation has yielded so far (where the offending value began): the engine cuts its output back
+to the last token boundary at or before it (``rewound.offset``), rules out the continuation it
+had written there (``rewound.banned``), and the next deltas are the new text from
+``rewound.offset`` on; deltas of the old text not yet read are dropped. It works after the
+delta that carries ``finish_reason`` too, as long as the consumer has not asked for more (it
+then stops reading at the finish, validates, and rewinds or closes). The final delta's usage
+counts every token decoded, those the rewinds dropped included (``LocalGeneration.stats`` has
+the split). A method rather than ``asend(Rewind(...))``: the rewind answers with where the
+output now ends, which a delta has no place for, and ``async for`` needs no change.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections import deque
+from collections.abc import Iterable
+from functools import partial
 
 import anyio
 
-from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._backend import Delta, GenerationRequest, Rewound, Usage
 from sdk._errors import BackendError, StreamError, StreamUsageError
-from sdk._local._decode import DecodeStats, Piece
+from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._engine import Engine
-from sdk._local._grammar import JsonFormat
+from sdk._local._grammar import JSON_FORMATS, JsonFormat
 from sdk._local._model import load_model
 
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "LocalGeneration"]
 
 _engines: dict[tuple[str, str, str | None, str], Engine] = {}
 _engines_lock = threading.Lock()
@@ -40,9 +56,12 @@ class LocalBackend:
     is the same either way; it saves forward passes). ``cache_dir``: where converted models
     live (default ``$FIELDSTREAM_CACHE``, else ``$XDG_CACHE_HOME/fieldstream``, else
     ``~/.cache/fieldstream``). ``threads``: torch's intra-op threads, set process-wide when the
-    model loads (None leaves torch's setting). ``json_format``: ``"compact"`` (no whitespace
-    between JSON tokens: more text is forced) or ``"any"``. ``max_tokens``: the budget of a
-    request that sets none.
+    model loads (None leaves torch's setting). ``json_format``: how the grammar lets the model
+    lay JSON out: ``"bounded"`` (the default: the model's own whitespace, at most 20 characters
+    per gap), ``"spaced"`` (``{"a": 1, "b": [2]}``), ``"compact"`` (``{"a":1,"b":[2]}``),
+    ``"indented"`` (``json.dumps(indent=2)``) or ``"any"`` (see
+    :data:`sdk._local._grammar.JsonFormat`). ``max_tokens``:
+    the budget of a request that sets none.
 
     The model loads on the first generation (in a worker thread), or at once with
     :meth:`load`. Backends built with the same model, device and dtype share the weights.
@@ -58,13 +77,13 @@ class LocalBackend:
         jump_forward: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
-        json_format: JsonFormat = "compact",
+        json_format: JsonFormat = "bounded",
         max_tokens: int = 1024,
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
-        if json_format not in ("compact", "any"):
-            raise ValueError(f"json_format must be 'compact' or 'any', not {json_format!r}")
+        if json_format not in JSON_FORMATS:
+            raise ValueError(f"json_format must be one of {JSON_FORMATS}, not {json_format!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, not {max_tokens}")
         self.model = model
@@ -100,66 +119,219 @@ class LocalBackend:
         self._engine = engine
         return engine
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        """Decode ``request``; yield text deltas as they come, then one with finish and usage.
+    def generate(self, request: GenerationRequest) -> LocalGeneration:
+        """Decode ``request``: an async iterator of text deltas, then one with finish and usage.
 
-        Closing the iterator stops decoding within one step. Errors are BackendError (a
-        MissingDependencyError when the ``local`` extra is not installed).
+        Closing the iterator stops decoding within one step. It is :class:`~sdk.Rewindable`
+        (``await gen.rewind(offset)``: see :class:`LocalGeneration`). Errors are BackendError
+        (a MissingDependencyError when the ``local`` extra is not installed), raised by the
+        first ``__anext__`` like every other.
         """
-        if self._closed:
-            raise StreamUsageError("this LocalBackend is closed")
-        engine = self._engine
-        if engine is None:
-            engine = await anyio.to_thread.run_sync(self.load)
-        stats = DecodeStats()
-        self.last_stats = stats
-        loop = await anyio.to_thread.run_sync(
-            lambda: engine.start(
-                request,
-                jump_forward=self.jump_forward,
-                default_max_tokens=self.max_tokens,
-                stats=stats,
-            )
-        )
-        tool = request.mode == "tool"
-        name: str | None = request.schema_name if tool else None
-        self.active += 1
-        try:
-            while True:
-                try:
-                    batch = await anyio.to_thread.run_sync(engine.step, loop)
-                except StreamError:
-                    raise
-                except Exception as exc:
-                    raise BackendError(f"the local engine failed: {exc!r}") from exc
-                for text, forced in _coalesce(batch.pieces):
-                    yield Delta(text, forced, tool_call=0 if tool else None, tool_name=name)
-                    name = None
-                if batch.finish_reason is not None:
-                    yield Delta(
-                        finish_reason=batch.finish_reason,
-                        usage=Usage(
-                            stats.prompt_tokens, stats.completion_tokens, stats.forced_tokens
-                        ),
-                    )
-                    return
-        finally:
-            self.active -= 1
-            loop.close()
+        return LocalGeneration(self, request)
 
     async def aclose(self) -> None:
         """Refuse new generations. The weights stay cached for other backends of this process."""
         self._closed = True
 
 
-def _coalesce(pieces: Iterable[Piece]) -> list[tuple[str, bool]]:
-    """Join neighbouring pieces with the same ``forced`` flag; drop empty text."""
-    out: list[tuple[str, bool]] = []
+class LocalGeneration:
+    """One generation of a :class:`LocalBackend`: an async iterator of deltas that can rewind.
+
+    ``async for delta in gen`` reads it; ``await gen.aclose()`` stops it within one step (from
+    another task too: the step in flight finishes, no other starts). ``await gen.rewind(offset)``
+    goes back on its output (see the module docstring and :class:`~sdk._backend.Rewindable`).
+    One consumer at a time: ``rewind`` while a delta is awaited is a StreamUsageError.
+    """
+
+    def __init__(self, backend: LocalBackend, request: GenerationRequest) -> None:
+        self._backend = backend
+        self._request = request
+        self.stats = DecodeStats()
+        """Counters of this generation, updated live (rewinds and dropped tokens included)."""
+        self._engine: Engine | None = None
+        self._generation: Generation | None = None
+        self._pending: deque[Delta] = deque()
+        self._tool = request.mode == "tool"
+        self._name: str | None = request.schema_name if self._tool else None
+        self._yielded = 0
+        """Characters of text handed to the consumer (the offsets ``rewind`` takes)."""
+        self._active = False
+        """True while counted in ``backend.active`` (started, not finished nor closed)."""
+        self._busy = False
+        self._closed = False
+
+    def __aiter__(self) -> LocalGeneration:
+        return self
+
+    async def __anext__(self) -> Delta:
+        if self._pending:
+            return self._hand(self._pending.popleft())
+        if self._closed:
+            raise StopAsyncIteration
+        if self._busy:
+            raise StreamUsageError("this generation is already being read by another task")
+        self._busy = True
+        try:
+            delta = await self._next()
+        except StopAsyncIteration:
+            self._release()
+            raise
+        except (StreamError, StreamUsageError):
+            self._release()
+            raise
+        except Exception as exc:
+            self._release()
+            raise BackendError(f"the local engine failed: {exc!r}") from exc
+        except BaseException:  # cancelled: the step in flight has finished; none follows
+            self._release()
+            raise
+        finally:
+            self._busy = False
+        return self._hand(delta)
+
+    async def _next(self) -> Delta:
+        if self._generation is None:
+            await self._start()
+        engine, generation = self._engine, self._generation
+        assert engine is not None and generation is not None
+        if generation.finish_reason is not None:
+            raise StopAsyncIteration  # the finish delta is out and more was asked for
+        while not self._pending:
+            batch = await anyio.to_thread.run_sync(engine.step, generation)
+            if self._closed:  # closed by another task during the step
+                raise StopAsyncIteration
+            for text, forced, tokens in _coalesce(batch.pieces):
+                self._pending.append(
+                    Delta(
+                        text,
+                        forced,
+                        tool_call=0 if self._tool else None,
+                        tool_name=self._name,
+                        tokens=tokens,
+                    )
+                )
+                self._name = None
+            if batch.finish_reason is not None:
+                stats = self.stats
+                self._pending.append(
+                    Delta(
+                        finish_reason=batch.finish_reason,
+                        usage=Usage(
+                            stats.prompt_tokens, stats.completion_tokens, stats.forced_tokens
+                        ),
+                    )
+                )
+                self._deactivate()
+        return self._pending.popleft()
+
+    async def _start(self) -> None:
+        backend = self._backend
+        if backend._closed:
+            raise StreamUsageError("this LocalBackend is closed")
+        engine = backend._engine
+        if engine is None:
+            engine = await anyio.to_thread.run_sync(backend.load)
+        backend.last_stats = self.stats
+        request, stats = self._request, self.stats
+        self._generation = await anyio.to_thread.run_sync(
+            lambda: engine.start(
+                request,
+                jump_forward=backend.jump_forward,
+                default_max_tokens=backend.max_tokens,
+                stats=stats,
+            )
+        )
+        self._engine = engine
+        self._active = True
+        backend.active += 1
+
+    def _hand(self, delta: Delta) -> Delta:
+        self._yielded += len(delta.text)
+        return delta
+
+    async def rewind(self, offset: int, *, ban: bool = True) -> Rewound:
+        """Cut the output back to character ``offset`` of the text yielded so far (to the last
+        token boundary at or before it) and, with ``ban``, rule out what was written there.
+
+        The next deltas are the new text from ``Rewound.offset`` on. See
+        :class:`~sdk._backend.Rewindable` for when it may be called and what it raises; a
+        RewindExhausted (a BackendError) comes later, from ``__anext__``, if the bans leave no
+        token the grammar allows.
+        """
+        if self._closed:
+            raise StreamUsageError("this generation is closed")
+        if self._busy:
+            raise StreamUsageError("cannot rewind while a delta is being awaited")
+        engine, generation = self._engine, self._generation
+        if engine is None or generation is None:
+            raise StreamUsageError("nothing was generated yet: read a delta before rewinding")
+        if not 0 <= offset <= self._yielded:
+            raise ValueError(
+                f"cannot rewind to character {offset}: {self._yielded} characters were yielded"
+            )
+        self._pending.clear()
+        self._busy = True
+        try:
+            rewound = await anyio.to_thread.run_sync(
+                partial(engine.rewind, generation, offset, ban=ban)
+            )
+        except ValueError:
+            raise
+        except Exception as exc:
+            self._release()
+            raise BackendError(f"the local engine failed to rewind: {exc!r}") from exc
+        except BaseException:  # cancelled: where the output now ends is lost with the caller
+            self._release()
+            raise
+        finally:
+            self._busy = False
+        self._yielded = rewound.offset
+        if not self._active:  # a finished generation goes on
+            self._active = True
+            self._backend.active += 1
+        if self._closed:
+            self._release()
+        return rewound
+
+    async def aclose(self) -> None:
+        """Stop the generation: at once, or when the step in flight (another task's) returns."""
+        self._closed = True
+        self._pending.clear()
+        if not self._busy:
+            self._release()
+
+    def _deactivate(self) -> None:
+        if self._active:
+            self._active = False
+            self._backend.active -= 1
+
+    def _release(self) -> None:
+        self._closed = True
+        self._pending.clear()
+        self._deactivate()
+        if self._generation is not None:
+            self._generation.close()
+
+    def __del__(self) -> None:
+        # Dropped without aclose(): give back the KV cache and the active count.
+        if not self._busy:
+            self._release()
+
+
+def _coalesce(pieces: Iterable[Piece]) -> list[tuple[str, bool, int]]:
+    """Join neighbouring pieces with the same ``forced`` flag: ``(text, forced, tokens)``. A
+    token whose text is empty (an unfinished UTF-8 character) counts with the next text."""
+    out: list[tuple[str, bool, int]] = []
+    waiting = 0
     for piece in pieces:
+        if piece.token_id >= 0:
+            waiting += 1
         if not piece.text:
             continue
         if out and out[-1][1] == piece.forced:
-            out[-1] = (out[-1][0] + piece.text, piece.forced)
+            last = out[-1]
+            out[-1] = (last[0] + piece.text, piece.forced, last[2] + waiting)
         else:
-            out.append((piece.text, piece.forced))
+            out.append((piece.text, piece.forced, waiting))
+        waiting = 0
     return out

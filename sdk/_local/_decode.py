@@ -14,25 +14,40 @@ one-token and a several-token forward pass), and seeded sampling too, because th
 draws one random number per token either way. The gain is forward passes: a run of k forced
 tokens costs one pass instead of k.
 
-The loop is a plain generator that yields one :class:`Batch` per forward pass, so a caller
-that stops pulling stops the loop within one step.
+A :class:`Generation` runs one forward pass per :meth:`~Generation.step` and returns a
+:class:`Batch` (iterating it steps until the last batch), so a caller that stops asking stops
+the loop within one step; it holds no thread.
+
+Rewinding. A generation keeps every token it wrote with the character and byte offsets where
+it ends (``_output``). :meth:`Generation.rewind` cuts the output back to the last token boundary
+at or before a character offset: the KV cache is cropped, the grammar matcher rolled back by as
+many tokens (xgrammar keeps the history), the UTF-8 decoder and the draft recorder start afresh,
+and the next step feeds the last kept token again for the logits after it. Unless asked not to,
+it bans the text from the boundary to the end of the token holding the value's first choice
+(``_choice``, ``_bans``): forced or structural characters are never the choice, and a token
+straddling the offset is banned with the content after it, never alone. Bans are masks like the
+grammar's, so jump-forward writes the same text as plain decoding after a rewind too.
 """
 
 from __future__ import annotations
 
-import codecs
 import inspect
 import time
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._backend import Rewound
+from sdk._errors import StreamUsageError
+from sdk._local._bans import Bans, RewindExhausted, VocabIndex, forbidden_tokens
+from sdk._local._choice import content_ranges, first_choice
 from sdk._local._deps import require
 from sdk._local._drafts import DraftMemory, DraftRecorder
 from sdk._local._grammar import Constraint
+from sdk._local._output import Output
 from sdk._local._sampling import Sampler
 
-__all__ = ["Batch", "DecodeStats", "Piece", "decode"]
+__all__ = ["Batch", "DecodeStats", "Generation", "Piece"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +78,13 @@ class DecodeStats:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    """Tokens generated (the stop token excluded)."""
+    """Tokens generated (the stop token excluded), those dropped by rewinds included."""
     forced_tokens: int = 0
     """Of those, tokens confirmed from jump-forward drafts."""
+    rewinds: int = 0
+    """Rewinds of this generation."""
+    rewound_tokens: int = 0
+    """Tokens the rewinds dropped (counted in ``completion_tokens`` too)."""
     forward_passes: int = 0
     """Forward passes run, the prompt's included."""
     drafted_tokens: int = 0
@@ -102,76 +121,138 @@ def _crop(cache: Any, remove: int) -> None:
         cache.crop(-remove)
 
 
-def decode(
-    model: Any,
-    prompt_ids: Sequence[int],
-    *,
-    sampler: Sampler,
-    decoded_vocab: Sequence[bytes],
-    stop_ids: Collection[int],
-    max_tokens: int,
-    constraint: Constraint | None = None,
-    jump_forward: bool = True,
-    stats: DecodeStats | None = None,
-    verify_drafts: bool = True,
-    draft_memory: DraftMemory | None = None,
-) -> Generator[Batch, None, None]:
-    """Generate up to ``max_tokens`` tokens after ``prompt_ids``; yield a Batch per forward pass.
+class Generation:
+    """One generation: KV cache, grammar matcher, sampler and output, one forward pass a step.
 
     With a ``constraint`` every token obeys its grammar and the generation stops when the
-    grammar has accepted a stop token; without one it stops at any of ``stop_ids``. The last
-    batch carries ``finish_reason``. Closing the generator stops it; it holds no thread.
+    grammar has accepted a stop token; without one it stops at any of ``stop_ids``. ``max_tokens``
+    bounds the output (the tokens kept after rewinds), not the work: usage counts every token.
+    Iterating it yields the batches up to the last one, which carries ``finish_reason``.
+    Not thread-safe: one caller at a time (the engine serializes steps).
 
     ``verify_drafts=False`` trusts the drafts blindly (the classic jump-forward of SGLang): it
-    exists to measure what verification buys, and can change the output.
+    exists to measure what verification buys, and can change the output (and ignores bans).
 
     ``draft_memory`` is where the drafts remember how the model wrote each forced text (an
     engine shares one between its generations); None uses a fresh one for this generation.
     It changes how many forward passes run, not what is written.
     """
-    torch = require("torch")
-    stats = stats if stats is not None else DecodeStats()
-    stats.prompt_tokens = len(prompt_ids)
-    device = model.device
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    recorder = (
-        DraftRecorder(draft_memory if draft_memory is not None else DraftMemory(), decoded_vocab)
-        if jump_forward and constraint is not None
-        else None
-    )
-    transformers = require("transformers")
-    # Our own cache object, updated in place by every forward pass (and cropped by us).
-    cache: Any = transformers.DynamicCache(config=model.config)
-    cache_kwarg = _cache_kwarg(model)
-    feed: list[int] = list(prompt_ids)
-    emitted = 0
-    # How many draft tokens the next pass may feed. A rejected draft costs compute for nothing,
-    # and a model that writes the forced text in other pieces than the tokenizer's (small models
-    # under a compact grammar spell keys in fragments) rejects draft after draft: after a
-    # rejection at position j the next draft is at most j + 1 tokens; a fully confirmed draft
-    # doubles the limit again.
-    draft_limit = _MAX_DRAFT
-    if max_tokens <= 0:
-        yield Batch((), "length")
-        return
-    while True:
+
+    def __init__(
+        self,
+        model: Any,
+        prompt_ids: Sequence[int],
+        *,
+        sampler: Sampler,
+        decoded_vocab: Sequence[bytes],
+        stop_ids: Collection[int],
+        max_tokens: int,
+        constraint: Constraint | None = None,
+        jump_forward: bool = True,
+        stats: DecodeStats | None = None,
+        verify_drafts: bool = True,
+        draft_memory: DraftMemory | None = None,
+        vocab_index: VocabIndex | None = None,
+    ) -> None:
+        if not prompt_ids:
+            raise ValueError("the prompt has no tokens")
+        self._torch = require("torch")
+        transformers = require("transformers")
+        self._model = model
+        self._prompt = list(prompt_ids)
+        self._sampler = sampler
+        self._vocab = decoded_vocab
+        self._stop_ids = stop_ids
+        self.max_tokens = max_tokens
+        self._constraint = constraint
+        self._verify = verify_drafts
+        self.stats = stats if stats is not None else DecodeStats()
+        self.stats.prompt_tokens = len(self._prompt)
+        self._recorder = (
+            DraftRecorder(
+                draft_memory if draft_memory is not None else DraftMemory(), decoded_vocab
+            )
+            if jump_forward and constraint is not None
+            else None
+        )
+        # Our own cache object, updated in place by every forward pass (and cropped by us).
+        self._cache: Any = transformers.DynamicCache(config=model.config)
+        self._cache_kwarg = _cache_kwarg(model)
+        self._feed: list[int] = list(self._prompt)
+        # How many draft tokens the next pass may feed. A rejected draft costs compute for
+        # nothing, and a model that writes the forced text in other pieces than the tokenizer's
+        # (small models under a compact grammar spell keys in fragments) rejects draft after
+        # draft: after a rejection at position j the next draft is at most j + 1 tokens; a fully
+        # confirmed draft doubles the limit again.
+        self._draft_limit = _MAX_DRAFT
+        self.output = Output()
+        """The tokens written so far and their text (read it between steps)."""
+        self._accepted = 0
+        """Tokens the matcher has accepted: the output's, and the stop token once accepted."""
+        self._bans = Bans()
+        self.vocab_index = vocab_index
+        """Serves the rewind bans; built from ``decoded_vocab`` when first needed if None."""
+        self.finish_reason: str | None = None
+        """``"stop"`` or ``"length"`` once the last batch is out (None again after a rewind)."""
+        self._closed = False
+        self._broken = False
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self
+
+    def __next__(self) -> Batch:
+        if self._closed or self.finish_reason is not None:
+            raise StopIteration
+        return self.step()
+
+    @property
+    def text(self) -> str:
+        """The output so far."""
+        return self.output.text
+
+    def close(self) -> None:
+        """Release the KV cache; the generation can neither step nor rewind any more."""
+        self._closed = True
+        self._cache = None
+
+    def step(self) -> Batch:
+        """Run one forward pass; return the tokens it wrote (the last batch has a finish)."""
+        if self._closed:
+            raise StreamUsageError("this generation is closed")
+        if self.finish_reason is not None:
+            raise StreamUsageError("this generation is over (rewind it to go on)")
+        if self._broken:
+            raise StreamUsageError("a step of this generation failed (rewind it to go on)")
+        try:
+            return self._step()
+        except BaseException:
+            # Half a step ran (the cache may hold a position the output does not): only a
+            # rewind, which crops to an absolute length, makes the state whole again.
+            self._broken = True
+            raise
+
+    def _step(self) -> Batch:
+        torch, stats, output = self._torch, self.stats, self.output
+        if len(output) >= self.max_tokens:
+            return self._finish([], "length")
+        constraint, recorder = self._constraint, self._recorder
         drafts: list[int] = []
         if recorder is not None:
             assert constraint is not None
             # The last slot of the budget goes to the model's own pick after the drafts.
             drafts = recorder.propose(constraint.forced_text(), constraint.canonical_tokens)[
-                : min(draft_limit, max(0, max_tokens - emitted - 1))
+                : min(self._draft_limit, max(0, self.max_tokens - len(output) - 1))
             ]
             if recorder.from_memory:
                 stats.remembered_tokens += len(drafts)
         stats.drafted_tokens += len(drafts)
         started = time.perf_counter()
         with torch.inference_mode():
-            out = model(
-                input_ids=torch.tensor([feed + drafts], device=device),
+            out = self._model(
+                input_ids=torch.tensor([self._feed + drafts], device=self._model.device),
                 use_cache=True,
                 logits_to_keep=len(drafts) + 1,
-                **{cache_kwarg: cache},
+                **{self._cache_kwarg: self._cache},
             )
         rows = out.logits[0]
         elapsed = time.perf_counter() - started
@@ -181,54 +262,145 @@ def decode(
         stats.forward_s += elapsed
 
         pieces: list[Piece] = []
-        finish: str | None = None
         for i in range(len(drafts) + 1):
-            if emitted >= max_tokens:
-                finish = "length"
-                break
-            if not verify_drafts and i < len(drafts):
+            if len(output) >= self.max_tokens:
+                return self._finish(pieces, "length")
+            if not self._verify and i < len(drafts):
                 assert constraint is not None and recorder is not None
                 token = drafts[i]
-                constraint.accept(token)
+                self._accept(token)
                 recorder.emitted(token)
-                emitted += 1
-                stats.completion_tokens += 1
-                stats.forced_tokens += 1
-                pieces.append(Piece(token, utf8.decode(decoded_vocab[token]), True))
+                pieces.append(self._emit(token, True))
                 continue
             logits = rows[i : i + 1]
             if constraint is not None:
                 started = time.perf_counter()
                 constraint.mask(logits)
                 stats.mask_s += time.perf_counter() - started
+            if len(self._bans):
+                self._apply_bans(logits)
             started = time.perf_counter()
-            token = sampler.pick(logits)
+            token = self._sampler.pick(logits)
             stats.sample_s += time.perf_counter() - started
-            if constraint is not None:
-                constraint.accept(token)
-            if token in stop_ids:
-                finish = "stop"
-                break
+            self._accept(token)
+            if token in self._stop_ids:
+                return self._finish(pieces, "stop")
             if recorder is not None:
                 recorder.emitted(token)
             forced = i < len(drafts) and token == drafts[i]
-            emitted += 1
-            stats.completion_tokens += 1
-            stats.forced_tokens += forced
-            pieces.append(Piece(token, utf8.decode(decoded_vocab[token]), forced))
+            pieces.append(self._emit(token, forced))
             if not forced:
                 # The model's own pick: drafts after it are stale, in the cache too.
                 if i < len(drafts):
-                    draft_limit = i + 1
+                    self._draft_limit = i + 1
                 elif drafts:
-                    draft_limit = min(2 * draft_limit, _MAX_DRAFT)
-                _crop(cache, len(drafts) - i)
-                feed = [token]
+                    self._draft_limit = min(2 * self._draft_limit, _MAX_DRAFT)
+                _crop(self._cache, len(drafts) - i)
+                self._feed = [token]
                 break
-        if finish is not None:
-            tail = utf8.decode(b"", final=True)
-            if tail:
-                pieces.append(Piece(-1, tail, False))
-        yield Batch(tuple(pieces), finish)
-        if finish is not None:
+        return Batch(tuple(pieces))
+
+    def _accept(self, token: int) -> None:
+        if self._constraint is not None:
+            self._constraint.accept(token)
+            self._accepted += 1
+
+    def _emit(self, token: int, forced: bool) -> Piece:
+        self.stats.completion_tokens += 1
+        self.stats.forced_tokens += forced
+        return Piece(token, self.output.append(token, self._vocab[token]), forced)
+
+    def _finish(self, pieces: list[Piece], reason: str) -> Batch:
+        tail = self.output.flush()
+        if tail:
+            pieces.append(Piece(-1, tail, False))
+        self.finish_reason = reason
+        return Batch(tuple(pieces), reason)
+
+    def _apply_bans(self, logits: Any) -> None:
+        if self.vocab_index is None:
+            self.vocab_index = VocabIndex(self._vocab)
+        rests = self._bans.rests(self.output.data)
+        if not rests:
             return
+        constraint = self._constraint
+        forces = constraint.forces if constraint is not None else None
+        banned = forbidden_tokens(rests, self.vocab_index, forces)
+        if not banned:
+            return
+        with self._torch.inference_mode():  # the logits are inference tensors
+            logits[0, banned] = float("-inf")
+            exhausted = bool(self._torch.isneginf(logits).all())
+        if exhausted:
+            raise RewindExhausted(
+                f"no token is left at character {self.output.chars} of the output: every "
+                "continuation the grammar allows there was ruled out by rewinds",
+                offset=self.output.chars,
+            )
+
+    def rewind(self, offset: int, *, ban: bool = True) -> Rewound:
+        """Cut the output back to character ``offset`` (to the last token boundary at or
+        before it) and, with ``ban``, rule out the continuation written there.
+
+        Works between steps and after the last one (the generation then goes on). See the
+        module docstring for what is banned; raises ValueError for an offset outside the
+        output, StreamUsageError once closed.
+        """
+        if self._closed:
+            raise StreamUsageError("this generation is closed")
+        output = self.output
+        if not 0 <= offset <= output.chars:
+            raise ValueError(
+                f"cannot rewind to character {offset}: the output has {output.chars} characters"
+            )
+        keep = output.boundary(offset)
+        dropped = len(output) - keep
+        start = output.byte_end(keep)
+        if self._constraint is not None and self._accepted > keep:
+            self._constraint.rollback(self._accepted - keep)
+        self._accepted = keep
+        banned = self._choice(start, offset) if ban else None
+        # Bans after the boundary belonged to text being rewritten; those at it or before stay.
+        self._bans.keep_until(start)
+        if banned:
+            self._bans.add(start, banned)
+        output.truncate(keep)
+        # The next pass feeds the last kept token again: its logits are the next position's.
+        kept = len(self._prompt) + keep - 1
+        _crop(self._cache, int(self._cache.get_seq_length()) - kept)
+        self._feed = [output.tokens[-1] if keep else self._prompt[-1]]
+        if self._recorder is not None:
+            self._recorder.reset()
+        self._draft_limit = _MAX_DRAFT
+        self.finish_reason = None
+        self._broken = False
+        self.stats.rewinds += 1
+        self.stats.rewound_tokens += dropped
+        return Rewound(
+            offset=output.chars,
+            requested=offset,
+            dropped_tokens=dropped,
+            banned=banned.decode("utf-8", "replace") if banned else None,
+        )
+
+    def _choice(self, start: int, offset: int) -> bytes | None:
+        """The bytes to ban from ``start`` (the boundary): up to the end of the token that holds
+        the first choice of the value at character ``offset`` (see ``_choice``); None if it has
+        none. Must be called with the matcher rolled back to ``start``, the output not yet cut.
+        """
+        output, constraint = self.output, self._constraint
+        ranges, end = content_ranges(output.text[offset:])
+        chosen = first_choice(
+            bytes(output.data),
+            start,
+            output.byte_offset(offset),
+            [
+                (output.byte_offset(offset + lo), output.byte_offset(offset + hi))
+                for lo, hi in ranges
+            ],
+            output.byte_offset(offset + end),
+            (lambda text: constraint.forced_after(text).encode()) if constraint else None,
+        )
+        if chosen is None:
+            return None
+        return bytes(output.data[start : output.byte_end(output.token_at(chosen) + 1)])

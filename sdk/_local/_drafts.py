@@ -87,6 +87,11 @@ class DraftRecorder:
         self.from_memory = False
         """True when the latest proposal came from the memory (not the canonical split)."""
 
+    def reset(self) -> None:
+        """Forget the recording in progress (the output was rewound); the memory stays."""
+        self._key, self._text, self._pos, self._tokens = None, b"", 0, []
+        self.from_memory = False
+
     def propose(self, text: str, canonical: Callable[[str], list[int]]) -> list[int]:
         """The draft for the forced ``text``: remembered tokens if any, else ``canonical(text)``."""
         self.from_memory = False

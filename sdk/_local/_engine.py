@@ -9,12 +9,12 @@ cores for the pass that runs instead of splitting them between several.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
 from typing import Any
 
-from sdk._backend import GenerationRequest
+from sdk._backend import GenerationRequest, Rewound
 from sdk._errors import BackendError
-from sdk._local._decode import Batch, DecodeStats, decode
+from sdk._local._bans import VocabIndex
+from sdk._local._decode import Batch, DecodeStats, Generation
 from sdk._local._drafts import DraftMemory
 from sdk._local._grammar import Grammars, JsonFormat
 from sdk._local._model import LoadedModel
@@ -26,7 +26,7 @@ __all__ = ["Engine"]
 class Engine:
     """A model, its tokenizer and its grammar compiler, serving one request at a time per step."""
 
-    def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "compact") -> None:
+    def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "bounded") -> None:
         self.loaded = loaded
         model, tokenizer = loaded.model, loaded.tokenizer
         self.stop_ids: frozenset[int] = _eos_ids(model, tokenizer)
@@ -41,6 +41,8 @@ class Engine:
         """How the model wrote each forced text last time, shared by this engine's generations
         (jump-forward drafts it; see ``_drafts``)."""
         self._step_lock = threading.Lock()
+        self._vocab_index: VocabIndex | None = None
+        self._index_lock = threading.Lock()
 
     @property
     def busy(self) -> bool:
@@ -68,10 +70,10 @@ class Engine:
         jump_forward: bool,
         default_max_tokens: int,
         stats: DecodeStats,
-    ) -> Generator[Batch, None, None]:
-        """Prepare one generation (tokenize, compile the schema); return its decode loop.
+    ) -> Generation:
+        """Prepare one generation (tokenize, compile the schema) and return it.
 
-        Nothing is decoded until the caller advances the returned iterator with :meth:`step`.
+        Nothing is decoded until the caller runs :meth:`step` (or iterates the generation).
         """
         prompt = self.prompt_ids(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else default_max_tokens
@@ -92,7 +94,7 @@ class Engine:
             )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
-        return decode(
+        return Generation(
             self.loaded.model,
             prompt,
             sampler=sampler,
@@ -105,10 +107,24 @@ class Engine:
             draft_memory=self.draft_memory,
         )
 
-    def step(self, loop: Generator[Batch, None, None]) -> Batch:
-        """Run one forward pass of ``loop`` (blocking) and return what it produced."""
+    def step(self, generation: Generation) -> Batch:
+        """Run one forward pass of ``generation`` (blocking) and return what it produced."""
         with self._step_lock:
-            return next(loop)
+            return generation.step()
+
+    def rewind(self, generation: Generation, offset: int, *, ban: bool = True) -> Rewound:
+        """Rewind ``generation`` to character ``offset`` (see :meth:`Generation.rewind`)."""
+        if generation.vocab_index is None:
+            generation.vocab_index = self.vocab_index()
+        with self._step_lock:
+            return generation.rewind(offset, ban=ban)
+
+    def vocab_index(self) -> VocabIndex:
+        """The tokenizer's vocabulary sorted by bytes, for rewind bans (built once, on demand)."""
+        with self._index_lock:
+            if self._vocab_index is None:
+                self._vocab_index = VocabIndex(self.grammars.decoded_vocab)
+            return self._vocab_index
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

@@ -20,11 +20,53 @@ from typing import Any, Literal
 
 from sdk._local._deps import require
 
-__all__ = ["Constraint", "Grammars", "JsonFormat"]
+__all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
-JsonFormat = Literal["compact", "any"]
-"""How the grammar lets the model lay out JSON: ``"compact"`` allows no whitespace between
-tokens (``{"a":1,"b":[2]}``, the most text forced by the grammar); ``"any"`` allows any."""
+JsonFormat = Literal["bounded", "spaced", "compact", "indented", "any"]
+"""How the grammar lets the model lay out JSON (whitespace between JSON tokens):
+
+- ``"bounded"`` (the default): the model's own whitespace where pretty-printers put it (after
+  ``{``, ``[``, ``,`` and ``:``, before ``}`` and ``]``; none before ``,`` or ``:``), each gap
+  bounded as llama.cpp's JSON-schema grammars bound it: empty, one space, or one or two
+  newlines followed by up to 20 spaces or tabs (:data:`BOUNDED_SPACE`);
+- ``"spaced"``: ``json.dumps``'s separators, ``{"a": 1, "b": [2]}``, on one line;
+- ``"compact"``: no whitespace at all, ``{"a":1,"b":[2]}``;
+- ``"indented"``: ``json.dumps(indent=2)``, one member or item per line;
+- ``"any"``: any whitespace, unbounded.
+
+Spaced, compact and indented force every whitespace character (jump-forward drafts it); bounded
+and any leave it to the model. Why bounded is the default: a small model writes JSON the way it
+saw it in training, indented, and its answers suffer when the grammar makes it write otherwise:
+SmolLM2 under the compact grammar closes arrays at once (``{"tags":[]}`` for "list eight
+tags"), under spaced separators often too, and under a forced indentation it can run away in a
+string; with the whitespace its own it fills arrays and fields as llama.cpp's server does with
+the same model. The bounds matter: with any whitespace (or xgrammar's ``max_whitespace_cnt``,
+which bounds characters, not newlines) it writes newline after newline, and with whitespace
+allowed before commas too (llama.cpp allows it) it writes ``"a": 1\n\n,\n\n"b"``. The figures
+are in the README (``tests/benchmarks/bench_layout.py``).
+"""
+
+JSON_FORMATS: tuple[JsonFormat, ...] = ("bounded", "spaced", "compact", "indented", "any")
+"""Every layout, the default first."""
+
+BOUNDED_SPACE = '"" | " " | "\\n" "\\n"? [ \\t]{0,20}'
+"""The EBNF of one whitespace gap under the ``"bounded"`` layout (llama.cpp's ``space`` rule)."""
+
+_ANY_SPACE = "[ \\n\\r\\t]*"
+"""How xgrammar's JSON-schema EBNF spells a gap of any whitespace (replaced for ``bounded``)."""
+
+_LAYOUTS: dict[str, dict[str, Any]] = {
+    "bounded": {"any_whitespace": True},  # then the gaps are bounded: see Grammars.compile
+    "spaced": {"any_whitespace": False, "separators": (", ", ": ")},
+    "compact": {"any_whitespace": False, "separators": (",", ":")},
+    "indented": {"any_whitespace": False, "indent": 2, "separators": (",", ": ")},
+    "any": {"any_whitespace": True},
+}
+"""xgrammar's JSON-schema options of each layout."""
+
+_BOUNDED_FALLBACK = 22
+"""Whitespace characters per gap for ``bounded`` if xgrammar's EBNF ever changes its spelling
+of a gap (``max_whitespace_cnt``: bounds the characters, not the newlines)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +86,13 @@ class Grammars:
         tokenizer: Any,
         vocab_size: int,
         *,
-        json_format: JsonFormat = "compact",
+        json_format: JsonFormat = "bounded",
         stop_token_ids: Collection[int] | None = None,
     ) -> None:
         xgr = require("xgrammar")
         torch = require("torch")
+        if json_format not in _LAYOUTS:
+            raise ValueError(f"json_format must be one of {JSON_FORMATS}, not {json_format!r}")
         self._xgr = xgr
         self.vocab_size = vocab_size
         """Rows of the model's logits (the lm_head width); masks cover exactly this many."""
@@ -82,15 +126,31 @@ class Grammars:
         """Compile ``schema`` (cached by its JSON text in xgrammar's cache)."""
         # Key order is kept: it is the order the grammar writes an object's properties in.
         text = json.dumps(schema, separators=(",", ":"))
-        compact = self.json_format == "compact"
-        return _Compiled(
-            self._compiler.compile_json_schema(
-                text,
-                any_whitespace=not compact,
-                separators=(",", ":") if compact else None,
-                strict_mode=True,
-            )
+        options = _LAYOUTS[self.json_format]
+        if self.json_format == "bounded":
+            ebnf = self.bounded_ebnf(text)
+            if ebnf is not None:
+                # compile_grammar is cached by the grammar's text, like compile_json_schema.
+                return _Compiled(self._compiler.compile_grammar(ebnf))
+            options = {"any_whitespace": True, "max_whitespace_cnt": _BOUNDED_FALLBACK}
+        return _Compiled(self._compiler.compile_json_schema(text, strict_mode=True, **options))
+
+    def bounded_ebnf(self, schema_text: str) -> str | None:
+        """The EBNF of ``schema_text`` under the ``bounded`` layout: xgrammar's any-whitespace
+        grammar without the gaps before commas and colons and with every other gap replaced by
+        :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does not spell gaps the way this expects
+        (then ``compile`` bounds characters instead)."""
+        grammar = self._xgr.Grammar.from_json_schema(
+            schema_text, any_whitespace=True, strict_mode=True
         )
+        ebnf = str(grammar)
+        if _ANY_SPACE not in ebnf or "fieldstream_space" in ebnf:
+            return None
+        # No whitespace before a comma or a colon; every other gap is bounded.
+        for punctuation in ('","', '":"'):
+            ebnf = ebnf.replace(f"{_ANY_SPACE} {punctuation}", punctuation)
+        ebnf = ebnf.replace(_ANY_SPACE, "fieldstream_space")
+        return f"{ebnf}\nfieldstream_space ::= {BOUNDED_SPACE}\n"
 
     def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> Constraint:
         """A fresh matcher for one request, constrained by ``schema``."""
@@ -125,7 +185,9 @@ class Constraint:
         self._grammars = grammars
         self._xgr = xgr
         self._tokenizer = tokenizer
-        self._matcher = xgr.GrammarMatcher(compiled.grammar)
+        # Unlimited rollback (-1; xgrammar's default since 0.2): a rewind may go back any
+        # number of tokens.
+        self._matcher = xgr.GrammarMatcher(compiled.grammar, max_rollback_tokens=-1)
         self._bitmask = xgr.allocate_token_bitmask(1, grammars.vocab_size)
         self._allowed = grammars.allowed_mask
         self._device_bitmask: Any = None
@@ -158,6 +220,34 @@ class Constraint:
     def accept_text(self, text: str) -> bool:
         """Advance past ``text`` (for tests); False if the grammar rejects it."""
         return bool(self._matcher.accept_string(text))
+
+    def rollback(self, count: int) -> None:
+        """Undo the last ``count`` accepted tokens (a stop token included)."""
+        if count > 0:
+            self._matcher.rollback(count)
+
+    def forced_after(self, text: bytes) -> str:
+        """The forced text once ``text`` (bytes the grammar allows now) is accepted; the
+        matcher's state is left as it was."""
+        if not text:
+            return self.forced_text()
+        if not self._matcher.accept_string(text):
+            raise RuntimeError(f"the grammar rejected {text!r}, which it had accepted before")
+        try:
+            return str(self._matcher.find_jump_forward_string())
+        finally:
+            self._matcher.rollback(1)  # accept_string is one step
+
+    def forces(self, token_id: int, text: bytes) -> bool:
+        """True when, after ``token_id``, the grammar forces ``text`` (so that writing the
+        token means writing the text); False too when the grammar does not allow the token.
+        The matcher's state is left as it was."""
+        if not self._matcher.accept_token(token_id):
+            return False
+        try:
+            return str(self._matcher.find_jump_forward_string()).encode().startswith(text)
+        finally:
+            self._matcher.rollback(1)
 
     @property
     def terminated(self) -> bool:

@@ -1,6 +1,7 @@
 """Benchmark of the local engine (a script, not a test).
 
     .venv/bin/python tests/benchmarks/bench_local.py [--threads 1] [--repeat 3] [--device cpu]
+        [--json-format bounded]
 
 Same prompts and schemas for every row; greedy decoding. Prints:
   * unconstrained and constrained decode speed (tokens/s, prompt excluded);
@@ -14,6 +15,7 @@ Same prompts and schemas for every row; greedy decoding. Prints:
     one earlier run of the same request (a repeated schema). And the classic unverified
     jump-forward (drafts trusted blindly, canonical split) for comparison.
 Every configuration runs ``--repeat`` times; the fastest run counts (the machine is shared).
+``--json-format`` picks the grammar's JSON layout (default: the engine's, ``bounded``).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from typing import Any
 import torch
 
 from sdk._backend import GenerationRequest
-from sdk._local._decode import DecodeStats, Piece, decode
+from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
+from sdk._local._grammar import JSON_FORMATS
 from sdk._local._model import load_model
 from sdk._local._sampling import Sampler
 
@@ -136,7 +139,7 @@ def run_once(
     stats = DecodeStats()
     started = time.perf_counter()
     pieces: list[Piece] = []
-    for batch in decode(
+    for batch in Generation(
         engine.loaded.model,
         engine.prompt_ids(request),
         sampler=Sampler(),
@@ -188,15 +191,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--json-format", default=JSON_FORMATS[0], choices=JSON_FORMATS)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     loaded = load_model(args.model, args.device, dtype=args.dtype)
     load_s = time.perf_counter() - started
-    engine = Engine(loaded)
+    engine = Engine(loaded, json_format=args.json_format)
     print(
-        f"model {loaded.source} on {loaded.device}, torch threads {torch.get_num_threads()}, "
+        f"model {loaded.source} on {loaded.device}, layout {args.json_format}, "
+        f"torch threads {torch.get_num_threads()}, "
         f"load {load_s:.1f}s, repeat {args.repeat} (fastest run counts)\n"
     )
     # Warm up (first forward passes allocate).

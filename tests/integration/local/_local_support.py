@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 
+import partial
 from sdk._backend import Delta, GenerationRequest
 from sdk._local import LocalBackend
 
@@ -68,6 +69,19 @@ FLAGS = {
         "note": {"anyOf": [{"type": "string", "maxLength": 16}, {"type": "null"}]},
     },
     "required": ["ok", "stars", "note"],
+    "additionalProperties": False,
+}
+TAGS4 = {
+    "type": "object",
+    "properties": {
+        "tags": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 24},
+            "minItems": 2,
+            "maxItems": 4,
+        }
+    },
+    "required": ["tags"],
     "additionalProperties": False,
 }
 TEXT = {
@@ -133,3 +147,20 @@ def greedy_case(backend: LocalBackend, case: str) -> list[Delta]:
 
 def text_of(deltas: Sequence[Delta]) -> str:
     return "".join(d.text for d in deltas)
+
+
+def find_value(text: str, path: tuple[str | int, ...]) -> int | None:
+    """The character offset where the value at ``path`` begins in ``text`` (what the tracker
+    reports as the start of an offending value), or None if it has not begun."""
+    parser = partial.Parser()
+    for event in parser.feed(text):
+        if isinstance(event, partial.ValueStart) and event.path == path:
+            return event.offset
+    return None
+
+
+def value_start(text: str, path: tuple[str | int, ...]) -> int:
+    """:func:`find_value`, for a value that must be there."""
+    offset = find_value(text, path)
+    assert offset is not None, f"no value at {path} in {text!r}"
+    return offset

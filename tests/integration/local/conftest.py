@@ -7,6 +7,8 @@ with other work, one thread decodes faster than several.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from sdk._local import LocalBackend
@@ -33,3 +35,23 @@ def plain_backend(local_backend: LocalBackend) -> LocalBackend:
 def engine(local_backend: LocalBackend) -> Engine:
     """The engine behind ``local_backend`` (model, tokenizer, grammars)."""
     return local_backend.load()
+
+
+@pytest.fixture(scope="session")
+def layout_backends(
+    local_backend: LocalBackend,
+) -> Callable[[str], tuple[LocalBackend, LocalBackend]]:
+    """``layout_backends(json_format)``: backends with jump-forward on and off for that layout
+    (the same weights; one engine per layout, built once)."""
+    made: dict[str, tuple[LocalBackend, LocalBackend]] = {}
+
+    def get(json_format: str) -> tuple[LocalBackend, LocalBackend]:
+        if json_format not in made:
+            on = LocalBackend(threads=1, json_format=json_format)  # type: ignore[arg-type]
+            off = LocalBackend(threads=1, json_format=json_format, jump_forward=False)  # type: ignore[arg-type]
+            on.load()
+            off.load()
+            made[json_format] = (on, off)
+        return made[json_format]
+
+    return get

@@ -124,7 +124,7 @@ TEAM: dict[str, Any] = {
 def test_remembered_drafts_are_used_and_change_nothing(
     local_backend: LocalBackend, plain_backend: LocalBackend
 ) -> None:
-    request = request_for("List the three members of a small software team.", TEAM)
+    request = request_for("List the three members of a small software team.", TEAM, max_tokens=128)
     memory = local_backend.load().draft_memory
     memory.clear()
     cold = collect(local_backend, request)

@@ -1,11 +1,15 @@
-"""Jump-forward: the same greedy (and seeded) output with it on and off, fewer forward passes."""
+"""Jump-forward: the same greedy (and seeded) output with it on and off, fewer forward passes,
+under the default layout and every other."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 from _local_support import CASES, NESTED, collect, greedy_case, request_for, text_of
 
 from sdk._local import LocalBackend
+from sdk._local._grammar import JSON_FORMATS
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +31,23 @@ def test_greedy_output_is_identical_with_and_without(
     assert on.forced_tokens > 0
 
 
+@pytest.mark.parametrize("json_format", JSON_FORMATS[1:])
+@pytest.mark.parametrize("case", ["nested", "array-maxitems"])
+def test_greedy_output_is_identical_in_every_layout(
+    layout_backends: Callable[[str], tuple[LocalBackend, LocalBackend]],
+    json_format: str,
+    case: str,
+) -> None:
+    on, off = layout_backends(json_format)
+    schema, prompt = CASES[case]
+    request = request_for(prompt, schema, max_tokens=96)
+    with_jf, without = collect(on, request), collect(off, request)
+    assert text_of(with_jf) == text_of(without)
+    assert with_jf[-1].finish_reason == without[-1].finish_reason
+    usage = with_jf[-1].usage
+    assert usage is not None and usage.forced_tokens > 0
+
+
 def test_forced_deltas_are_marked_and_save_forward_passes(
     local_backend: LocalBackend, plain_backend: LocalBackend
 ) -> None:
@@ -39,7 +60,7 @@ def test_forced_deltas_are_marked_and_save_forward_passes(
     forced_text = "".join(d.text for d in on if d.forced)
     # Only keys and punctuation are forced by this grammar: never a value's characters.
     assert forced_text
-    assert set(forced_text) <= set('{}":,' + "title" + "author" + "first" + "born")
+    assert set(forced_text) <= set('{}":, \n' + "title" + "author" + "first" + "born")
     assert not any(d.forced for d in off)
     assert stats_on.forward_passes == stats_off.forward_passes - stats_on.forced_tokens
     assert stats_on.forward_passes < stats_off.forward_passes

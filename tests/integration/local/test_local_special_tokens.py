@@ -8,7 +8,7 @@ import pytest
 import torch
 from _local_support import TEXT, request_for
 
-from sdk._local._decode import DecodeStats, Piece, decode
+from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._engine import Engine
 from sdk._local._sampling import Sampler
 
@@ -75,7 +75,7 @@ def test_multibyte_characters_decode_incrementally(engine: Engine) -> None:
     request = request_for(
         "Write five Japanese words with emoji, like 猫🐱.", {}, mode="none", max_tokens=24
     )
-    for batch in decode(
+    for batch in Generation(
         engine.loaded.model,
         engine.prompt_ids(request),
         sampler=Sampler(),

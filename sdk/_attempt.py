@@ -79,6 +79,7 @@ class AttemptState:
         "_think",
         "_tool_mode",
         "_trackers",
+        "_usage_base",
         "_want_reasoning",
         "number",
     )
@@ -92,6 +93,7 @@ class AttemptState:
         deltas: bool = False,
         reasoning: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        usage_base: Usage | None = None,
     ) -> None:
         self.number = number
         """The attempt's number (1-based), stamped on its events."""
@@ -112,6 +114,9 @@ class AttemptState:
         self._counted = 0
         self._forced = 0
         self._estimated = False
+        self._usage_base = usage_base
+        """For an attempt that continues a rewound generation: what the earlier attempts of that
+        generation already counted (the backend's final report covers the whole generation)."""
         self._clock = clock
         """Seconds, for the record's timings (``time.monotonic``; tests inject one)."""
         self._started = clock()
@@ -132,6 +137,13 @@ class AttemptState:
     def usage(self) -> Usage:
         """The attempt's token usage so far (see the module docstring)."""
         reported = self._reported
+        base = self._usage_base
+        if reported is not None and base is not None:
+            reported = Usage(
+                max(reported.prompt_tokens - base.prompt_tokens, 0),
+                max(reported.completion_tokens - base.completion_tokens, 0),
+                max(reported.forced_tokens - base.forced_tokens, 0),
+            )
         if reported is not None and reported.completion_tokens >= self._counted:
             return reported
         prompt = reported.prompt_tokens if reported is not None else 0
@@ -224,6 +236,28 @@ class AttemptState:
             # Text on the finishing delta is the output's last; nothing after it is parsed.
             self._finish_reason = chunk.finish_reason
         return [*thoughts, *events] if thoughts else events
+
+    def replay(self, text: str) -> None:
+        """Take ``text`` as the message's output so far, without events, usage or timing: the
+        part a rewound generation kept, written by the attempt before."""
+        if text:
+            self._document(text, False, None)
+
+    @property
+    def usage_base(self) -> Usage:
+        """What earlier attempts of the same (rewound) generation counted; zero for a fresh one."""
+        return self._usage_base if self._usage_base is not None else Usage()
+
+    @property
+    def rewindable(self) -> bool:
+        """Whether offsets in the message's text are offsets in the generation's output: one
+        document, the message's, with nothing routed elsewhere (no tool call, no reasoning)."""
+        return set(self._texts) <= {None} and not self._reasoning and not self._tool_mode
+
+    @property
+    def text(self) -> str:
+        """The message's text so far."""
+        return "".join(self._texts.get(None, ()))
 
     def finish(self) -> Sequence[AttemptEvent]:
         """The source ended: return the documents' last events (a root number is final only at

@@ -194,3 +194,10 @@ class Dispatcher:
         """Cancel the async callbacks still running or waiting for their turn."""
         for scope in list(self._scopes):
             scope.cancel()
+
+    async def settle(self, *, cancel: bool) -> None:
+        """End the async callbacks still running: ``cancel`` them, or wait for them. Either
+        way none is running when this returns."""
+        if cancel:
+            self.cancel()
+        await self.wait()

@@ -222,6 +222,13 @@ class Retry:
     output_errors: bool = True
     """Retry errors in the model's output (violations, syntax, truncation) too; ``False``:
     transport errors only."""
+    backtrack: bool = False
+    """Repair in place: on a schema violation, a generation that can go back on its output (the
+    local engine's) rewinds to where the offending value began, rules out what it wrote there,
+    and goes on; what came before stays, and its fields are not dispatched again. Each rewind
+    counts as an attempt. Where it cannot (a server, a violation with no place to go back to,
+    no other continuation left), the next attempt starts afresh, with feedback, as without
+    it."""
     feedback: FeedbackBuilder = default_feedback
     """Builds the messages that report a failed attempt to the model."""
     sleep: Callable[[float], Awaitable[None]] = field(default=_sleep, compare=False)

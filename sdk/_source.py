@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 import anyio
 
-from sdk._backend import Delta
+from sdk._backend import Delta, Rewindable, Rewound
 from sdk._retry import Attempt
 
 __all__ = ["Chunk", "Pulled", "Source", "SourceReader"]
@@ -50,7 +50,12 @@ class SourceReader:
 
     __slots__ = ("_factory", "_it", "_plain", "_scope")
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, *, retries: bool = False) -> None:
+        if retries and not callable(source):
+            raise ValueError(
+                "a plain async iterable cannot be read twice, so it cannot be retried: pass a "
+                "callable that takes an Attempt and returns a fresh iterable"
+            )
         if isinstance(source, AsyncIterable):
             self._plain: AsyncIterable[Chunk] | None = source
             self._factory: Callable[[Attempt], AsyncIterable[Chunk]] | None = None
@@ -104,6 +109,18 @@ class SourceReader:
         finally:
             self._scope = None
         return Pulled.INTERRUPTED if scope.cancelled_caught else chunk
+
+    @property
+    def rewindable(self) -> bool:
+        """The attempt's generation can go back on its output (the local engine's can)."""
+        return isinstance(self._it, Rewindable)
+
+    async def rewind(self, offset: int) -> Rewound:
+        """Rewind the attempt's generation to ``offset`` (see :class:`~sdk._backend.Rewindable`);
+        the next pulls continue from where it says."""
+        it = self._it
+        assert isinstance(it, Rewindable)
+        return await it.rewind(offset)
 
     def interrupt(self) -> None:
         """Cut short an interruptible pull in progress (from another task); else nothing."""

@@ -1,13 +1,15 @@
 """The stream: pulls deltas from a source, dispatches field events, aborts and retries.
 
-:class:`Stream` is the async shell around the sans-I/O :class:`~sdk._attempt.AttemptState`: it
-pulls one chunk at a time from the source, hands it to the attempt, gives the new field events
-to the dispatcher (callbacks, exactly once) and the iterator, and when an attempt fails closes
-the source at once (the generation stops) and either starts the next attempt or fails.
+:class:`Stream` is the async shell around the sans-I/O attempts (:mod:`sdk._ledger`,
+:mod:`sdk._attempt`): it pulls one chunk at a time from the source, hands it to the attempt in
+progress, gives the new field events to the dispatcher (callbacks, exactly once) and the
+iterator, and when an attempt fails rewinds the generation (``Retry(backtrack=True)``) or closes
+the source at once (the generation stops), then goes on with the next attempt or fails.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
@@ -16,10 +18,10 @@ from typing import Any, Generic, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from sdk._attempt import AttemptEvent, AttemptState
-from sdk._backend import Delta, Message, Usage
+from sdk._attempt import AttemptEvent
+from sdk._backend import Delta, Usage
 from sdk._dispatch import Dispatcher
-from sdk._errors import CallbackError, StreamUsageError
+from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
@@ -28,12 +30,15 @@ from sdk._events import (
     StreamEvent,
     UsageReported,
 )
+from sdk._ledger import Ledger
 from sdk._options import StreamConfig
-from sdk._retry import Attempt, AttemptInfo
+from sdk._retry import AttemptInfo
 from sdk._source import Chunk, Pulled, Source, SourceReader
 from sdk._target import Compiled
 
 __all__ = ["Stream"]
+
+logger = logging.getLogger("fieldstream")
 
 T = TypeVar("T")
 
@@ -54,31 +59,22 @@ class Stream(Generic[T]):
     is left first. Leaving the ``async with`` block closes the source (the generation stops)
     whatever state the stream is in.
 
-    Exactly once: a field is identified by its part (``FieldEvent.part``: the tool call and its
-    tool, or the tagged segment and its tag), its path and its value (as canonical JSON).
-    When a retry writes a field with the same value as an earlier attempt, it is not yielded
-    or dispatched again; when the value differs it is, with ``ev.attempt`` saying which
-    attempt wrote it. ``TextDelta`` events are live text and are not deduplicated: a
-    retry streams its strings again, under the new ``attempt`` number.
+    Exactly once (see :mod:`sdk._dispatch`): a retry that writes a field with the same value
+    does not yield or dispatch it again; ``TextDelta`` events are live text, not deduplicated.
 
-    Built by :func:`stream_structured` and :meth:`sdk.Client.stream`, which compile the schema
-    and resolve the options first.
+    Built by :func:`stream_structured` and :meth:`sdk.Client.stream`.
     """
 
     def __init__(
         self, source: Source, schema: Compiled, config: StreamConfig | None = None
     ) -> None:
         config = config if config is not None else StreamConfig()
-        self._source = SourceReader(source)
         retry = config.retry
-        if retry is not None and retry.max_attempts > 1 and not self._source.retryable:
-            raise ValueError(
-                "a plain async iterable cannot be read twice, so it cannot be retried: pass a "
-                "callable that takes an Attempt and returns a fresh iterable"
-            )
+        self._source = SourceReader(source, retries=retry is not None and retry.max_attempts > 1)
         self._compiled = schema
         self._config = config
         self._progress = config.progress
+        self._backtrack = config.retry is not None and config.retry.backtrack
         self._dispatcher = Dispatcher(
             config.on_field,
             on_error=config.on_callback_error,
@@ -91,10 +87,7 @@ class Stream(Generic[T]):
         self._busy = False
         self._error: BaseException | None = None
         self._values: list[T] | None = None
-        self._attempts: list[AttemptInfo] = []
-        self._feedback: list[Message] = []
-        self._attempt: AttemptState | None = None  # the attempt in progress (or the last one)
-        self._recorded = True  # the attempt in progress is in _attempts already
+        self._ledger = Ledger(schema, config)
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -111,31 +104,26 @@ class Stream(Generic[T]):
     @property
     def attempt(self) -> int:
         """The number of the attempt in progress (or the last one); 0 before the first."""
-        return 0 if self._attempt is None else self._attempt.number
+        return self._ledger.number
 
     @property
     def attempts(self) -> list[AttemptInfo]:
         """The attempts that ended, in order: number, error (``None`` for the successful one),
         usage and the text received."""
-        return list(self._attempts)
+        return list(self._ledger.records)
 
     @property
     def usage(self) -> Usage:
         """Token usage summed over every attempt, the one in progress included (live: counted
         from the deltas received until the backend reports its own)."""
-        total = Usage()
-        for info in self._attempts:
-            total = total + info.usage
-        if not self._recorded and self._attempt is not None:
-            total = total + self._attempt.usage
-        return total
+        return self._ledger.usage
 
     @property
     def snapshot(self) -> Any:
         """The partial value of the attempt in progress (plain JSON; the final value once the
         stream is done); a list of the calls' snapshots for a tool-call stream; ``None``
         before any output."""
-        return None if self._attempt is None else self._attempt.snapshot
+        return self._ledger.snapshot
 
     @property
     def partial(self) -> T | None:
@@ -147,10 +135,9 @@ class Stream(Generic[T]):
 
         Raises :class:`StreamUsageError` for a stream with several tool calls (use
         :attr:`snapshot`)."""
-        attempt = self._attempt
-        return (
-            None if attempt is None else attempt.view(getattr(self._compiled, "python_type", None))
-        )
+        attempt = self._ledger.current
+        tp = getattr(self._compiled, "python_type", None)
+        return None if attempt is None else attempt.view(tp)
 
     @property
     def error(self) -> BaseException | None:
@@ -247,10 +234,8 @@ class Stream(Generic[T]):
             if self._state == _OPEN:
                 self._state = _CLOSED
             cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
-            if cancelled or self._config.pending_callbacks == "cancel":
-                self._dispatcher.cancel()
-            else:
-                await self._dispatcher.wait()
+            policy = self._config.pending_callbacks
+            await self._dispatcher.settle(cancel=cancelled or policy == "cancel")
             failure = self._dispatcher.failure
             if failure is not None and failure is not self._error:
                 if exc is None:
@@ -274,20 +259,10 @@ class Stream(Generic[T]):
         self._busy = True
 
     def _begin(self) -> None:
-        number = self.attempt + 1
-        config = self._config
-        self._attempt = AttemptState(
-            number,
-            self._compiled,
-            lenient=config.lenient,
-            deltas=config.deltas,
-            reasoning=config.reasoning,
-        )
-        self._recorded = False
-        if config.progress:
-            self._events.append(AttemptStarted(number))
-        previous = self._attempts[-1].error if self._attempts else None
-        self._source.start(Attempt(number, tuple(self._feedback), previous))
+        attempt = self._ledger.begin()
+        if self._progress:
+            self._events.append(AttemptStarted(attempt.number))
+        self._source.start(attempt)
 
     async def _advance(self) -> None:
         """One step: start an attempt, or pull one chunk and process it, or end the attempt.
@@ -318,7 +293,7 @@ class Stream(Generic[T]):
             await self._fail(dispatcher.failure)
 
     async def _take(self, chunk: Chunk) -> None:
-        attempt = self._attempt
+        attempt = self._ledger.current
         assert attempt is not None
         try:
             new = attempt.feed(chunk)
@@ -332,6 +307,16 @@ class Stream(Generic[T]):
                 await self._dispatch(new)
             except CallbackError as exc:
                 await self._fail(exc)
+                return
+        if (
+            self._backtrack
+            and type(chunk) is Delta
+            and chunk.finish_reason is not None
+            and self._source.rewindable
+        ):
+            # Read no further: a generation that finished can still be rewound, one asked for
+            # more cannot.
+            await self._end_attempt()
 
     async def _dispatch(self, new: Sequence[AttemptEvent]) -> None:
         dispatcher = self._dispatcher
@@ -347,12 +332,12 @@ class Stream(Generic[T]):
 
     async def _end_attempt(self) -> None:
         """The source ended: finish and validate the attempt's documents, finish or retry."""
-        attempt = self._attempt
+        attempt = self._ledger.current
         assert attempt is not None
         try:
             last = attempt.finish()
         except Exception as exc:
-            await self._attempt_failed(exc, closed=True)
+            await self._attempt_failed(exc, closed=not self._source.started)
             return
         try:
             await self._dispatch(last)
@@ -362,59 +347,80 @@ class Stream(Generic[T]):
         try:
             values = attempt.close()
         except Exception as exc:
-            await self._attempt_failed(exc, closed=True)
+            await self._attempt_failed(exc, closed=not self._source.started)
             return
         # Done reading; the stream has succeeded once its async callbacks have too.
         await self._dispatcher.wait()
         if self._dispatcher.failure is not None:
             await self._fail(self._dispatcher.failure)
             return
-        self._record(None)
+        self._ledger.record(None)
         self._values = values
         self._state = _DONE
         if self._config.progress:
-            self._events.append(StreamEnded(len(self._attempts), self.usage))
-
-    def _record(self, error: BaseException | None) -> AttemptInfo:
-        assert self._attempt is not None
-        info = self._attempt.record(error)
-        self._attempts.append(info)
-        self._recorded = True
-        return info
+            self._events.append(StreamEnded(len(self._ledger.records), self.usage))
 
     async def _attempt_failed(self, exc: Exception, *, closed: bool = False) -> None:
-        """Close the source at once, then start the next attempt or fail the stream."""
+        """Rewind the generation (``Retry(backtrack=True)``), or close the source at once, then
+        start the next attempt or fail the stream."""
+        if not closed and self._backtrack and await self._rewind(exc):
+            return
         if not closed:
             await self._source.close()
-        info = self._record(exc)
+        info = self._ledger.record(exc)
         number = info.number
         retry = self._config.retry
         retrying = retry is not None and self._source.retryable and retry.should_retry(exc, number)
         if self._config.progress:
             self._events.append(AttemptFailed(number, exc, retrying, info.usage))
         if not retrying:
-            await self._fail(exc if retry is None else retry.final_error(exc, self._attempts))
+            await self._fail(exc if retry is None else retry.final_error(exc, self._ledger.records))
             return
         assert retry is not None
-        self._feedback.extend(retry.feedback(info))
+        self._ledger.learn(retry, info)
         delay = retry.delay(exc, number)
         if delay > 0:
             await retry.sleep(delay)
         # The next _advance() starts the next attempt.
 
+    async def _rewind(self, exc: Exception) -> bool:
+        """Go back to where the offending value began, in the same generation, and go on as a
+        new attempt that starts with what was kept. False when that cannot be done here (then
+        the caller starts afresh)."""
+        attempt, retry = self._ledger.current, self._config.retry
+        assert attempt is not None and retry is not None
+        start = exc.start if isinstance(exc, SchemaViolation) else None
+        if (
+            start is None
+            or not attempt.rewindable
+            or not self._source.rewindable
+            or not retry.should_retry(exc, attempt.number)
+        ):
+            return False
+        try:
+            rewound = await self._source.rewind(start)
+        except Exception:  # no continuation left, or an offset the engine refuses
+            logger.debug("could not rewind; starting afresh", exc_info=True)
+            return False
+        kept = attempt.text[: rewound.offset]
+        info = self._ledger.record(exc)
+        number = self._ledger.resume(kept, info)
+        if self._progress:
+            self._events.append(AttemptFailed(info.number, exc, True, info.usage))
+            self._events.append(AttemptStarted(number))
+        return True
+
     async def _fail(self, error: BaseException) -> None:
         """Fail the stream with ``error`` (sticky); the attempt in progress, if not recorded
         yet, is recorded with it. The iterator raises it after the events already queued."""
         await self._source.close()
-        if not self._recorded:
-            self._record(error)
+        if self._ledger.in_progress:
+            self._ledger.record(error)
         if self._state == _OPEN:
             self._state = _FAILED
             self._error = error
-            if self._config.pending_callbacks == "cancel":
-                self._dispatcher.cancel()
-            # Either way, no callback of a failed stream is still running when it raises.
-            await self._dispatcher.wait()
+            # No callback of a failed stream is still running when it raises.
+            await self._dispatcher.settle(cancel=self._config.pending_callbacks == "cancel")
 
     def _on_callback_failure(self, error: CallbackError) -> None:
         self._source.interrupt()

@@ -373,7 +373,7 @@ class SchemaChecker:
                 for s in parent.states:
                     if s.alive and s.conj.unique:
                         reason = Reason(
-                            parent.path, "uniqueItems", message, value, offset, parent.start
+                            parent.path, "uniqueItems", message, value, offset, member.start
                         )
                         self._kill(s, reason)
             else:

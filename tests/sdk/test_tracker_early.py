@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from _tracker_support import assert_fires, assert_valid
 
+from sdk._errors import SchemaViolation
 from sdk._schema._compile import CompiledSchema, compile_schema
+from sdk._tracker import FieldTracker
 
 
 def ASSERT(schema: Any) -> CompiledSchema:
@@ -411,3 +413,13 @@ def test_the_issue_table(
 )
 def test_valid_documents_never_fire(schema: Any, doc: str) -> None:
     assert_valid(schema, doc)
+
+
+def test_a_repeated_item_starts_where_the_repeat_begins() -> None:
+    # What backtracking rewinds to: the repeated item, not the whole array.
+    doc = '{"a": [1, 1.0'
+    t = FieldTracker({"properties": {"a": {"uniqueItems": True}}})
+    with pytest.raises(SchemaViolation) as info:
+        t.feed(doc + ",")
+    assert info.value.keyword == "uniqueItems"
+    assert info.value.start == doc.rindex("1.0")

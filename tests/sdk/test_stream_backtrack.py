@@ -1,0 +1,174 @@
+"""Retry(backtrack=True) over a generation that can rewind: the attempt goes back to where the
+offending value began and goes on; what came before stays and is not dispatched again. A
+source that cannot rewind, or a rewind that fails, falls back to a fresh attempt."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio.lowlevel
+import pytest
+
+from sdk import AttemptFailed, AttemptStarted, FieldEvent, Retry, SchemaViolation
+from sdk._backend import Delta, Rewindable, Rewound, Usage
+from sdk._errors import BackendError, RetriesExhausted
+from sdk._retry import Attempt
+from sdk._structured import stream_structured
+
+pytestmark = pytest.mark.anyio
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    },
+    "required": ["name", "tags"],
+}
+
+
+class Generation:
+    """A rewindable generation: plays ``first``; each rewind plays the next of ``redo`` from
+    the offset it was rewound to (ending on a token boundary 2 characters back at most). The
+    finish delta reports the whole generation's usage: one token per delta, dropped ones
+    included."""
+
+    def __init__(self, first: str, redo: list[str], *, fail_rewind: bool = False) -> None:
+        self.text = ""
+        self.todo = _pieces(first)
+        self.redo = list(redo)
+        self.fail_rewind = fail_rewind
+        self.decoded = 0
+        self.rewinds: list[int] = []
+        self.closed = False
+        self.finished = False
+
+    def __aiter__(self) -> Generation:
+        return self
+
+    async def __anext__(self) -> Delta:
+        await anyio.lowlevel.checkpoint()
+        if self.closed or self.finished:
+            raise StopAsyncIteration
+        if not self.todo:
+            self.finished = True
+            return Delta(finish_reason="stop", usage=Usage(7, self.decoded))
+        piece = self.todo.pop(0)
+        self.text += piece
+        self.decoded += 1
+        return Delta(piece, tokens=1)
+
+    async def rewind(self, offset: int, *, ban: bool = True) -> Rewound:
+        if self.fail_rewind or not self.redo:
+            raise BackendError("no continuation left")
+        self.rewinds.append(offset)
+        self.text = self.text[:offset]
+        self.todo = _pieces(self.redo.pop(0))
+        self.finished = False
+        return Rewound(offset, offset, 0, "x")
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + 3] for i in range(0, len(text), 3)]
+
+
+def test_the_fake_is_rewindable() -> None:
+    assert isinstance(Generation("", []), Rewindable)
+
+
+DUP = '{"name": "Ada", "tags": ["red", "red"'
+FIX = ', "blue"]}'  # written after the rewind to where the repeated "red" began
+
+
+async def test_a_violation_rewinds_and_the_attempt_goes_on() -> None:
+    gen = Generation(DUP + ', "x"]}', [FIX[2:]])
+    calls: list[Attempt] = []
+
+    def source(attempt: Attempt) -> AsyncIterator[Delta]:
+        calls.append(attempt)
+        return gen
+
+    fired: list[tuple[str, Any]] = []
+    async with stream_structured(
+        source,
+        schema=SCHEMA,
+        retry=Retry(max_attempts=3, backtrack=True),
+        progress=True,
+        on_field=lambda ev: fired.append((ev.pointer, ev.value)),
+    ) as s:
+        events = [ev async for ev in s]
+        result = await s.result()
+    assert result == {"name": "Ada", "tags": ["red", "blue"]}
+    start = DUP.rindex('"red"')
+    assert gen.rewinds == [start]
+    assert len(calls) == 1  # the same generation went on: no new request
+    assert [a.error is not None for a in s.attempts] == [True, False]
+    assert isinstance(s.attempts[0].error, SchemaViolation)
+    assert s.attempts[1].text == json.dumps(result)
+    # The kept fields fired once; the new item and the containers after it, once.
+    assert fired == [
+        ("/name", "Ada"),
+        ("/tags/0", "red"),
+        ("/tags/1", "blue"),
+        ("/tags", ["red", "blue"]),
+        ("", result),
+    ]
+    kinds = [type(ev).__name__ for ev in events if not isinstance(ev, FieldEvent)]
+    assert kinds[:3] == ["AttemptStarted", "AttemptFailed", "AttemptStarted"]
+    failed = next(ev for ev in events if isinstance(ev, AttemptFailed))
+    assert failed.retrying and failed.attempt == 1
+    assert [ev.attempt for ev in events if isinstance(ev, AttemptStarted)] == [1, 2]
+
+
+async def test_usage_is_split_between_the_attempts_of_one_generation() -> None:
+    gen = Generation(DUP + ', "x"]}', [FIX[2:]])
+    async with stream_structured(
+        lambda attempt: gen, schema=SCHEMA, retry=Retry(backtrack=True)
+    ) as s:
+        await s.result()
+    first, second = (a.usage for a in s.attempts)
+    assert first.completion_tokens + second.completion_tokens == gen.decoded
+    assert s.usage == Usage(7, gen.decoded)
+    assert not s.usage.estimated
+
+
+async def test_rewinds_count_against_max_attempts() -> None:
+    gen = Generation(DUP + "]}", ['"red"]}', '"red"]}'])
+    async with stream_structured(
+        lambda attempt: gen, schema=SCHEMA, retry=Retry(max_attempts=3, backtrack=True)
+    ) as s:
+        with pytest.raises(RetriesExhausted) as info:
+            await s.result()
+    assert len(info.value.errors) == 3
+    assert len(gen.rewinds) == 2
+
+
+async def test_a_failed_rewind_falls_back_to_a_fresh_attempt_with_feedback() -> None:
+    made: list[Generation] = []
+
+    def source(attempt: Attempt) -> Generation:
+        gen = Generation(
+            DUP + "]}" if not made else '{"name": "Ada", "tags": ["red"]}', [], fail_rewind=True
+        )
+        made.append(gen)
+        return gen
+
+    async with stream_structured(source, schema=SCHEMA, retry=Retry(backtrack=True)) as s:
+        assert await s.result() == {"name": "Ada", "tags": ["red"]}
+    assert len(made) == 2 and made[0].closed
+
+
+async def test_a_source_that_cannot_rewind_gets_a_fresh_attempt() -> None:
+    texts = [DUP + "]}", '{"name": "Ada", "tags": ["red"]}']
+
+    async def source(attempt: Attempt) -> AsyncIterator[str]:
+        yield texts[attempt.number - 1]
+
+    async with stream_structured(source, schema=SCHEMA, retry=Retry(backtrack=True)) as s:
+        assert await s.result() == {"name": "Ada", "tags": ["red"]}
+    assert "uniqueItems" in s.attempts[1 - 1].error.keyword  # type: ignore[union-attr]

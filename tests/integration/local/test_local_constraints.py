@@ -162,6 +162,27 @@ def test_a_rewind_under_a_choice_rules_out_the_choice(local_backend: LocalBacken
     assert second != first
 
 
+def test_a_rewind_inside_a_segment_rules_out_the_value(local_backend: LocalBackend) -> None:
+    async def run() -> tuple[str, str, str | None, int, int]:
+        gen = local_backend.generate(constrained(TAG_PROMPT, TAG, max_tokens=40))
+        assert isinstance(gen, LocalGeneration)
+        first = "".join([d.text async for d in _until_finish(gen)])
+        at = first.index('"', first.index(":"))  # where the city's string begins
+        rewound = await gen.rewind(at)
+        rest = "".join([d.text async for d in _until_finish(gen)])
+        await gen.aclose()
+        return first, first[: rewound.offset] + rest, rewound.banned, rewound.offset, at
+
+    first, second, banned, offset, at = anyio.run(run)
+    assert offset <= at and banned is not None
+    assert first[offset:].startswith(banned) and not second[offset:].startswith(banned)
+    # The new city is still a segment of the tag, in its schema.
+    begin = "<function=get_weather>"
+    assert second.startswith(begin) and second.endswith("</function>")
+    city = Weather.model_validate_json(second[len(begin) : -len("</function>")]).city
+    assert city != Weather.model_validate_json(first[len(begin) : -len("</function>")]).city
+
+
 async def _until_finish(gen: LocalGeneration) -> AsyncIterator[Delta]:
     """The deltas up to the finish delta, without asking for more."""
     async for delta in gen:

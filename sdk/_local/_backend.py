@@ -7,7 +7,8 @@ step. So the event loop never blocks, the text flows as it is decoded, and a con
 running finishes (torch cannot be interrupted mid-pass), then no thread works for that
 generation any more. This works the same on asyncio and trio.
 
-The rewind seam. ``generate()`` returns a :class:`LocalGeneration`: an async iterator of
+The rewind seam. ``generate()`` returns a :class:`LocalGeneration` (for a request without
+``tools``; with tools, a :class:`~sdk._local._tool_calls.LocalToolCalls`): an async iterator of
 deltas (``async for delta in backend.generate(request)`` as for any backend) that is also
 :class:`~sdk._backend.Rewindable`. Between two deltas, its consumer may
 ``rewound = await gen.rewind(offset)`` with ``offset`` a character offset into the text the
@@ -34,10 +35,12 @@ import anyio
 
 from sdk._backend import Delta, GenerationRequest, Rewound, Usage
 from sdk._errors import BackendError, StreamError, StreamUsageError
+from sdk._local._constrain import check
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS, JsonFormat
 from sdk._local._model import load_model
+from sdk._local._tool_calls import LocalToolCalls
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
@@ -62,6 +65,12 @@ class LocalBackend:
     ``"indented"`` (``json.dumps(indent=2)``) or ``"any"`` (see
     :data:`sdk._local._grammar.JsonFormat`). ``max_tokens``:
     the budget of a request that sets none.
+
+    What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
+    :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
+    (``tools=``), each compiled by xgrammar (:meth:`check_request` refuses what it cannot
+    compile). ``json_format`` lays out the JSON of schemas, of structural-tag segments and
+    of tool arguments.
 
     The model loads on the first generation (in a worker thread), or at once with
     :meth:`load`. Backends built with the same model, device and dtype share the weights.
@@ -119,15 +128,32 @@ class LocalBackend:
         self._engine = engine
         return engine
 
-    def generate(self, request: GenerationRequest) -> LocalGeneration:
+    def check_request(self, request: GenerationRequest) -> None:
+        """Raise :class:`~sdk.UnsupportedConstraint` if this engine cannot constrain
+        ``request`` (called by :meth:`sdk.Client.stream`, before any request).
+
+        It takes JSON Schema, every constraint (:class:`~sdk.Choice`, :class:`~sdk.Regex`,
+        :class:`~sdk.Grammar` in GBNF/EBNF or Lark, :class:`~sdk.StructuralTag`) and several
+        tools; it refuses what xgrammar cannot compile (a regex with lookaround or
+        backreferences, a grammar xgrammar's parser rejects), with xgrammar's reason. See
+        ``sdk._local._constrain``.
+        """
+        check(request)
+
+    def generate(self, request: GenerationRequest) -> LocalGeneration | LocalToolCalls:
         """Decode ``request``: an async iterator of text deltas, then one with finish and usage.
 
-        Closing the iterator stops decoding within one step. It is :class:`~sdk.Rewindable`
-        (``await gen.rewind(offset)``: see :class:`LocalGeneration`). Errors are BackendError
-        (a MissingDependencyError when the ``local`` extra is not installed), raised by the
-        first ``__anext__`` like every other.
+        Closing the iterator stops decoding within one step. A request with ``tools`` gives a
+        :class:`~sdk._local._tool_calls.LocalToolCalls`: tool-call deltas (each call's index,
+        tool name and id, then its arguments), not rewindable. Any other gives a
+        :class:`LocalGeneration`, which is :class:`~sdk.Rewindable` (``await
+        gen.rewind(offset)``). Errors are BackendError (a MissingDependencyError when the
+        ``local`` extra is not installed), raised by the first ``__anext__`` like every other.
         """
-        return LocalGeneration(self, request)
+        generation = LocalGeneration(self, request)
+        if request.tools:
+            return LocalToolCalls(generation, [t.name for t in request.tools])
+        return generation
 
     async def aclose(self) -> None:
         """Refuse new generations. The weights stay cached for other backends of this process."""
@@ -151,7 +177,9 @@ class LocalGeneration:
         self._engine: Engine | None = None
         self._generation: Generation | None = None
         self._pending: deque[Delta] = deque()
-        self._tool = request.mode == "tool"
+        # One schema as a tool: its deltas are the call's (several tools are read back by
+        # LocalToolCalls from the text).
+        self._tool = request.mode == "tool" and not request.tools
         self._name: str | None = request.schema_name if self._tool else None
         self._yielded = 0
         """Characters of text handed to the consumer (the offsets ``rewind`` takes)."""

@@ -12,7 +12,8 @@ included: ending the string is a choice), a number's characters (and the charact
 it), a literal's letters, in document order, from the offset on. The first content byte the
 grammar does not force is the choice; a value whose content is all forced has none. An empty
 container has no content: its choice is its closing bracket (close it rather than write an
-item). Past the value there is nothing to rule out.
+item). Past the value there is nothing to rule out. The output of a Choice, Regex or Grammar is
+text, not JSON: all of it is content (``banned_bytes(..., text=True)``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import partial
+from sdk._local._output import Output
 
-__all__ = ["common_prefix", "content_ranges", "first_choice"]
+__all__ = ["banned_bytes", "common_prefix", "content_ranges", "first_choice"]
 
 _SCALARS = (partial.Kind.STRING, partial.Kind.NUMBER, partial.Kind.BOOLEAN, partial.Kind.NULL)
 
@@ -105,3 +107,32 @@ def first_choice(
         p += 1
     chosen = unforced(p) if p < len(data) else p
     return chosen if chosen < min(end, len(data)) else None
+
+
+def banned_bytes(
+    output: Output,
+    start: int,
+    offset: int,
+    forced_after: Callable[[bytes], bytes] | None,
+    *,
+    text: bool = False,
+) -> bytes | None:
+    """What a rewind to character ``offset`` rules out: the bytes from ``start`` (the token
+    boundary it cuts at) to the end of the token that holds the first choice of the value at
+    ``offset``; None if that value has none. ``text``: the output is text, all of it content
+    (a Choice, Regex or Grammar), rather than a JSON value. Call it with the grammar rolled back
+    to ``start`` (``forced_after`` answers from there) and the output not yet cut.
+    """
+    rest = output.text[offset:]
+    ranges, end = ([(0, len(rest))], len(rest)) if text else content_ranges(rest)
+    chosen = first_choice(
+        bytes(output.data),
+        start,
+        output.byte_offset(offset),
+        [(output.byte_offset(offset + lo), output.byte_offset(offset + hi)) for lo, hi in ranges],
+        output.byte_offset(offset + end),
+        forced_after,
+    )
+    if chosen is None:
+        return None
+    return bytes(output.data[start : output.byte_end(output.token_at(chosen) + 1)])

@@ -40,7 +40,7 @@ from typing import Any
 from sdk._backend import Rewound
 from sdk._errors import StreamUsageError
 from sdk._local._bans import Bans, RewindExhausted, VocabIndex, forbidden_tokens
-from sdk._local._choice import content_ranges, first_choice
+from sdk._local._choice import banned_bytes
 from sdk._local._deps import require
 from sdk._local._drafts import DraftMemory, DraftRecorder
 from sdk._local._grammar import Constraint
@@ -135,7 +135,8 @@ class Generation:
 
     ``draft_memory`` is where the drafts remember how the model wrote each forced text (an
     engine shares one between its generations); None uses a fresh one for this generation.
-    It changes how many forward passes run, not what is written.
+    It changes how many forward passes run, not what is written. ``text_output``: the output
+    is text (a Choice, Regex or Grammar), not a JSON value, for what a rewind bans (``_choice``).
     """
 
     def __init__(
@@ -153,6 +154,7 @@ class Generation:
         verify_drafts: bool = True,
         draft_memory: DraftMemory | None = None,
         vocab_index: VocabIndex | None = None,
+        text_output: bool = False,
     ) -> None:
         if not prompt_ids:
             raise ValueError("the prompt has no tokens")
@@ -166,6 +168,7 @@ class Generation:
         self.max_tokens = max_tokens
         self._constraint = constraint
         self._verify = verify_drafts
+        self._text_output = text_output
         self.stats = stats if stats is not None else DecodeStats()
         self.stats.prompt_tokens = len(self._prompt)
         self._recorder = (
@@ -359,7 +362,11 @@ class Generation:
         if self._constraint is not None and self._accepted > keep:
             self._constraint.rollback(self._accepted - keep)
         self._accepted = keep
-        banned = self._choice(start, offset) if ban else None
+        banned = None
+        if ban:
+            constraint = self._constraint
+            forced_after = (lambda t: constraint.forced_after(t).encode()) if constraint else None
+            banned = banned_bytes(output, start, offset, forced_after, text=self._text_output)
         # Bans after the boundary belonged to text being rewritten; those at it or before stay.
         self._bans.keep_until(start)
         if banned:
@@ -382,25 +389,3 @@ class Generation:
             dropped_tokens=dropped,
             banned=banned.decode("utf-8", "replace") if banned else None,
         )
-
-    def _choice(self, start: int, offset: int) -> bytes | None:
-        """The bytes to ban from ``start`` (the boundary): up to the end of the token that holds
-        the first choice of the value at character ``offset`` (see ``_choice``); None if it has
-        none. Must be called with the matcher rolled back to ``start``, the output not yet cut.
-        """
-        output, constraint = self.output, self._constraint
-        ranges, end = content_ranges(output.text[offset:])
-        chosen = first_choice(
-            bytes(output.data),
-            start,
-            output.byte_offset(offset),
-            [
-                (output.byte_offset(offset + lo), output.byte_offset(offset + hi))
-                for lo, hi in ranges
-            ],
-            output.byte_offset(offset + end),
-            (lambda text: constraint.forced_after(text).encode()) if constraint else None,
-        )
-        if chosen is None:
-            return None
-        return bytes(output.data[start : output.byte_end(output.token_at(chosen) + 1)])

@@ -12,13 +12,16 @@ import threading
 from typing import Any
 
 from sdk._backend import GenerationRequest, Rewound
+from sdk._constraints import Choice, Grammar, Regex
 from sdk._errors import BackendError
 from sdk._local._bans import VocabIndex
+from sdk._local._constrain import spec_of
 from sdk._local._decode import Batch, DecodeStats, Generation
 from sdk._local._drafts import DraftMemory
 from sdk._local._grammar import Grammars, JsonFormat
 from sdk._local._model import LoadedModel
 from sdk._local._sampling import Sampler
+from sdk._local._tools import prompt_messages, template_takes_tools
 
 __all__ = ["Engine"]
 
@@ -50,15 +53,26 @@ class Engine:
         return self._step_lock.locked()
 
     def prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """The request's conversation, through the tokenizer's chat template, as token ids."""
+        """The request's conversation, through the tokenizer's chat template, as token ids
+        (with the tools and the format of their calls for a ``tools`` request: ``_tools``)."""
         tokenizer = self.loaded.tokenizer
         if not getattr(tokenizer, "chat_template", None):
             raise BackendError(
                 f"the tokenizer of {self.loaded.source!r} has no chat template; use a chat "
                 "(instruct) model"
             )
+        messages = [dict(m) for m in request.messages]
+        extra: dict[str, Any] = {}
+        if request.tools:
+            messages, listing = prompt_messages(
+                messages,
+                request.tools,
+                template_takes_tools=template_takes_tools(tokenizer.chat_template),
+            )
+            if listing is not None:
+                extra["tools"] = listing
         text = tokenizer.apply_chat_template(
-            [dict(m) for m in request.messages], tokenize=False, add_generation_prompt=True
+            messages, tokenize=False, add_generation_prompt=True, **extra
         )
         ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
         return ids
@@ -71,7 +85,7 @@ class Engine:
         default_max_tokens: int,
         stats: DecodeStats,
     ) -> Generation:
-        """Prepare one generation (tokenize, compile the schema) and return it.
+        """Prepare one generation (tokenize, compile the schema or constraint) and return it.
 
         Nothing is decoded until the caller runs :meth:`step` (or iterates the generation).
         """
@@ -80,11 +94,13 @@ class Engine:
         if self.context_length is not None:
             max_tokens = min(max_tokens, max(0, self.context_length - len(prompt)))
         constraint = None
-        if request.mode != "none":
+        spec = spec_of(request)
+        if spec is not None:
             try:
-                constraint = self.grammars.constraint(request.schema, self.loaded.tokenizer)
+                constraint = self.grammars.constraint_for(spec, self.loaded.tokenizer)
             except (RuntimeError, ValueError) as exc:
-                raise BackendError(f"the local engine cannot compile the schema: {exc}") from exc
+                what = "schema" if spec.kind == "json_schema" else "constraint"
+                raise BackendError(f"the local engine cannot compile the {what}: {exc}") from exc
         try:
             sampler = Sampler(
                 temperature=request.temperature,
@@ -105,6 +121,8 @@ class Engine:
             jump_forward=jump_forward,
             stats=stats,
             draft_memory=self.draft_memory,
+            # A Choice, Regex or Grammar writes text, not a JSON value (what a rewind bans).
+            text_output=isinstance(request.constraint, Choice | Regex | Grammar),
         )
 
     def step(self, generation: Generation) -> Batch:

@@ -1,9 +1,12 @@
-"""Schema -> token masks: xgrammar's compiler and matchers, plus the special-token mask.
+"""Schema or constraint -> token masks: xgrammar's compiler and matchers, plus the special-token
+mask.
 
 One :class:`Grammars` per tokenizer holds what is costly to build: xgrammar's ``TokenizerInfo``
-(the decoded vocabulary), a ``GrammarCompiler`` with its cache (a schema compiles once per
-process; later requests with an equal schema reuse it), and the bitmask of the tokenizer's
-added/special tokens. One :class:`Constraint` per request wraps a ``GrammarMatcher``.
+(the decoded vocabulary), a ``GrammarCompiler`` with its cache (a schema or a constraint
+compiles once per process; later requests with an equal one reuse it: see ``_constrain`` for
+what each request compiles to), and the bitmask of the tokenizer's added/special tokens. One
+:class:`Constraint` per request wraps a ``GrammarMatcher``. The JSON layout applies to JSON
+Schemas and to the JSON segments of structural tags (tools included).
 
 Why the extra mask: xgrammar's ``TokenizerInfo`` lists no special tokens for SmolLM2's
 tokenizer, so its masks let ``<|im_start|>``, ``<|endoftext|>`` and friends into JSON strings
@@ -14,59 +17,27 @@ cleared from every mask; the stop tokens stay, and the grammar only allows them 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
+from sdk._local._layout import (
+    BOUNDED_SPACE,
+    JSON_FORMATS,
+    JsonFormat,
+    bounded_ebnf,
+    laid_out,
+    layout_options,
+)
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
-JsonFormat = Literal["bounded", "spaced", "compact", "indented", "any"]
-"""How the grammar lets the model lay out JSON (whitespace between JSON tokens):
-
-- ``"bounded"`` (the default): the model's own whitespace where pretty-printers put it (after
-  ``{``, ``[``, ``,`` and ``:``, before ``}`` and ``]``; none before ``,`` or ``:``), each gap
-  bounded as llama.cpp's JSON-schema grammars bound it: empty, one space, or one or two
-  newlines followed by up to 20 spaces or tabs (:data:`BOUNDED_SPACE`);
-- ``"spaced"``: ``json.dumps``'s separators, ``{"a": 1, "b": [2]}``, on one line;
-- ``"compact"``: no whitespace at all, ``{"a":1,"b":[2]}``;
-- ``"indented"``: ``json.dumps(indent=2)``, one member or item per line;
-- ``"any"``: any whitespace, unbounded.
-
-Spaced, compact and indented force every whitespace character (jump-forward drafts it); bounded
-and any leave it to the model. Why bounded is the default: a small model writes JSON the way it
-saw it in training, indented, and its answers suffer when the grammar makes it write otherwise:
-SmolLM2 under the compact grammar closes arrays at once (``{"tags":[]}`` for "list eight
-tags"), under spaced separators often too, and under a forced indentation it can run away in a
-string; with the whitespace its own it fills arrays and fields as llama.cpp's server does with
-the same model. The bounds matter: with any whitespace (or xgrammar's ``max_whitespace_cnt``,
-which bounds characters, not newlines) it writes newline after newline, and with whitespace
-allowed before commas too (llama.cpp allows it) it writes ``"a": 1\n\n,\n\n"b"``. The figures
-are in the README (``tests/benchmarks/bench_layout.py``).
-"""
-
-JSON_FORMATS: tuple[JsonFormat, ...] = ("bounded", "spaced", "compact", "indented", "any")
-"""Every layout, the default first."""
-
-BOUNDED_SPACE = '"" | " " | "\\n" "\\n"? [ \\t]{0,20}'
-"""The EBNF of one whitespace gap under the ``"bounded"`` layout (llama.cpp's ``space`` rule)."""
-
-_ANY_SPACE = "[ \\n\\r\\t]*"
-"""How xgrammar's JSON-schema EBNF spells a gap of any whitespace (replaced for ``bounded``)."""
-
-_LAYOUTS: dict[str, dict[str, Any]] = {
-    "bounded": {"any_whitespace": True},  # then the gaps are bounded: see Grammars.compile
-    "spaced": {"any_whitespace": False, "separators": (", ", ": ")},
-    "compact": {"any_whitespace": False, "separators": (",", ":")},
-    "indented": {"any_whitespace": False, "indent": 2, "separators": (",", ": ")},
-    "any": {"any_whitespace": True},
-}
-"""xgrammar's JSON-schema options of each layout."""
-
-_BOUNDED_FALLBACK = 22
-"""Whitespace characters per gap for ``bounded`` if xgrammar's EBNF ever changes its spelling
-of a gap (``max_whitespace_cnt``: bounds the characters, not the newlines)."""
+_SPEC_CACHE = 64
+"""How many compiled constraints (other than JSON Schemas) :class:`Grammars` keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +62,7 @@ class Grammars:
     ) -> None:
         xgr = require("xgrammar")
         torch = require("torch")
-        if json_format not in _LAYOUTS:
+        if json_format not in JSON_FORMATS:
             raise ValueError(f"json_format must be one of {JSON_FORMATS}, not {json_format!r}")
         self._xgr = xgr
         self.vocab_size = vocab_size
@@ -107,6 +78,8 @@ class Grammars:
         self.decoded_vocab: list[bytes] = list(self.info.decoded_vocab)
         """The bytes each token id stands for (what the grammar matches)."""
         self._compiler = xgr.GrammarCompiler(self.info, cache_enabled=True)
+        self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
         self.special_token_ids: frozenset[int] = (
             frozenset(i for i in _added_token_ids(tokenizer) if i < vocab_size)
             - self.stop_token_ids
@@ -125,40 +98,62 @@ class Grammars:
     def compile(self, schema: Mapping[str, Any]) -> _Compiled:
         """Compile ``schema`` (cached by its JSON text in xgrammar's cache)."""
         # Key order is kept: it is the order the grammar writes an object's properties in.
-        text = json.dumps(schema, separators=(",", ":"))
-        options = _LAYOUTS[self.json_format]
+        return self._compile_schema(json.dumps(schema, separators=(",", ":")))
+
+    def _compile_schema(self, text: str) -> _Compiled:
         if self.json_format == "bounded":
-            ebnf = self.bounded_ebnf(text)
+            ebnf = bounded_ebnf(text)
             if ebnf is not None:
                 # compile_grammar is cached by the grammar's text, like compile_json_schema.
                 return _Compiled(self._compiler.compile_grammar(ebnf))
-            options = {"any_whitespace": True, "max_whitespace_cnt": _BOUNDED_FALLBACK}
+        options = layout_options(self.json_format)
         return _Compiled(self._compiler.compile_json_schema(text, strict_mode=True, **options))
 
+    def compile_spec(self, spec: GrammarSpec) -> _Compiled:
+        """Compile what a request is decoded under (see ``_constrain``), cached by the spec:
+        a JSON Schema in xgrammar's cache (as :meth:`compile`), anything else here (the last
+        :data:`_SPEC_CACHE` specs), so a structural tag's layout is not rebuilt either."""
+        if spec.kind == "json_schema":
+            return self._compile_schema(spec.text)
+        with self._lock:
+            hit = self._specs.get(spec)
+            if hit is not None:
+                self._specs.move_to_end(spec)
+                return hit
+        compiler = self._compiler
+        if spec.kind == "ebnf":
+            grammar = compiler.compile_grammar(spec.text)
+        elif spec.kind == "regex":
+            grammar = compiler.compile_regex(spec.text)
+        elif spec.kind == "lark":
+            grammar = compiler.compile_lark(spec.text)
+        else:
+            tag = laid_out(json.loads(spec.text), self.json_format)
+            grammar = compiler.compile_structural_tag(json.dumps(tag))
+        compiled = _Compiled(grammar)
+        with self._lock:
+            self._specs[spec] = compiled
+            while len(self._specs) > _SPEC_CACHE:
+                self._specs.popitem(last=False)
+        return compiled
+
     def bounded_ebnf(self, schema_text: str) -> str | None:
-        """The EBNF of ``schema_text`` under the ``bounded`` layout: xgrammar's any-whitespace
-        grammar without the gaps before commas and colons and with every other gap replaced by
-        :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does not spell gaps the way this expects
-        (then ``compile`` bounds characters instead)."""
-        grammar = self._xgr.Grammar.from_json_schema(
-            schema_text, any_whitespace=True, strict_mode=True
-        )
-        ebnf = str(grammar)
-        if _ANY_SPACE not in ebnf or "fieldstream_space" in ebnf:
-            return None
-        # No whitespace before a comma or a colon; every other gap is bounded.
-        for punctuation in ('","', '":"'):
-            ebnf = ebnf.replace(f"{_ANY_SPACE} {punctuation}", punctuation)
-        ebnf = ebnf.replace(_ANY_SPACE, "fieldstream_space")
-        return f"{ebnf}\nfieldstream_space ::= {BOUNDED_SPACE}\n"
+        """:func:`sdk._local._layout.bounded_ebnf` (kept here for callers of the engine)."""
+        return bounded_ebnf(schema_text)
 
     def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> Constraint:
         """A fresh matcher for one request, constrained by ``schema``."""
         return Constraint(self, self.compile(schema), tokenizer)
 
+    def constraint_for(self, spec: GrammarSpec, tokenizer: Any) -> Constraint:
+        """A fresh matcher for one request, constrained by ``spec``."""
+        return Constraint(self, self.compile_spec(spec), tokenizer)
+
     def clear_cache(self) -> None:
-        """Forget every compiled schema (the next compile of each is cold again)."""
+        """Forget every compiled grammar (the next compile of each is cold again)."""
         self._compiler.clear_cache()
+        with self._lock:
+            self._specs.clear()
 
 
 def _int32(value: int) -> int:

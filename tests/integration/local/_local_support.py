@@ -9,6 +9,7 @@ import anyio
 
 import partial
 from sdk._backend import Delta, GenerationRequest
+from sdk._constraints import Constraint, Tool
 from sdk._local import LocalBackend
 
 PERSON = {
@@ -121,6 +122,24 @@ def request_for(
         temperature=temperature,
         top_p=top_p,
         seed=seed,
+    )
+
+
+def constrained(
+    prompt: str,
+    constraint: Constraint | None = None,
+    *,
+    tools: Sequence[Tool] = (),
+    max_tokens: int = 48,
+) -> GenerationRequest:
+    """A greedy request under a constraint (Choice, Regex, Grammar, StructuralTag) or tools."""
+    return GenerationRequest(
+        messages=({"role": "user", "content": prompt},),
+        schema={"type": "string"},
+        mode="tool" if tools else "json_schema",
+        max_tokens=max_tokens,
+        constraint=constraint,
+        tools=tuple(tools),
     )
 
 

@@ -1,9 +1,10 @@
 """The HTTP backends: OpenAI-compatible servers over httpx, or through the caller's ``openai``
 client.
 
-Modules: ``_request`` (the request body, sans-I/O), ``_chunks`` (stream chunks -> deltas,
-sans-I/O), ``_sse`` (the event stream, HTTP status errors, ``Retry-After``), ``_openai`` (the
-httpx backend), ``_openai_sdk`` (the backend over an ``openai.AsyncOpenAI`` client).
+Modules: ``_request`` (the request body, sans-I/O), ``_eventstream`` (the event-stream format,
+bytes -> events, sans-I/O), ``_chunks`` (stream chunks -> deltas, sans-I/O), ``_sse`` (reading
+the event stream, HTTP status errors, ``Retry-After``), ``_openai`` (the httpx backend),
+``_openai_sdk`` (the backend over an ``openai.AsyncOpenAI`` client).
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ What it relies on and what it reports:
 
 Speed (this runs once per token): the data is parsed by pydantic-core's ``from_json`` (about
 2.5x faster than ``json.loads`` on a chunk; ``json.loads`` still reads what it refuses, such as
-a lone surrogate escape, so the values are the same), and a chunk of the common shape (one
-choice, index 0, a non-empty ``content``, nothing else that matters) takes a short path that
-makes the same delta as the general one.
+a lone surrogate escape, so the values are the same; only keys go to its string cache, so
+ids and tokens do not fill it), and a chunk of the common shape (one choice, index 0, a
+non-empty ``content``, nothing else that matters) takes a short path that makes the same
+delta as the general one.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
 
 def _loads_chunk(data: str) -> Any:
     try:
-        return from_json(data)
+        return from_json(data, cache_strings="keys")
     except (ValueError, TypeError):
         pass  # refused by pydantic-core: json.loads decides (and words the error)
     try:

@@ -62,7 +62,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
-from httpx_sse import aconnect_sse  # noqa: E402
+from httpx_sse import EventSource  # noqa: E402
 from loopback_server import WEATHER_TEXT, WEATHER_TOKENS, start  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
@@ -95,6 +95,9 @@ class Weather(BaseModel):
 EXPECTED = Weather.model_validate_json(WEATHER_TEXT)
 TOKENS = len(WEATHER_TOKENS)
 NAMES = ["floor", "fieldstream", "openai raw", "openai structured"]
+EXTRAS = ["floor httpx2", "fieldstream from_openai"]
+"""The same two over httpx2/httpcore2, the transport openai-python 3 uses (see the module
+docstring)."""
 
 
 def _fields_after(tokens: int) -> int:
@@ -138,27 +141,40 @@ class Contenders:
             timeout=120,
             http_client=openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(**self.limits)),
         )
+        self.floor2_http = httpx2.AsyncClient(limits=httpx2.Limits(**self.limits), timeout=120)
+        self.oai2 = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key="bench",
+            timeout=120,
+            http_client=openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(**self.limits)),
+        )
+        self.fs2 = Client.from_openai(self.oai2, model="bench")
         self.fs_held = _fields_after(TOKENS // 2)
         self.run: dict[str, Callable[[str, Hold | None], Awaitable[None]]] = {
-            "floor": self.floor,
-            "fieldstream": self.fieldstream,
+            "floor": lambda cmd, hold: self.floor(self.floor_http, cmd, hold),
+            "fieldstream": lambda cmd, hold: self.fieldstream(self.fs, cmd, hold),
             "openai raw": self.openai_raw,
             "openai structured": self.openai_structured,
+            "floor httpx2": lambda cmd, hold: self.floor(self.floor2_http, cmd, hold),
+            "fieldstream from_openai": lambda cmd, hold: self.fieldstream(self.fs2, cmd, hold),
         }
 
     async def aclose(self) -> None:
         await self.floor_http.aclose()
+        await self.floor2_http.aclose()
         await self.fs.aclose()
         await self.fs_http.aclose()
         await self.oai.close()
+        await self.oai2.close()
 
-    async def floor(self, command: str, hold: Hold | None) -> None:
+    async def floor(self, http: Any, command: str, hold: Hold | None) -> None:
         body = {"model": "bench", "messages": [{"role": "user", "content": command}]}
         body["stream"] = True
         url = self.base_url + "/chat/completions"
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
         n = 0
-        async with aconnect_sse(self.floor_http, "POST", url, json=body) as source:
-            async for event in source.aiter_sse():
+        async with http.stream("POST", url, json=body, headers=headers) as response:
+            async for event in EventSource(response).aiter_sse():
                 if event.data != "[DONE]":
                     json.loads(event.data)
                     n += 1
@@ -166,10 +182,10 @@ class Contenders:
                         await hold.reached()
         assert n == TOKENS + 3, n  # role, content, finish and usage chunks
 
-    async def fieldstream(self, command: str, hold: Hold | None) -> None:
+    async def fieldstream(self, client: Client, command: str, hold: Hold | None) -> None:
         messages = [{"role": "user", "content": command}]
         n = 0
-        async with self.fs.stream(messages=messages, schema=Weather) as stream:
+        async with client.stream(messages=messages, schema=Weather) as stream:
             async for _ in stream:
                 n += 1
                 if hold is not None and n == hold.at:
@@ -205,7 +221,7 @@ class Contenders:
 
     def hold_at(self, name: str) -> int:
         """The unit count at which a stream of ``name`` is half-way through the document."""
-        if name == "fieldstream":
+        if name.startswith("fieldstream"):
             return self.fs_held
         if name == "openai structured":
             return TOKENS // 2
@@ -230,28 +246,29 @@ async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[s
             # Enough streams per measurement for a few ms of CPU at concurrency 1.
             waves = max(1, 12 // c)
             cmd = command(c, args.rate)
-            for name in NAMES:  # warm-up: imports, caches, c connections in each pool
+            names = args.contenders
+            for name in names:  # warm-up: imports, caches, c connections in each pool
                 await wave(contenders.run[name], cmd, c)
-            per: dict[str, list[float]] = {name: [] for name in NAMES}
+            per: dict[str, list[float]] = {name: [] for name in names}
+            reads = dict.fromkeys(names, 0)
             for r in range(args.rounds):
-                order = NAMES[r % len(NAMES) :] + NAMES[: r % len(NAMES)]
+                order = names[r % len(names) :] + names[: r % len(names)]
                 for name in order:
                     gc.collect()
-                    t0 = time.process_time()
-                    for _ in range(waves):
-                        await wave(contenders.run[name], cmd, c)
-                    cpu = time.process_time() - t0
+                    with _count_reads() as count:
+                        t0 = time.process_time()
+                        for _ in range(waves):
+                            await wave(contenders.run[name], cmd, c)
+                        cpu = time.process_time() - t0
                     per[name].append(cpu / (waves * c * TOKENS) * 1e6)
+                    reads[name] += count[0]
             results[c] = per
             print(_row_line(c, per), flush=True)
-            reads = {}
-            for name in NAMES:
-                with _count_reads() as count:
-                    for _ in range(waves):
-                        await wave(contenders.run[name], cmd, c)
-                reads[name] = waves * c * TOKENS / count[0]
+            streams = args.rounds * waves * c
             print(
-                "    tokens per socket read: " + "; ".join(f"{n} {r:.2f}" for n, r in reads.items())
+                "    tokens per socket read: "
+                + "; ".join(f"{n} {streams * TOKENS / r:.2f}" for n, r in reads.items()),
+                flush=True,
             )
     finally:
         await contenders.aclose()
@@ -321,11 +338,11 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_table(base_url: str, streams: int) -> dict[str, dict[str, float]]:
+def memory_table(base_url: str, streams: int, names: list[str]) -> dict[str, dict[str, float]]:
     """Each contender in a fresh process, so that memory freed by one is not reused by the
     next."""
     out = {}
-    for name in NAMES:
+    for name in names:
         proc = subprocess.run(
             [
                 sys.executable,
@@ -350,13 +367,14 @@ def print_tables(
 ) -> None:
     med = {c: {n: statistics.median(v) for n, v in per.items()} for c, per in cpu.items()}
     cs = list(med)
+    names = list(med[cs[0]])
     print(
         "\n| client CPU per token (median) | "
         + " | ".join(f"{c} stream{'s' * (c > 1)}" for c in cs)
         + " |"
     )
     print("|---|" + "---:|" * len(cs))
-    for name in NAMES:
+    for name in names:
         cells = []
         for c in cs:
             us = med[c][name]
@@ -365,28 +383,32 @@ def print_tables(
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\n| ratio | " + " | ".join(str(c) for c in cs) + " |")
     print("|---|" + "---:|" * len(cs))
-    for label, a, b in [
-        ("fieldstream / floor", "fieldstream", "floor"),
-        ("openai structured / fieldstream", "openai structured", "fieldstream"),
-        ("openai raw / fieldstream", "openai raw", "fieldstream"),
+    for a, b in [
+        ("fieldstream", "floor"),
+        ("openai structured", "fieldstream"),
+        ("openai raw", "fieldstream"),
+        ("fieldstream from_openai", "floor httpx2"),
+        ("openai structured", "fieldstream from_openai"),
     ]:
-        print(f"| {label} | " + " | ".join(f"{med[c][a] / med[c][b]:.2f}x" for c in cs) + " |")
+        if a in names and b in names:
+            cells = " | ".join(f"{med[c][a] / med[c][b]:.2f}x" for c in cs)
+            print(f"| {a} / {b} | {cells} |")
     if mem:
         print(f"\n| memory per open stream ({hold} held half-way) | traced Python heap | RSS |")
         print("|---|---:|---:|")
-        for name in NAMES:
+        for name in names:
             m = mem[name]
             print(f"| {name} | {m['heap'] / 1024:.1f} KiB | {m['rss'] / 1024:.1f} KiB |")
 
 
-def profile(base_url: str, concurrency: int, rate: float) -> None:
+def profile(base_url: str, concurrency: int, rate: float, name: str) -> None:
     import cProfile
     import pstats
 
     async def main() -> None:
         contenders = Contenders(base_url)
         cmd = command(concurrency, rate)
-        run = contenders.run["fieldstream"]
+        run = contenders.run[name]
         await wave(run, cmd, concurrency)
         waves = max(1, 48 // concurrency)
         profiler = cProfile.Profile()
@@ -407,6 +429,9 @@ LAYERS = [
     ("transport: h11", ("/h11/",)),
     ("transport: httpcore", ("/httpcore/",)),
     ("transport: httpx", ("/httpx/",)),
+    ("transport: httpcore2", ("/httpcore2/",)),
+    ("transport: httpx2", ("/httpx2/",)),
+    ("openai-python", ("/openai/",)),
     ("transport: anyio streams", ("/anyio/",)),
     ("SSE parsing: httpx-sse", ("/httpx_sse/",)),
     ("SSE: sdk/_http/_sse.py", ("sdk/_http/_sse.py",)),
@@ -444,7 +469,7 @@ def print_layers(stats: Any, tokens: int) -> None:
             layer = _layer(filename)
             totals[layer] = totals.get(layer, 0.0) + tt
     whole = sum(totals.values())
-    print(f"\nfieldstream under cProfile: {whole / tokens * 1e6:.1f} µs/token (profiled)")
+    print(f"\nunder cProfile: {whole / tokens * 1e6:.1f} µs/token (profiled)")
     print("| layer | share | µs/token (profiled) |")
     print("|---|---:|---:|")
     for label, t in sorted(totals.items(), key=lambda kv: -kv[1]):
@@ -459,16 +484,26 @@ def main() -> None:
     parser.add_argument("--hold", type=int, default=256)
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--profile", type=int, metavar="C")
+    parser.add_argument("--profile-contender", default="fieldstream", choices=NAMES + EXTRAS)
+    parser.add_argument(
+        "--contenders",
+        default=",".join(NAMES + EXTRAS),
+        help="comma-separated, from: " + ", ".join(NAMES + EXTRAS),
+    )
     parser.add_argument("--memory-one", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
+    args.contenders = [n.strip() for n in args.contenders.split(",")]
+    unknown = set(args.contenders) - set(NAMES + EXTRAS)
+    if unknown:
+        parser.error(f"unknown contenders: {sorted(unknown)}")
     if args.memory_one:
         print(json.dumps(asyncio.run(memory_one(args.url, args.memory_one, args.hold))))
         return
     with start() as server:
         if args.profile:
-            profile(server.base_url, args.profile, args.rate)
+            profile(server.base_url, args.profile, args.rate, args.profile_contender)
             return
         print(
             f"{TOKENS} tokens per stream, one per event; rate {args.rate:g} tokens/s "
@@ -478,7 +513,7 @@ def main() -> None:
             flush=True,
         )
         cpu = asyncio.run(cpu_table(server.base_url, args))
-        mem = None if args.no_memory else memory_table(server.base_url, args.hold)
+        mem = None if args.no_memory else memory_table(server.base_url, args.hold, args.contenders)
     print_tables(cpu, mem, args.hold)
 
 

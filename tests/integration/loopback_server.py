@@ -21,8 +21,8 @@ message, when that is a JSON object (anything else gets the defaults):
 - ``"hold_after"``: after that many content events, send nothing more and wait for the client to
   close the connection (streams held open mid-document, for memory measurements).
 - ``"drop_after"``: after that many content events, close the connection mid-body (the client
-  sees the peer close without the end of the chunked body), on the first attempt only: a
-  request with more than one message (a retry carries feedback) gets the whole document.
+  sees the peer close without the end of the chunked body); ``"drops"`` (default 1) says for
+  how many requests with this same command, so that a retry can get the whole document.
 """
 
 from __future__ import annotations
@@ -141,26 +141,36 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | N
     return lines[0].split(b" ")[1], body
 
 
+_seen: dict[str, int] = {}  # requests so far per command text (for "drops")
+
+
 def _command(body: bytes) -> tuple[dict[str, Any], int]:
-    """What the request asks the server to do, and how many messages it has."""
+    """What the request asks the server to do, and how many requests came with this command
+    before it."""
     try:
-        messages = json.loads(body)["messages"]
-        command = json.loads(messages[0]["content"])
+        text = json.loads(body)["messages"][0]["content"]
+        command = json.loads(text)
     except (ValueError, KeyError, IndexError, TypeError):
-        return {}, 1
-    return (command if isinstance(command, dict) else {}), len(messages)
+        return {}, 0
+    if not isinstance(command, dict):
+        return {}, 0
+    if "drop_after" not in command:
+        return command, 0
+    before = _seen.get(text, 0)
+    _seen[text] = before + 1
+    return command, before
 
 
 async def _stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: bytes) -> bool:
     """Answer one request; ``False`` when the connection is to be dropped."""
-    command, messages = _command(body)
+    command, before = _command(body)
     if command.get("doc") == "small":
         frames = _frames(events_for(small_tokens(int(command.get("id", 0)))))
     else:
         frames = _WEATHER_FRAMES
     interval = float(command.get("interval", 0))
     hold = command.get("hold_after")
-    drop = command.get("drop_after") if messages == 1 else None
+    drop = command.get("drop_after") if before < int(command.get("drops", 1)) else None
     writer.write(HEAD)
     content = 0
     for frame, token in frames:

@@ -56,7 +56,7 @@ EXPECTED = {
     "drop_retry": "result",
     "cancel": "cancelled",
 }
-RSS_BOUND = 6 * 1024 * 1024  # see test_soak for what the growth is and why this bound
+RSS_BOUND = 6 * 1024 * 1024  # see the end of soak() for what the growth is and why this bound
 # The server counts requests per command (a drop happens once per id): each run has its own ids.
 _FIRST_IDS = itertools.count(0, 1_000_000)
 
@@ -226,4 +226,12 @@ async def soak(server: LoopbackServer, anyio_backend: str) -> None:
         assert before.connections <= keepalive and after.connections <= keepalive
         # Every descriptor opened since the baseline is an idle keep-alive connection.
         assert after.fds - after.connections == before.fds - before.connections
+        # RSS after the 3,000 streams, measured on Linux (glibc, CPython 3.11): +1.0 MB on
+        # asyncio, +0.7 MB on trio; run for 18,000 streams it levels off at +1.8 / +1.0 MB. The
+        # Python heap itself stays flat (tracemalloc: +0.07 MB over 2,000 streams, which is the
+        # objects of the idle keep-alive connections and tables sized for the peak of 64 streams,
+        # such as asyncio's set of live async generators). The rest is memory the allocators
+        # keep after that peak (pymalloc arenas and malloc pages that fragmentation keeps from
+        # going back to the system). The bound leaves room for other platforms; a leak of 2 KB
+        # per stream would break it.
         assert after.rss - before.rss < RSS_BOUND

@@ -1,13 +1,14 @@
 """Client CPU per streamed token: fieldstream against openai-python and the bare httpx-sse floor.
 
     .venv/bin/python tests/benchmarks/bench_client.py [--rounds 5] [--concurrency 1,32,256]
-        [--rate 2500] [--hold 256] [--profile C]
+        [--rate 0] [--hold 256] [--contenders ...] [--breakdown] [--profile C]
 
 A loopback OpenAI-compatible server (tests/integration/loopback_server.py, its own process, so
 its CPU is not counted) streams the 177-token weather document recorded from the OpenAI API,
 one token per server-sent event, in the recorded chunk format (role chunk, 177 content chunks,
 finish chunk, usage chunk, ``[DONE]``). In this one process, on asyncio, interleaved (the order
-rotates each round), at each concurrency:
+rotates each round), at each concurrency (that many streams at once, started together, as
+``asyncio.gather`` over a batch does):
 
 - **floor**: httpx + httpx-sse, ``json.loads`` of each event's data, nothing else;
 - **fieldstream**: ``Client.stream(schema=Weather)``, every field event, ``result()`` (the final
@@ -15,28 +16,35 @@ rotates each round), at each concurrency:
 - **openai raw**: openai-python ``chat.completions.create(stream=True)``, every chunk (a pydantic
   ``ChatCompletionChunk`` each), no parsing of the document;
 - **openai structured**: openai-python ``chat.completions.stream(response_format=Weather)``,
-  every event, ``get_final_completion()`` (partial JSON parse per chunk, the model at the end).
+  every event, ``get_final_completion()`` (partial JSON parse per chunk, the model at the end);
+- **floor httpx2**, **fieldstream from_openai**: the floor over httpx2 (httpcore2), the HTTP
+  library openai-python 3 uses, and fieldstream through ``Client.from_openai`` (so over httpx2
+  too): what the transport alone changes.
 
 Client CPU is ``time.process_time()`` (all threads of this process, not wall time) over a
 measurement of whole streams, divided by the tokens read: the request, the response headers and
 the connection pool are part of a token's cost. Tokens/s per core is its inverse. Medians over
 the rounds. Every contender has its own HTTP client with room for 1,000 connections kept alive,
-so no stream waits on a pool and the connections are reused from round to round.
+so no stream waits on a pool and the connections are reused from round to round. The socket
+reads are counted too (tokens per read, printed under each row of results).
 
-Pacing (``--rate``, tokens/s over all streams, default 2500; 0 = as fast as the server can
-write): a real server sends each stream's tokens milliseconds apart, so a client that keeps up
-reads one event per socket read. The server waits ``max(1 ms, concurrency / rate)`` after each
-event of a stream, below what the slowest contender can take, so each contender does one read
-per event. Unpaced, a server faster than the client makes it read several events at once, and
-the slower a contender the cheaper its reads look.
+``--rate`` (tokens/s over all streams; default 0, unpaced): unpaced, the server writes each
+event as soon as the last is in the kernel's buffer, so the client finds most of a stream waiting
+at each read (tens of tokens per read): this measures the cost of the events themselves. Paced
+(e.g. ``--rate 2500``), the server waits ``max(1 ms, concurrency / rate)`` after each event of a
+stream, as a model's tokens arrive, and a client that keeps up reads one event per read: each
+token then also pays a socket read and an event-loop wake-up.
 
 Memory per open stream: ``--hold`` streams of each contender are opened and left mid-document
 (the server stops after half the tokens and waits), in a fresh process per contender; the table
 shows the growth of the traced Python heap (``tracemalloc``) and of the RSS, divided by the
 number of streams, over a baseline taken after the same number of full streams.
 
-``--profile C``: instead, profile fieldstream alone at concurrency C (cProfile) and print where
-its own time goes, by layer (self time; a built-in's time goes to the module that called it).
+``--breakdown``: instead, fieldstream's cost in parts, from differences of interleaved medians:
+the bytes alone read with httpx (``httpx raw``), fieldstream's backend alone (events, chunks,
+deltas), the tracker over the same tokens without I/O. ``--profile C``: profile one contender
+(``--profile-contender``, default fieldstream) at concurrency C with cProfile or pyinstrument
+(``--profile-with``) and print its self time by layer (client_profile.py).
 """
 
 from __future__ import annotations
@@ -52,189 +60,27 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration"), str(ROOT / "tests" / "benchmarks")]
 
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
-from httpx_sse import EventSource  # noqa: E402
-from loopback_server import WEATHER_TEXT, WEATHER_TOKENS, start  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
-
-from sdk._client import Client  # noqa: E402
-from sdk._events import FieldEvent  # noqa: E402
-from sdk._tracker import FieldTracker  # noqa: E402
-
-
-class Current(BaseModel):
-    temperature: str
-    condition: str
-    humidity: str
-    windSpeed: str  # the document's own keys
-    windDirection: str
-
-
-class Day(BaseModel):
-    day: str
-    high: str
-    low: str
-    condition: str
-
-
-class Weather(BaseModel):
-    location: str
-    weather: Current
-    forecast: list[Day]
-
-
-EXPECTED = Weather.model_validate_json(WEATHER_TEXT)
-TOKENS = len(WEATHER_TOKENS)
-NAMES = ["floor", "fieldstream", "openai raw", "openai structured"]
-EXTRAS = ["floor httpx2", "fieldstream from_openai"]
-"""The same two over httpx2/httpcore2, the transport openai-python 3 uses (see the module
-docstring)."""
-
-
-def _fields_after(tokens: int) -> int:
-    """How many field events fieldstream has yielded once ``tokens`` tokens are read."""
-    tracker = FieldTracker(Weather)
-    return sum(
-        isinstance(ev, FieldEvent) for t in WEATHER_TOKENS[:tokens] for ev in tracker.feed(t)
-    )
-
-
-class Hold:
-    """Stops each stream at its ``at``-th unit (token, chunk or field event) until released."""
-
-    def __init__(self, at: int, streams: int) -> None:
-        self.at = at
-        self.waiting = streams
-        self.all_held = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def reached(self) -> None:
-        self.waiting -= 1
-        if self.waiting == 0:
-            self.all_held.set()
-        await self.release.wait()
-
-
-class Contenders:
-    """One client per contender, all against the same server; ``run[name](command, hold)``
-    reads one whole stream (or holds it mid-document)."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.limits = dict(max_connections=1000, max_keepalive_connections=1000)
-        self.floor_http = httpx.AsyncClient(limits=httpx.Limits(**self.limits), timeout=120)
-        self.fs_http = httpx.AsyncClient(limits=httpx.Limits(**self.limits), timeout=120)
-        self.fs = Client(base_url=base_url, model="bench", http_client=self.fs_http)
-        self.oai = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key="bench",
-            max_retries=0,
-            timeout=120,
-            http_client=openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(**self.limits)),
-        )
-        self.floor2_http = httpx2.AsyncClient(limits=httpx2.Limits(**self.limits), timeout=120)
-        self.oai2 = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key="bench",
-            timeout=120,
-            http_client=openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(**self.limits)),
-        )
-        self.fs2 = Client.from_openai(self.oai2, model="bench")
-        self.fs_held = _fields_after(TOKENS // 2)
-        self.run: dict[str, Callable[[str, Hold | None], Awaitable[None]]] = {
-            "floor": lambda cmd, hold: self.floor(self.floor_http, cmd, hold),
-            "fieldstream": lambda cmd, hold: self.fieldstream(self.fs, cmd, hold),
-            "openai raw": self.openai_raw,
-            "openai structured": self.openai_structured,
-            "floor httpx2": lambda cmd, hold: self.floor(self.floor2_http, cmd, hold),
-            "fieldstream from_openai": lambda cmd, hold: self.fieldstream(self.fs2, cmd, hold),
-        }
-
-    async def aclose(self) -> None:
-        await self.floor_http.aclose()
-        await self.floor2_http.aclose()
-        await self.fs.aclose()
-        await self.fs_http.aclose()
-        await self.oai.close()
-        await self.oai2.close()
-
-    async def floor(self, http: Any, command: str, hold: Hold | None) -> None:
-        body = {"model": "bench", "messages": [{"role": "user", "content": command}]}
-        body["stream"] = True
-        url = self.base_url + "/chat/completions"
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
-        n = 0
-        async with http.stream("POST", url, json=body, headers=headers) as response:
-            async for event in EventSource(response).aiter_sse():
-                if event.data != "[DONE]":
-                    json.loads(event.data)
-                    n += 1
-                    if hold is not None and n == hold.at:
-                        await hold.reached()
-        assert n == TOKENS + 3, n  # role, content, finish and usage chunks
-
-    async def fieldstream(self, client: Client, command: str, hold: Hold | None) -> None:
-        messages = [{"role": "user", "content": command}]
-        n = 0
-        async with client.stream(messages=messages, schema=Weather) as stream:
-            async for _ in stream:
-                n += 1
-                if hold is not None and n == hold.at:
-                    await hold.reached()
-            assert await stream.result() == EXPECTED
-
-    async def openai_raw(self, command: str, hold: Hold | None) -> None:
-        messages: Any = [{"role": "user", "content": command}]
-        n = 0
-        stream = await self.oai.chat.completions.create(
-            model="bench", messages=messages, stream=True
-        )
-        async with stream:
-            async for _ in stream:
-                n += 1
-                if hold is not None and n == hold.at:
-                    await hold.reached()
-        assert n == TOKENS + 3, n
-
-    async def openai_structured(self, command: str, hold: Hold | None) -> None:
-        messages: Any = [{"role": "user", "content": command}]
-        n = 0
-        async with self.oai.chat.completions.stream(
-            model="bench", messages=messages, response_format=Weather
-        ) as stream:
-            async for event in stream:
-                if event.type == "content.delta":
-                    n += 1
-                    if hold is not None and n == hold.at:
-                        await hold.reached()
-            completion = await stream.get_final_completion()
-        assert completion.choices[0].message.parsed == EXPECTED
-
-    def hold_at(self, name: str) -> int:
-        """The unit count at which a stream of ``name`` is half-way through the document."""
-        if name.startswith("fieldstream"):
-            return self.fs_held
-        if name == "openai structured":
-            return TOKENS // 2
-        return TOKENS // 2 + 1  # chunks: the role chunk comes first
-
-
-def command(concurrency: int, rate: float, **extra: Any) -> str:
-    interval = 0.0 if rate <= 0 else max(0.001, concurrency / rate)
-    return json.dumps({"doc": "weather", "interval": interval, **extra})
-
-
-async def wave(run: Callable[[str, Hold | None], Awaitable[None]], cmd: str, n: int) -> None:
-    await asyncio.gather(*(run(cmd, None) for _ in range(n)))
+from client_contenders import (  # noqa: E402
+    EXTRAS,
+    NAMES,
+    PARTS,
+    TOKENS,
+    Contenders,
+    Hold,
+    command,
+    wave,
+)
+from client_profile import profile  # noqa: E402
+from loopback_server import start  # noqa: E402
 
 
 async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[str, list[float]]]:
@@ -267,7 +113,7 @@ async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[s
             streams = args.rounds * waves * c
             print(
                 "    tokens per socket read: "
-                + "; ".join(f"{n} {streams * TOKENS / r:.2f}" for n, r in reads.items()),
+                + "; ".join(f"{n} {streams * TOKENS / r:.2f}" for n, r in reads.items() if r),
                 flush=True,
             )
     finally:
@@ -401,101 +247,68 @@ def print_tables(
             print(f"| {name} | {m['heap'] / 1024:.1f} KiB | {m['rss'] / 1024:.1f} KiB |")
 
 
-def profile(base_url: str, concurrency: int, rate: float, name: str) -> None:
-    import cProfile
-    import pstats
-
-    async def main() -> None:
-        contenders = Contenders(base_url)
-        cmd = command(concurrency, rate)
-        run = contenders.run[name]
-        await wave(run, cmd, concurrency)
-        waves = max(1, 48 // concurrency)
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for _ in range(waves):
-            await wave(run, cmd, concurrency)
-        profiler.disable()
-        await contenders.aclose()
-        stats = pstats.Stats(profiler)
-        print_layers(stats, waves * concurrency * TOKENS)
-        if os.environ.get("BENCH_TOP"):
-            stats.sort_stats("tottime").print_stats(int(os.environ["BENCH_TOP"]))
-
-    asyncio.run(main())
-
-
-LAYERS = [
-    ("transport: h11", ("/h11/",)),
-    ("transport: httpcore", ("/httpcore/",)),
-    ("transport: httpx", ("/httpx/",)),
-    ("transport: httpcore2", ("/httpcore2/",)),
-    ("transport: httpx2", ("/httpx2/",)),
-    ("openai-python", ("/openai/",)),
-    ("transport: anyio streams", ("/anyio/",)),
-    ("SSE parsing: httpx-sse", ("/httpx_sse/",)),
-    ("SSE: sdk/_http/_sse.py", ("sdk/_http/_sse.py",)),
-    ("chunk decoding: sdk/_http/_chunks.py (+ json)", ("sdk/_http/_chunks.py", "/json/")),
-    ("backend generator: sdk/_http/_openai.py", ("sdk/_http/_openai.py",)),
-    ("Stream machinery: sdk/_stream.py", ("sdk/_stream.py",)),
-    ("dispatch: sdk/_dispatch.py", ("sdk/_dispatch.py",)),
-    ("tracker: sdk/_tracker.py, sdk/_schema", ("sdk/_tracker.py", "sdk/_schema/")),
-    ("parser: partial/", ("partial/",)),
-    ("sdk other (events, backend, client, request)", ("/sdk/",)),
-    ("validation: pydantic, jsonschema", ("/pydantic", "/jsonschema")),
-    ("event loop: asyncio, selectors, socket", ("/asyncio/", "selectors.py", "socket.py")),
-]
-
-
-def _layer(filename: str) -> str:
-    for label, needles in LAYERS:
-        if any(n in filename for n in needles):
-            return label
-    return "other"
-
-
-def print_layers(stats: Any, tokens: int) -> None:
-    """Self time by layer; a built-in's self time goes to the layer of each caller, in
-    proportion to what that caller spent in it."""
-    totals: dict[str, float] = {}
-    for (filename, _, name), (_, _, tt, _, callers) in stats.stats.items():
-        if "poll" in name and "epoll" in name:
-            continue  # waiting for the network: idle, not CPU (cProfile's clock is wall time)
-        if filename == "~" and callers:
-            for (cfile, _, _), edge in callers.items():
-                layer = _layer(cfile)
-                totals[layer] = totals.get(layer, 0.0) + edge[2]
-        else:
-            layer = _layer(filename)
-            totals[layer] = totals.get(layer, 0.0) + tt
-    whole = sum(totals.values())
-    print(f"\nunder cProfile: {whole / tokens * 1e6:.1f} µs/token (profiled)")
-    print("| layer | share | µs/token (profiled) |")
-    print("|---|---:|---:|")
-    for label, t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        print(f"| {label} | {t / whole:.1%} | {t / tokens * 1e6:.2f} |")
+def print_breakdown(cpu: dict[int, dict[str, list[float]]]) -> None:
+    """fieldstream's µs per token by part, from the differences of the medians."""
+    med = {c: {n: statistics.median(v) for n, v in per.items()} for c, per in cpu.items()}
+    cs = list(med)
+    rows = [
+        (
+            "transport: httpx, httpcore, h11, anyio, event loop (httpx raw)",
+            lambda m: m["httpx raw"],
+        ),
+        (
+            "event stream + chunk decoding (fieldstream backend - httpx raw)",
+            lambda m: m["fieldstream backend"] - m["httpx raw"],
+        ),
+        ("tracker + parser + final validation, no I/O (tracker only)", lambda m: m["tracker only"]),
+        (
+            "Stream machinery, the rest (fieldstream - backend - tracker)",
+            lambda m: m["fieldstream"] - m["fieldstream backend"] - m["tracker only"],
+        ),
+        ("= fieldstream", lambda m: m["fieldstream"]),
+        (
+            "floor: httpx-sse + json.loads (floor - httpx raw)",
+            lambda m: m["floor"] - m["httpx raw"],
+        ),
+        ("= floor", lambda m: m["floor"]),
+    ]
+    print("\n| µs/token (medians) | " + " | ".join(f"{c} streams" for c in cs) + " |")
+    print("|---|" + "---:|" * len(cs))
+    for label, part in rows:
+        print(f"| {label} | " + " | ".join(f"{part(med[c]):.1f}" for c in cs) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", default="1,32,256")
-    parser.add_argument("--rate", type=float, default=2500.0)
+    parser.add_argument("--rate", type=float, default=0.0)
     parser.add_argument("--hold", type=int, default=256)
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--profile", type=int, metavar="C")
-    parser.add_argument("--profile-contender", default="fieldstream", choices=NAMES + EXTRAS)
+    parser.add_argument(
+        "--profile-contender", default="fieldstream", choices=NAMES + EXTRAS + PARTS
+    )
+    parser.add_argument("--profile-with", default="cProfile", choices=["cProfile", "pyinstrument"])
     parser.add_argument(
         "--contenders",
         default=",".join(NAMES + EXTRAS),
-        help="comma-separated, from: " + ", ".join(NAMES + EXTRAS),
+        help="comma-separated, from: " + ", ".join(NAMES + EXTRAS + PARTS),
+    )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="measure the parts of fieldstream's cost instead (no memory table)",
     )
     parser.add_argument("--memory-one", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.contenders = [n.strip() for n in args.contenders.split(",")]
-    unknown = set(args.contenders) - set(NAMES + EXTRAS)
+    if args.breakdown:
+        args.contenders = ["floor", "fieldstream", *PARTS]
+        args.no_memory = True
+    unknown = set(args.contenders) - set(NAMES + EXTRAS + PARTS)
     if unknown:
         parser.error(f"unknown contenders: {sorted(unknown)}")
     if args.memory_one:
@@ -503,7 +316,7 @@ def main() -> None:
         return
     with start() as server:
         if args.profile:
-            profile(server.base_url, args.profile, args.rate, args.profile_contender)
+            profile(server.base_url, args)
             return
         print(
             f"{TOKENS} tokens per stream, one per event; rate {args.rate:g} tokens/s "
@@ -514,7 +327,10 @@ def main() -> None:
         )
         cpu = asyncio.run(cpu_table(server.base_url, args))
         mem = None if args.no_memory else memory_table(server.base_url, args.hold, args.contenders)
-    print_tables(cpu, mem, args.hold)
+    if args.breakdown:
+        print_breakdown(cpu)
+    else:
+        print_tables(cpu, mem, args.hold)
 
 
 if __name__ == "__main__":

@@ -35,16 +35,20 @@ at each read (tens of tokens per read): this measures the cost of the events the
 stream, as a model's tokens arrive, and a client that keeps up reads one event per read: each
 token then also pays a socket read and an event-loop wake-up.
 
-Memory per open stream: ``--hold`` streams of each contender are opened and left mid-document
-(the server stops after half the tokens and waits), in a fresh process per contender; the table
-shows the growth of the traced Python heap (``tracemalloc``) and of the RSS, divided by the
-number of streams, over a baseline taken after the same number of full streams.
+Memory per open stream: in a fresh process per contender, two batches of ``--hold``/2 streams are
+opened one after the other and left mid-document (the server stops after half the tokens and
+waits for the client to go); the table shows what the second batch added to the traced Python
+heap (``tracemalloc``; a separate pass) and to the RSS, per stream: the cost of one more open
+stream, its connection included.
 
 ``--breakdown``: instead, fieldstream's cost in parts, from differences of interleaved medians:
-the bytes alone read with httpx (``httpx raw``), fieldstream's backend alone (events, chunks,
-deltas), the tracker over the same tokens without I/O. ``--profile C``: profile one contender
-(``--profile-contender``, default fieldstream) at concurrency C with cProfile or pyinstrument
-(``--profile-with``) and print its self time by layer (client_profile.py).
+the response read from a bare asyncio socket (``socket only``: the event loop's and the
+kernel's share), the bytes read with httpx (``httpx raw``), fieldstream's backend alone
+(events, chunks, deltas), the tracker over the same tokens without I/O.
+
+``--profile C``: profile one contender (``--profile-contender``, default fieldstream) at
+concurrency C with cProfile or pyinstrument (``--profile-with``) and print its self time by
+layer (client_profile.py).
 """
 
 from __future__ import annotations
@@ -64,7 +68,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration"), str(ROOT / "tests" / "benchmarks")]
+sys.path[:0] = [
+    str(ROOT),
+    str(ROOT / "tests" / "integration"),
+    str(ROOT / "tests" / "benchmarks"),
+]
 
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
@@ -149,26 +157,30 @@ def _row_line(c: int, per: dict[str, list[float]]) -> str:
 
 
 async def memory_one(base_url: str, name: str, streams: int) -> dict[str, float]:
-    """In this process: the growth of RSS and of the traced heap with ``streams`` streams of
-    ``name`` held half-way, per stream."""
+    """In this process: what one more stream of ``name`` held half-way costs, in RSS and in
+    traced Python heap. Two batches of ``streams // 2`` are opened one after the other and
+    held; the figure is the growth from the first batch to both, per stream of the second (so
+    memory the allocator kept from earlier streams is not taken for free)."""
     contenders = Contenders(base_url)
     run = contenders.run[name]
+    half = streams // 2
+    cmd = command(streams, 0, hold_after=TOKENS // 2)
     try:
-        await wave(run, command(streams, 0), streams)  # the pool holds `streams` connections
-        await wave(run, command(streams, 0), streams)
+        for _ in range(2):  # warm-up: imports, caches, first-use code paths
+            await wave(run, command(16, 0), 16)
         out: dict[str, float] = {}
         for how in ("rss", "heap"):
-            gc.collect()
             if how == "heap":
                 tracemalloc.start()
-            before = _rss() if how == "rss" else tracemalloc.get_traced_memory()[0]
-            hold = Hold(contenders.hold_at(name), streams)
-            cmd = command(streams, 0, hold_after=TOKENS // 2)
-            tasks = [asyncio.ensure_future(run(cmd, hold)) for _ in range(streams)]
-            await asyncio.wait_for(hold.all_held.wait(), 120)
-            gc.collect()
-            after = _rss() if how == "rss" else tracemalloc.get_traced_memory()[0]
-            out[how] = (after - before) / streams
+            sizes = []
+            tasks: list[asyncio.Future[None]] = []
+            for _ in range(2):
+                hold = Hold(contenders.hold_at(name), half)
+                tasks += [asyncio.ensure_future(run(cmd, hold)) for _ in range(half)]
+                await asyncio.wait_for(hold.all_held.wait(), 120)
+                gc.collect()
+                sizes.append(_rss() if how == "rss" else tracemalloc.get_traced_memory()[0])
+            out[how] = (sizes[1] - sizes[0]) / half
             if how == "heap":
                 tracemalloc.stop()
             for task in tasks:
@@ -209,8 +221,18 @@ def memory_table(base_url: str, streams: int, names: list[str]) -> dict[str, dic
 
 
 def print_tables(
-    cpu: dict[int, dict[str, list[float]]], mem: dict[str, dict[str, float]] | None, hold: int
+    cpu: dict[int, dict[str, list[float]]], mem: dict[str, dict[str, float]] | None
 ) -> None:
+    if cpu:
+        print_cpu_tables(cpu)
+    if mem:
+        print("\n| memory per open stream (one more, held half-way) | traced Python heap | RSS |")
+        print("|---|---:|---:|")
+        for name, m in mem.items():
+            print(f"| {name} | {m['heap'] / 1024:.1f} KiB | {m['rss'] / 1024:.1f} KiB |")
+
+
+def print_cpu_tables(cpu: dict[int, dict[str, list[float]]]) -> None:
     med = {c: {n: statistics.median(v) for n, v in per.items()} for c, per in cpu.items()}
     cs = list(med)
     names = list(med[cs[0]])
@@ -239,12 +261,6 @@ def print_tables(
         if a in names and b in names:
             cells = " | ".join(f"{med[c][a] / med[c][b]:.2f}x" for c in cs)
             print(f"| {a} / {b} | {cells} |")
-    if mem:
-        print(f"\n| memory per open stream ({hold} held half-way) | traced Python heap | RSS |")
-        print("|---|---:|---:|")
-        for name in names:
-            m = mem[name]
-            print(f"| {name} | {m['heap'] / 1024:.1f} KiB | {m['rss'] / 1024:.1f} KiB |")
 
 
 def print_breakdown(cpu: dict[int, dict[str, list[float]]]) -> None:
@@ -253,14 +269,21 @@ def print_breakdown(cpu: dict[int, dict[str, list[float]]]) -> None:
     cs = list(med)
     rows = [
         (
-            "transport: httpx, httpcore, h11, anyio, event loop (httpx raw)",
-            lambda m: m["httpx raw"],
+            "event loop + kernel: the bytes from an asyncio socket (socket only)",
+            lambda m: m["socket only"],
+        ),
+        (
+            "HTTP: httpx, httpcore, h11, anyio (httpx raw - socket only)",
+            lambda m: m["httpx raw"] - m["socket only"],
         ),
         (
             "event stream + chunk decoding (fieldstream backend - httpx raw)",
             lambda m: m["fieldstream backend"] - m["httpx raw"],
         ),
-        ("tracker + parser + final validation, no I/O (tracker only)", lambda m: m["tracker only"]),
+        (
+            "tracker + parser + final validation, no I/O (tracker only)",
+            lambda m: m["tracker only"],
+        ),
         (
             "Stream machinery, the rest (fieldstream - backend - tracker)",
             lambda m: m["fieldstream"] - m["fieldstream backend"] - m["tracker only"],
@@ -285,6 +308,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0)
     parser.add_argument("--hold", type=int, default=256)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--memory-only", action="store_true")
     parser.add_argument("--profile", type=int, metavar="C")
     parser.add_argument(
         "--profile-contender", default="fieldstream", choices=NAMES + EXTRAS + PARTS
@@ -325,12 +349,12 @@ def main() -> None:
             f"{os.cpu_count()} CPUs (shared)",
             flush=True,
         )
-        cpu = asyncio.run(cpu_table(server.base_url, args))
+        cpu = {} if args.memory_only else asyncio.run(cpu_table(server.base_url, args))
         mem = None if args.no_memory else memory_table(server.base_url, args.hold, args.contenders)
     if args.breakdown:
         print_breakdown(cpu)
     else:
-        print_tables(cpu, mem, args.hold)
+        print_tables(cpu, mem)
 
 
 if __name__ == "__main__":

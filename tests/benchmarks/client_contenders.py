@@ -54,10 +54,12 @@ NAMES = ["floor", "fieldstream", "openai raw", "openai structured"]
 EXTRAS = ["floor httpx2", "fieldstream from_openai"]
 """The same two over httpx2/httpcore2, the transport openai-python 3 uses (see the module
 docstring)."""
-PARTS = ["httpx raw", "fieldstream backend", "tracker only"]
-"""Parts of fieldstream's cost, for ``--breakdown``: the body's bytes read with httpx and nothing
-else; fieldstream's backend alone (events, chunks, deltas; no tracker, no Stream); the tracker
-over the same tokens without any I/O (feed, finish, close: the final validation)."""
+PARTS = ["socket only", "httpx raw", "fieldstream backend", "tracker only"]
+"""Parts of fieldstream's cost, for ``--breakdown``: the response read from an asyncio socket
+with no HTTP library (a new connection per stream; the event loop's and the kernel's share,
+what any asyncio client pays); the body's bytes read with httpx and nothing else; fieldstream's
+backend alone (events, chunks, deltas; no tracker, no Stream); the tracker over the same tokens
+without any I/O (feed, finish, close: the final validation)."""
 
 
 def _fields_after(tokens: int) -> int:
@@ -90,7 +92,12 @@ class Contenders:
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
-        self.limits = dict(max_connections=1000, max_keepalive_connections=1000)
+        # Room for every stream at once; at most 20 idle connections kept (httpx's default): a
+        # big keep-alive pool makes httpcore 1's bookkeeping quadratic (see the module docstring
+        # of bench_client.py).
+        self.limits: dict[str, Any] = dict(
+            max_connections=1000, max_keepalive_connections=20, keepalive_expiry=5.0
+        )
         self.floor_http = httpx.AsyncClient(limits=httpx.Limits(**self.limits), timeout=120)
         self.fs_http = httpx.AsyncClient(limits=httpx.Limits(**self.limits), timeout=120)
         self.fs = Client(base_url=base_url, model="bench", http_client=self.fs_http)
@@ -117,6 +124,7 @@ class Contenders:
             "openai structured": self.openai_structured,
             "floor httpx2": lambda cmd, hold: self.floor(self.floor2_http, cmd, hold),
             "fieldstream from_openai": lambda cmd, hold: self.fieldstream(self.fs2, cmd, hold),
+            "socket only": self.socket_only,
             "httpx raw": self.httpx_raw,
             "fieldstream backend": self.fieldstream_backend,
             "tracker only": self.tracker_only,
@@ -154,6 +162,25 @@ class Contenders:
                 if hold is not None and n == hold.at:
                     await hold.reached()
             assert await stream.result() == EXPECTED
+
+    async def socket_only(self, command: str, hold: Hold | None) -> None:
+        url = httpx.URL(self.base_url)
+        body = json.dumps({"messages": [{"role": "user", "content": command}]}).encode()
+        head = (
+            f"POST {url.path}/chat/completions HTTP/1.1\r\nhost: {url.host}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        reader, writer = await asyncio.open_connection(url.host, url.port)
+        try:
+            writer.write(head.encode() + body)
+            tail = b""
+            while not tail.endswith(b"\r\n0\r\n\r\n"):  # the end of the chunked body
+                piece = await reader.read(65536)
+                assert piece, "the server closed the connection early"
+                tail = (tail + piece)[-16:]
+        finally:
+            writer.close()
+            await writer.wait_closed()
 
     async def httpx_raw(self, command: str, hold: Hold | None) -> None:
         body = {"model": "bench", "messages": [{"role": "user", "content": command}]}

@@ -24,9 +24,13 @@ rotates each round), at each concurrency (that many streams at once, started tog
 Client CPU is ``time.process_time()`` (all threads of this process, not wall time) over a
 measurement of whole streams, divided by the tokens read: the request, the response headers and
 the connection pool are part of a token's cost. Tokens/s per core is its inverse. Medians over
-the rounds. Every contender has its own HTTP client with room for 1,000 connections kept alive,
-so no stream waits on a pool and the connections are reused from round to round. The socket
-reads are counted too (tokens per read, printed under each row of results).
+the rounds. Every contender has its own HTTP client with room for 1,000 connections, so no
+stream waits on a pool, and keeps at most 20 idle (httpx's default; fieldstream's own client
+keeps 20 too). Not more: httpcore 1 (under httpx 0.28) spends time quadratic in the idle
+connections on each request it assigns and each response it closes; with 256 kept alive, a
+burst of 256 streams cost the floor ~410 µs of pool bookkeeping per token (httpcore2, under
+httpx2, is linear). The socket reads are counted too (tokens per read, printed under each row
+of results).
 
 ``--rate`` (tokens/s over all streams; default 0, unpaced): unpaced, the server writes each
 event as soon as the last is in the kernel's buffer, so the client finds most of a stream waiting

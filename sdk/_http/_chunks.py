@@ -21,6 +21,13 @@ What it relies on and what it reports:
 - A stream that ends without ``[DONE]`` and without ``finish_reason`` is not an error here: the
   stream layer sees the end of the source and decides (a complete document is fine; an
   incomplete one is a :class:`~sdk.TruncatedError`).
+
+Speed (this runs once per token): the data is parsed by pydantic-core's ``from_json`` (about
+2.5x faster than ``json.loads`` on a chunk; ``json.loads`` still reads what it refuses, such as
+a lone surrogate escape, so the values are the same; only keys go to its string cache, so
+ids and tokens do not fill it), and a chunk of the common shape (one choice, index 0, a
+non-empty ``content``, nothing else that matters) takes a short path that makes the same
+delta as the general one.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
 from sdk._errors import BackendError, TransportError, retryable_status
@@ -59,29 +68,44 @@ class ChunkDecoder:
 
     def feed_event(self, event: str, data: str) -> list[Delta]:
         """One server-sent event (its ``event`` field, ``""`` when absent, and its ``data``)."""
-        if event == "error":
-            raise error_from_payload(_loads_or_text(data), default="the server sent an error event")
-        if event not in ("", "message"):
+        if event and event != "message":
+            if event == "error":
+                raise error_from_payload(
+                    _loads_or_text(data), default="the server sent an error event"
+                )
             return []  # an event type this API does not define: ignored, as the SSE spec says
-        if data.strip() == "[DONE]":
-            self.done = True
-            return self.end()
-        if not data.strip():
-            return []  # a keep-alive
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise TransportError(
-                f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            ) from exc
+        if not data.startswith("{"):  # anything but a chunk object: [DONE], keep-alive, junk
+            stripped = data.strip()
+            if stripped == "[DONE]":
+                self.done = True
+                return self.end()
+            if not stripped:
+                return []  # a keep-alive
+        chunk = _loads_chunk(data)
         if not isinstance(chunk, dict):
             raise TransportError(
                 f"malformed stream: a chunk is not a JSON object: {data[:200]!r}",
                 retryable=False,
                 body=data[:2000],
             )
+        # The short path: a content token and nothing else (see the module docstring).
+        choices = chunk.get("choices")
+        if (
+            type(choices) is list
+            and len(choices) == 1
+            and type(choice := choices[0]) is dict
+            and type(delta := choice.get("delta")) is dict
+            and type(content := delta.get("content")) is str
+            and content
+            and choice.get("index", 0) == 0
+            and choice.get("finish_reason") is None
+            and chunk.get("usage") is None
+            and chunk.get("error") is None
+            and not delta.get("refusal")
+            and not delta.get("tool_calls")
+            and not (self._tools and content.isspace())
+        ):
+            return [Delta(text=content)]
         return self.feed_chunk(chunk)
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Delta]:
@@ -185,6 +209,21 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
         retryable = kind != "invalid_request_error"
     body = json.dumps(payload) if isinstance(payload, Mapping) else str(payload)
     return TransportError(message, status=status, retryable=retryable, body=body[:2000])
+
+
+def _loads_chunk(data: str) -> Any:
+    try:
+        return from_json(data, cache_strings="keys")
+    except (ValueError, TypeError):
+        pass  # refused by pydantic-core: json.loads decides (and words the error)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise TransportError(
+            f"malformed stream: an event's data is not JSON: {data[:200]!r}",
+            retryable=False,
+            body=data[:2000],
+        ) from exc
 
 
 def _loads_or_text(data: str) -> Any:

@@ -1,10 +1,13 @@
 """The HTTP side of a streamed completion: status errors, ``Retry-After``, and the event stream.
 
-Event-stream parsing is httpx-sse's (:class:`httpx_sse.EventSource`), which follows the WHATWG
-spec: ``:`` comment lines (``: ping``) are skipped, several ``data:`` lines join with ``\\n``,
-lines end at ``\\r\\n``, ``\\r`` or ``\\n`` (also when split across network reads), and an event
-cut off by the end of the body (no blank line after it) is not dispatched. This module maps what
-can go wrong on the wire to :class:`~sdk.TransportError`.
+The body is read as it arrives (``aiter_raw``, or ``aiter_bytes`` when the server compressed
+it) and parsed by :class:`~sdk._http._eventstream.EventStreamParser` (the WHATWG rules: ``:``
+comment lines skipped, ``data:`` lines joined with ``\\n``, lines ending at ``\\r\\n``, ``\\r`` or
+``\\n`` also when split across network reads, an event cut off by the end of the body never
+dispatched). Reading the bytes directly, rather than through httpx's text decoding and
+httpx-sse's line and event decoders, takes four async-generator layers and a line split off the
+path every token travels. This module maps what can go wrong on the wire to
+:class:`~sdk.TransportError`.
 """
 
 from __future__ import annotations
@@ -12,14 +15,19 @@ from __future__ import annotations
 import datetime
 import email.utils
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import cast
 
 import anyio
 import httpx
-from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from sdk._errors import TransportError, retryable_status
+from sdk._http._eventstream import (
+    DEFAULT_MAX_SIZE,
+    EventStreamError,
+    EventStreamParser,
+    ServerSentEvent,
+)
 
 __all__ = [
     "aiter_events",
@@ -112,27 +120,63 @@ def transport_error(exc: BaseException, *, during: str) -> TransportError:
 
 
 async def aiter_events(
-    response: httpx.Response, *, errors: ErrorTypes = (httpx.HTTPError,)
+    response: httpx.Response,
+    *,
+    errors: ErrorTypes = (httpx.HTTPError,),
+    max_size: int = DEFAULT_MAX_SIZE,
 ) -> AsyncIterator[ServerSentEvent]:
-    """The events of a ``text/event-stream`` response, in order.
+    """The events of a ``text/event-stream`` response, in order (each with ``event``, ``data``,
+    ``id``, ``retry``).
 
     ``response`` is an ``httpx.Response`` (or an ``httpx2.Response``, whose exception types
     are then given in ``errors``). Raises :class:`~sdk.TransportError` when the response is not
-    an event stream (a server that ignored ``stream: true``, a proxy's error page) or when the
-    connection fails mid-stream.
+    an event stream (a server that ignored ``stream: true``, a proxy's error page), when a line
+    or an event's data is over ``max_size`` bytes (16 MiB by default), and when the connection
+    fails mid-stream.
     """
-    try:
-        async with aclosing(EventSource(response).aiter_sse()) as events:
-            async for event in events:
-                yield event
-    except SSEError as exc:
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type.lower():
         raise TransportError(
             f"expected an event stream, got {response.headers.get('content-type')!r}",
             status=response.status_code,
             retryable=False,
-        ) from exc
+        )
+    parser = EventStreamParser(max_size=max_size)
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    # Undecoded bytes unless the body is compressed (then httpx's decoders are needed), or was
+    # read already (a response built from bytes, as a mock transport makes: only aiter_bytes
+    # serves it). httpx's iterators are async generators, typed as iterators.
+    raw = coding in ("", "identity") and not response.is_stream_consumed
+    pieces = cast(
+        AsyncGenerator[bytes, None], response.aiter_raw() if raw else response.aiter_bytes()
+    )
+    broken: EventStreamError | None = None
+    try:
+        async for piece in pieces:
+            try:
+                events = parser.feed(piece)
+            except EventStreamError as exc:
+                broken = exc
+                break
+            for event in events:
+                yield event
     except errors as exc:
         raise transport_error(exc, during="mid-stream") from exc
+    finally:
+        if broken is None:
+            await pieces.aclose()  # a no-op at the end; closes httpx's reader if we are closed
+    if broken is None:
+        return
+    # Over the limit: stop reading at once; once the response is closed httpx's generators
+    # finish at once, here rather than in the garbage collector.
+    with anyio.CancelScope(shield=True):
+        await response.aclose()
+        try:
+            async for _ in pieces:
+                pass
+        except errors:
+            pass
+    raise TransportError(f"malformed event stream: {broken}", retryable=False) from broken
 
 
 async def finish_response(
@@ -145,8 +189,8 @@ async def finish_response(
     for at most a second, so the connection can go back to the pool. Then the response is
     closed: on an abort this drops the connection, which is how the server learns to stop
     decoding. Last, ``events`` is run to its end: once the response is closed its reads fail at
-    once without touching the network, and every async generator inside httpx and httpx-sse
-    finishes now instead of being left to the garbage collector (which trio reports with a
+    once without touching the network, and every async generator inside httpx finishes now
+    instead of being left to the garbage collector (which trio reports with a
     ``ResourceWarning`` for each; httpx's iterators do not close their inner ones). Shielded:
     the connection must be closed even in a cancelled task.
     """

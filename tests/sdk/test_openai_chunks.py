@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -233,3 +234,96 @@ def test_error_payload_status_and_retryable(
 ) -> None:
     err = error_from_payload(payload, default="d")
     assert (err.status, err.retryable) == (status, retryable)
+
+
+# -- the short path for content chunks must decide exactly as the general path does ----------
+
+CORPUS = sorted((Path(__file__).parents[1] / "data" / "openai_sse").glob("*.sse"))
+
+
+def outcome(decoder: ChunkDecoder, event: str, data: str) -> object:
+    """The deltas for one event, or the type and message of the error it raises."""
+    try:
+        return decoder.feed_event(event, data)
+    except (TransportError, BackendError) as exc:
+        return (type(exc), str(exc))
+
+
+def general(decoder: ChunkDecoder, event: str, data: str) -> object:
+    """The same event through the general path: json.loads and feed_chunk."""
+    if data.strip() == "[DONE]":
+        decoder.done = True
+        return decoder.end()
+    try:
+        return decoder.feed_chunk(json.loads(data))
+    except (TransportError, BackendError) as exc:
+        return (type(exc), str(exc))
+
+
+def variants(data: str) -> list[str]:
+    """A recorded chunk, and the same chunk with each thing the short path must notice."""
+    base = json.loads(data)
+    if not base.get("choices"):
+        return [data]
+
+    def edit(change: Any) -> str:
+        chunk = json.loads(data)
+        change(chunk, chunk["choices"][0])
+        return json.dumps(chunk)
+
+    return [
+        data,
+        edit(lambda c, ch: ch.update(finish_reason="stop")),
+        edit(lambda c, ch: ch.update(finish_reason="length", index=None)),
+        edit(lambda c, ch: c.update(usage={"prompt_tokens": 1, "completion_tokens": 2})),
+        edit(lambda c, ch: ch["delta"].update(refusal="no")),
+        edit(lambda c, ch: ch["delta"].update(tool_calls=[{"index": 0, "function": {}}])),
+        edit(lambda c, ch: ch.update(index=1)),
+        edit(lambda c, ch: c["choices"].append(dict(ch))),
+        edit(lambda c, ch: c.update(error={"message": "late", "code": 500})),
+        edit(lambda c, ch: ch["delta"].update(content=" \n")),
+        edit(lambda c, ch: ch["delta"].update(content=7)),
+        edit(lambda c, ch: ch.update(delta=["not", "a", "dict"])),
+    ]
+
+
+@pytest.mark.parametrize("tools", [False, True], ids=["content", "tool-mode"])
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_short_path_gives_what_the_general_path_gives(path: Path, tools: bool) -> None:
+    datas = [
+        part.removeprefix(b"data: ").decode()
+        for part in path.read_bytes().split(b"\n\n")
+        if part.strip()
+    ]
+    for i in range(len(datas)):
+        for variant in variants(datas[i]) if datas[i] != "[DONE]" else [datas[i]]:
+            fast, slow = ChunkDecoder(tools=tools), ChunkDecoder(tools=tools)
+            for data in datas[:i]:  # the same state before the event under test
+                assert outcome(fast, "", data) == general(slow, "", data)
+            assert outcome(fast, "", variant) == general(slow, "", variant), variant
+            # What it left behind: the finish reason and usage reported at the end.
+            assert fast.finished == slow.finished
+            assert outcome(fast, "", "[DONE]") == general(slow, "", "[DONE]"), variant
+        if isinstance(outcome(ChunkDecoder(tools=tools), "", datas[i]), tuple):
+            break  # the stream fails here (a second choice): nothing after it is read
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        (r"\ud83d\ude00", "\U0001f600"),  # a surrogate pair in escapes: one character
+        (r"\ud83d", "\ud83d"),  # a lone surrogate: passed on as json.loads reads it
+        (r"tab\tquote\"back\\slash\u00e9", 'tab\tquote"back\\slash\u00e9'),
+        ("\U0001f600 é", "\U0001f600 é"),
+    ],
+)
+def test_content_is_read_as_json_loads_reads_it(content: str, text: str) -> None:
+    data = '{"choices":[{"index":0,"delta":{"content":"' + content + '"}}]}'
+    assert json.loads(data)["choices"][0]["delta"]["content"] == text
+    assert ChunkDecoder().feed_event("", data) == [Delta(text=text)]
+
+
+def test_a_chunk_nested_too_deep_is_malformed() -> None:
+    with pytest.raises(TransportError, match="malformed") as info:
+        ChunkDecoder().feed_event("", '{"choices":' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert not info.value.retryable

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from email.utils import formatdate
@@ -15,7 +16,7 @@ from _http_support import Body
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
 from sdk._http._openai import OpenAIBackend
-from sdk._http._sse import parse_retry_after
+from sdk._http._sse import aiter_events, parse_retry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -158,8 +159,10 @@ def test_bad_arguments_are_named(
         b"".join(b"id: 7\nretry: 100\nevent: message\nx-unknown: 1\n" + e for e in DOC_EVENTS),
         # "data:" without the optional space
         b"".join(DOC_EVENTS).replace(b"data: ", b"data:"),
+        # a UTF-8 byte-order mark first (split across reads when split=1)
+        b"\xef\xbb\xbf" + b"".join(DOC_EVENTS).replace(b"\n", b"\r\n"),
     ],
-    ids=["comments", "crlf", "cr", "fields", "no-space"],
+    ids=["comments", "crlf", "cr", "fields", "no-space", "bom"],
 )
 @pytest.mark.parametrize("split", [None, 1, 7])
 async def test_event_stream_format(mock: respx.MockRouter, body: bytes, split: int | None) -> None:
@@ -382,3 +385,46 @@ async def test_a_second_stale_connection_is_an_error(mock: respx.MockRouter) -> 
         await collect(OpenAIBackend(base_url=BASE))
     assert info.value.retryable
     assert route.call_count == 2
+
+
+@pytest.mark.parametrize("split", [None, 5])
+async def test_a_compressed_event_stream_is_decoded(
+    mock: respx.MockRouter, split: int | None
+) -> None:
+    packed = gzip.compress(b"".join(DOC_EVENTS))
+    parts = (
+        [packed] if split is None else [packed[i : i + split] for i in range(0, len(packed), split)]
+    )
+    headers = {**SSE, "content-encoding": "gzip"}
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=headers, stream=Body(parts))
+    )
+    assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
+
+
+async def test_the_content_type_is_read_without_case_or_parameters(mock: respx.MockRouter) -> None:
+    headers = {"content-type": "Text/Event-Stream; charset=utf-8"}
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers=headers, content=b"".join(DOC_EVENTS))
+    )
+    assert await collect(OpenAIBackend(base_url=BASE)) == DOC_DELTAS
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [DOC_EVENTS[1], b"data: " + b"x" * 200],  # a line that never ends
+        [DOC_EVENTS[1], b"data: " + b"x" * 150 + b"\n", b"data: " + b"x" * 150 + b"\n\n"],
+    ],
+    ids=["line", "event"],
+)
+async def test_an_event_over_the_size_limit_is_a_transport_error(parts: list[bytes]) -> None:
+    body = Body([*parts, b"x" * 10_000, b"never read\n\n"])
+    response = httpx.Response(200, headers=SSE, stream=body)
+    seen = []
+    with pytest.raises(TransportError, match=r"malformed event stream.*over 256 bytes") as info:
+        async for event in aiter_events(response, max_size=256):
+            seen.append(event.data)  # noqa: PERF401 - the loop raises midway
+    assert seen == [DOC_EVENTS[1].decode()[6:-2]]
+    assert not info.value.retryable
+    assert body.pulled < len(body.parts)  # it stopped reading at the limit

@@ -1,0 +1,178 @@
+"""The ``text/event-stream`` format, bytes in, events out (sans-I/O).
+
+:class:`EventStreamParser` is fed the body of a response as it arrives, in pieces of any size,
+and hands back the events completed so far. It follows the WHATWG event-stream interpretation:
+
+- lines end at ``\\r\\n``, ``\\r`` or ``\\n``, also when the two bytes of a ``\\r\\n`` arrive
+  in different pieces; one UTF-8 byte-order mark at the start of the stream is skipped, even when
+  it arrives split;
+- a blank line ends an event; ``:`` lines are comments (keep-alives such as ``: ping``);
+- ``data`` lines are joined with ``\\n``; ``event`` sets the event type (``""`` when absent);
+  ``id`` sets the last event id (kept for later events, ignored when it contains NUL);
+  ``retry`` is read when it is all ASCII digits; other fields are ignored; one space after the
+  colon is dropped;
+- an event cut off by the end of the body (no blank line after it) is never returned.
+
+As httpx-sse did before it, an event is returned when any of ``event``, ``data``, ``id`` or
+``retry`` was given (so ``event: error`` alone is an event with empty data). Text is decoded
+as UTF-8 (the format's only encoding) with invalid bytes replaced; lines are split on bytes,
+which is safe because ``\\r`` and ``\\n`` never occur inside a multi-byte UTF-8 character.
+
+Limits: a line still waiting for its end, or the data of one event, longer than ``max_size``
+bytes raises :class:`EventStreamError` (a server that never ends a line must not grow the
+buffer forever).
+
+Speed: servers send one event per network write (one per token), so most pieces are exactly one
+complete ``data: ...\\n\\n`` event; :meth:`EventStreamParser.feed` recognises that case with a
+few byte comparisons and decodes it without splitting lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = ["DEFAULT_MAX_SIZE", "EventStreamError", "EventStreamParser", "ServerSentEvent"]
+
+DEFAULT_MAX_SIZE = 16 * 1024 * 1024
+"""Bytes a pending line or one event's data may reach (16 MiB)."""
+
+_BOM = b"\xef\xbb\xbf"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+class ServerSentEvent(NamedTuple):
+    """One dispatched event."""
+
+    event: str
+    """The event type; ``""`` when the event had no ``event`` field."""
+    data: str
+    """The ``data`` lines joined with ``\\n``."""
+    id: str
+    """The last event id seen so far in the stream (``""`` when none)."""
+    retry: int | None
+    """The event's ``retry`` field in milliseconds, if it had a valid one."""
+
+
+class EventStreamError(ValueError):
+    """The stream broke a limit (a line or an event's data over ``max_size`` bytes)."""
+
+
+class EventStreamParser:
+    """Incremental ``text/event-stream`` parser; see the module docstring for the rules."""
+
+    def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
+        self.max_size = max_size
+        self._start = b""  # the first bytes, until we know whether they begin with a BOM
+        self._started = False
+        self._partial: list[bytes] = []  # pieces of a line whose end has not arrived
+        self._partial_size = 0
+        self._skip_lf = False  # the last piece ended with \r: a \n first in the next is its pair
+        self._event = ""
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._retry: int | None = None
+        self._fields = False  # the event being read has had a field
+        self._id = ""
+
+    def feed(self, piece: bytes) -> list[ServerSentEvent]:
+        """The events that ``piece`` (the next bytes of the body) completes, in order."""
+        if (
+            self._started
+            and not self._partial
+            and not self._fields
+            and not self._skip_lf
+            and piece.startswith(b"data: ")
+            and piece.find(b"\n") == len(piece) - 2
+            and piece.endswith(b"\n\n")
+            and b"\r" not in piece
+        ):
+            # The common case: exactly one complete one-line data event.
+            if len(piece) - 8 > self.max_size:
+                raise EventStreamError(f"an event's data is over {self.max_size} bytes")
+            return [ServerSentEvent("", piece[6:-2].decode("utf-8", "replace"), self._id, None)]
+        return self._feed(piece)
+
+    def _feed(self, piece: bytes) -> list[ServerSentEvent]:
+        if not piece:
+            return []
+        if not self._started:
+            piece = self._start + piece
+            if len(piece) < len(_BOM) and _BOM.startswith(piece):
+                self._start = piece  # too short to tell yet
+                return []
+            self._started = True
+            self._start = b""
+            if piece.startswith(_BOM):
+                piece = piece[len(_BOM) :]
+        if self._skip_lf:
+            self._skip_lf = False
+            if piece.startswith(b"\n"):
+                piece = piece[1:]
+        if b"\n" not in piece and b"\r" not in piece:
+            self._hold(piece)  # no line ends here: all of it waits (joined once, at the end)
+            return []
+        if self._partial:
+            self._partial.append(piece)
+            piece = b"".join(self._partial)
+            self._partial = []
+            self._partial_size = 0
+        events: list[ServerSentEvent] = []
+        start = 0
+        for end in _LINE_END.finditer(piece):
+            event = self._line(piece[start : end.start()])
+            if event is not None:
+                events.append(event)
+            start = end.end()
+        if start < len(piece):
+            self._hold(piece[start:])
+        elif piece.endswith(b"\r"):
+            self._skip_lf = True
+        return events
+
+    def _hold(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self._partial_size += len(piece)
+        if self._partial_size > self.max_size:
+            raise EventStreamError(
+                f"a line of the event stream is over {self.max_size} bytes with no end"
+            )
+        self._partial.append(piece)
+
+    def _line(self, line: bytes) -> ServerSentEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(b":"):
+            return None  # a comment
+        name, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            self._data_size += len(value) + 1
+            if self._data_size > self.max_size:
+                raise EventStreamError(f"an event's data is over {self.max_size} bytes")
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id" and b"\0" not in value:
+            self._id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
+            self._retry = int(value)
+        else:
+            return None  # a field the format does not define, or an invalid id or retry
+        self._fields = True
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._fields:
+            return None
+        event = ServerSentEvent(
+            self._event, b"\n".join(self._data).decode("utf-8", "replace"), self._id, self._retry
+        )
+        self._event = ""
+        self._data = []
+        self._data_size = 0
+        self._retry = None
+        self._fields = False
+        return event

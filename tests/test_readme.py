@@ -55,6 +55,10 @@ def test_fast_snippet_runs(code: str) -> None:
             "FieldEvent 'negative'",
             "result: negative",
         ]
+    if "stream.partial" in code:  # the typed view grows, an open string as it arrives
+        lines = printed.splitlines()
+        assert lines[0] == "Ada None" and "Ada Lon" in lines and "Ada London" in lines
+        assert lines[-1] == "name='Ada' address=Address(city='London', street='Main')"
     if "FieldTracker(schema)" in code:
         assert "/n 7" in printed and "{'n': 7}" in printed
         assert "SchemaViolation /n:" in printed and "maximum" in printed

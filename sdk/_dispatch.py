@@ -100,15 +100,18 @@ class Dispatcher:
         self._fired: dict[tuple[Hashable, Path], list[Any]] = {}
         self._tg: TaskGroup | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._on_failure: Callable[[CallbackError], None] | None = None
+        self._on_failure: Callable[[], None] | None = None
         self._scopes: set[anyio.CancelScope] = set()
         self._idle: anyio.Event | None = None
         self.failure: CallbackError | None = None
         """The first callback error (policy ``"raise"``), sticky."""
 
-    def start(self, tg: TaskGroup, on_failure: Callable[[CallbackError], None]) -> None:
-        """Attach to the stream's task group; ``on_failure`` is told of an async callback's
-        error (policy ``"raise"``) so the stream can stop at once."""
+    def start(self, tg: TaskGroup, on_failure: Callable[[], None]) -> None:
+        """Attach to the stream's task group; ``on_failure()`` is called when an async
+        callback fails under policy ``"raise"`` (the error is :attr:`failure`), so the stream
+        can stop at once. (The stream passes its source's ``interrupt``, not a method of its
+        own: a stream that refers to itself through its dispatcher would be freed only by the
+        garbage collector, with all it holds.)"""
         self._tg = tg
         self._limiter = anyio.CapacityLimiter(self._max_concurrency)
         self._on_failure = on_failure
@@ -182,7 +185,7 @@ class Dispatcher:
                     except Exception as exc:
                         error = self._handle(exc, event.path)
                         if error is not None and self._on_failure is not None:
-                            self._on_failure(error)
+                            self._on_failure()
         finally:
             self._scopes.discard(scope)
             self.running = len(self._scopes)

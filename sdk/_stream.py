@@ -213,7 +213,7 @@ class Stream(Generic[T]):
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._dispatcher.start(tg, self._on_callback_failure)
+        self._dispatcher.start(tg, self._source.interrupt)  # a failed async callback: stop
         self._state = _OPEN
         return self
 
@@ -404,6 +404,3 @@ class Stream(Generic[T]):
             self._error = error
             # No callback of a failed stream is still running when it raises.
             await self._dispatcher.settle(cancel=self._config.pending_callbacks == "cancel")
-
-    def _on_callback_failure(self, error: CallbackError) -> None:
-        self._source.interrupt()

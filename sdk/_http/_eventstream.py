@@ -77,6 +77,7 @@ class EventStreamParser:
         self._retry: int | None = None
         self._fields = False  # the event being read has had a field
         self._id = ""
+        self._clean = False  # started, between events, nothing held: the fast path may run
 
     def feed(self, piece: bytes) -> list[ServerSentEvent]:
         """The events that ``piece`` (the next bytes of the body) completes, in order."""
@@ -89,35 +90,32 @@ class EventStreamParser:
     def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
         """As :meth:`feed`, except that an event of one ``data`` line and nothing else is given
         as its data (a ``str``): its type is ``""``, its ``id`` the last id so far, no retry."""
-        if not (
-            self._started
-            and not self._partial
-            and not self._fields
-            and not self._skip_lf
-            and piece.startswith(b"data: ")
-            and b"\r" not in piece
-        ):
+        if not self._clean or not piece.startswith(b"data: ") or b"\r" in piece:
             return self._feed(piece)
         # A run of one-line data events: each "data: " up to its "\n\n".
         events: list[str | ServerSentEvent] = []
         start, size, limit = 0, len(piece), self.max_size
-        while start < size:
+        while True:
             end = piece.find(b"\n", start)
-            if (
-                end < 0
-                or not piece.startswith(b"data: ", start)
-                or piece[end + 1 : end + 2] != b"\n"
-            ):
+            if end < 0 or end + 1 == size or piece[end + 1] != 10:  # 10: "\n"
                 break  # not one: from here the general way
             if end - start - 6 > limit:
                 raise EventStreamError(f"an event's data is over {limit} bytes")
             events.append(piece[start + 6 : end].decode("utf-8", "replace"))
             start = end + 2
-        if start < size:
-            events.extend(self._feed(piece[start:]))
+            if start == size:
+                return events
+            if not piece.startswith(b"data: ", start):
+                break
+        events.extend(self._feed(piece[start:]))
         return events
 
     def _feed(self, piece: bytes) -> list[str | ServerSentEvent]:
+        events = self._lines(piece)
+        self._clean = self._started and not self._partial and not self._fields and not self._skip_lf
+        return events
+
+    def _lines(self, piece: bytes) -> list[str | ServerSentEvent]:
         # Every line the general way (events are ServerSentEvent here).
         if not piece:
             return []

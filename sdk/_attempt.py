@@ -191,7 +191,18 @@ class AttemptState:
     # ------------------------------------------------------------------ input
 
     def feed(self, chunk: str | Delta) -> Sequence[AttemptEvent]:
-        """Take one chunk of the source; return the field events it made certain."""
+        """Take one chunk of the source; return the field events it made certain. A ``str``
+        is taken as ``Delta(text=chunk)`` is."""
+        if isinstance(chunk, str):  # text alone: the HTTP backends' common chunk
+            if not chunk or self._finish_reason is not None:
+                return []
+            self._counted += 1
+            self._estimated = True
+            tracker = self._last_tracker
+            if self._last_key is None and tracker is not None:  # where the last text went
+                self._last_texts.append(chunk)
+                return tracker.feed(chunk)
+            return self._text(chunk, False, None)
         if type(chunk) is Delta:
             if (
                 chunk.usage is None
@@ -207,12 +218,6 @@ class AttemptState:
                     return []
                 self._count(chunk)
                 return self._text(text, chunk.forced, chunk.tool_call)
-        elif isinstance(chunk, str):
-            if not chunk or self._finish_reason is not None:
-                return []
-            self._counted += 1
-            self._estimated = True
-            return self._text(chunk, False, None)
         elif not isinstance(chunk, Delta):
             raise TypeError(f"a source must yield str or Delta, not {type(chunk).__name__}")
         if chunk.usage is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableSequence
 from typing import Any, Literal, TypeAlias
 
 import anyio
@@ -88,6 +88,10 @@ class Dispatcher:
             raise TypeError(
                 "on_field must be a mapping of path patterns to callbacks, or a callable"
             )
+        self.has_callbacks = len(self._patterns) > 0
+        """Whether any callback was given (else :meth:`admit_all` is all there is to do)."""
+        self.running = 0
+        """Async callbacks started and not finished (waiting for the limiter included)."""
         self._on_error = on_error
         self._max_concurrency = max_concurrency
         # The values fired at each (tool call, path). Canonical JSON is computed only when a
@@ -96,24 +100,18 @@ class Dispatcher:
         self._fired: dict[tuple[Hashable, Path], list[Any]] = {}
         self._tg: TaskGroup | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._on_failure: Callable[[CallbackError], None] | None = None
+        self._on_failure: Callable[[], None] | None = None
         self._scopes: set[anyio.CancelScope] = set()
         self._idle: anyio.Event | None = None
         self.failure: CallbackError | None = None
         """The first callback error (policy ``"raise"``), sticky."""
 
-    @property
-    def has_callbacks(self) -> bool:
-        return len(self._patterns) > 0
-
-    @property
-    def running(self) -> int:
-        """Async callbacks started and not finished (waiting for the limiter included)."""
-        return len(self._scopes)
-
-    def start(self, tg: TaskGroup, on_failure: Callable[[CallbackError], None]) -> None:
-        """Attach to the stream's task group; ``on_failure`` is told of an async callback's
-        error (policy ``"raise"``) so the stream can stop at once."""
+    def start(self, tg: TaskGroup, on_failure: Callable[[], None]) -> None:
+        """Attach to the stream's task group; ``on_failure()`` is called when an async
+        callback fails under policy ``"raise"`` (the error is :attr:`failure`), so the stream
+        can stop at once. (The stream passes its source's ``interrupt``, not a method of its
+        own: a stream that refers to itself through its dispatcher would be freed only by the
+        garbage collector, with all it holds.)"""
         self._tg = tg
         self._limiter = anyio.CapacityLimiter(self._max_concurrency)
         self._on_failure = on_failure
@@ -131,6 +129,27 @@ class Dispatcher:
             return False
         seen.append(event.value)
         return True
+
+    def admit_all(self, events: Iterable[Any], into: MutableSequence[Any]) -> None:
+        """Append to ``into`` each of ``events`` that is new: every event but a
+        :class:`~sdk.FieldEvent` that :meth:`admit` (by its part) calls a repeat. Runs no
+        callback."""
+        for ev in events:
+            if type(ev) is not FieldEvent or self.admit(ev.part, ev):
+                into.append(ev)
+
+    async def dispatch_all(self, events: Iterable[Any], into: MutableSequence[Any]) -> None:
+        """As :meth:`admit_all`, and each new field event is dispatched (:meth:`dispatch`)
+        before it is appended."""
+        if not self.has_callbacks:
+            self.admit_all(events, into)
+            return
+        for ev in events:
+            if type(ev) is FieldEvent:
+                if not self.admit(ev.part, ev):
+                    continue
+                await self.dispatch(ev)
+            into.append(ev)
 
     async def dispatch(self, event: FieldEvent) -> None:
         """Run the callbacks matching ``event.path``: sync ones now (raising
@@ -153,6 +172,7 @@ class Dispatcher:
             raise RuntimeError("Dispatcher.start() was not called")
         scope = anyio.CancelScope()
         self._scopes.add(scope)
+        self.running = len(self._scopes)
         self._tg.start_soon(self._run, cb, event, scope, name=f"on_field {event.pointer or '/'}")
 
     async def _run(self, cb: Callback, event: FieldEvent, scope: anyio.CancelScope) -> None:
@@ -165,9 +185,10 @@ class Dispatcher:
                     except Exception as exc:
                         error = self._handle(exc, event.path)
                         if error is not None and self._on_failure is not None:
-                            self._on_failure(error)
+                            self._on_failure()
         finally:
             self._scopes.discard(scope)
+            self.running = len(self._scopes)
             if not self._scopes and self._idle is not None:
                 self._idle.set()
 

@@ -6,13 +6,17 @@ chunk at a time, lets another task interrupt a pull that waits (an async callbac
 must be seen at once, not at the next chunk), and closes the iterable: closing is how a
 generation is stopped (the HTTP response is dropped, the local engine's loop ends), so it is
 shielded from cancellation, yet bounded in time.
+
+A backend whose deltas are mostly text alone (the HTTP backends) may return :class:`TextChunks`:
+to its other users an iterator of deltas, while the reader takes the text of such a delta as a
+``str`` chunk, and no :class:`~sdk.Delta` is made for it.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from typing import TypeAlias
 
 import anyio
@@ -20,12 +24,34 @@ import anyio
 from sdk._backend import Delta, Rewindable, Rewound
 from sdk._retry import Attempt
 
-__all__ = ["Chunk", "Pulled", "Source", "SourceReader"]
+__all__ = ["Chunk", "Pulled", "Source", "SourceReader", "TextChunks"]
 
 Chunk: TypeAlias = str | Delta
 Source: TypeAlias = AsyncIterable[Chunk] | Callable[[Attempt], AsyncIterable[Chunk]]
 """An async iterable of text (``str``) or :class:`~sdk.Delta` values, or a callable that
 starts one for an :class:`~sdk.Attempt` (only a callable source can be retried)."""
+
+
+class TextChunks:
+    """The deltas of a generation, over ``chunks``: an async generator of chunks, in which a
+    ``str`` is a delta of text alone (``Delta(text=chunk)``). Iterated, it gives
+    :class:`~sdk.Delta` values; :class:`SourceReader` reads ``chunks`` itself (the stream takes
+    a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks: AsyncGenerator[Chunk, None]) -> None:
+        self.chunks = chunks
+
+    def __aiter__(self) -> TextChunks:
+        return self
+
+    async def __anext__(self) -> Delta:
+        chunk = await self.chunks.__anext__()  # StopAsyncIteration ends this too
+        return Delta(text=chunk) if isinstance(chunk, str) else chunk
+
+    async def aclose(self) -> None:
+        await self.chunks.aclose()
 
 
 class Pulled(enum.Enum):
@@ -82,10 +108,11 @@ class SourceReader:
     def start(self, attempt: Attempt) -> None:
         """Open the iterable of ``attempt`` (calls a callable source: its errors propagate)."""
         if self._factory is not None:
-            self._it = aiter(self._factory(attempt))
+            it = aiter(self._factory(attempt))
         else:
             assert self._plain is not None
-            self._it = aiter(self._plain)
+            it = aiter(self._plain)
+        self._it = it.chunks if type(it) is TextChunks else it
 
     async def pull(self, *, interruptible: bool) -> Chunk | Pulled:
         """The next chunk, ``Pulled.END``, or (``interruptible``) ``Pulled.INTERRUPTED``. The

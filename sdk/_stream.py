@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
-from sdk._attempt import AttemptEvent
 from sdk._backend import Delta, Usage
 from sdk._dispatch import Dispatcher
 from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
-    FieldEvent,
     StreamEnded,
     StreamEvent,
     UsageReported,
@@ -33,7 +30,7 @@ from sdk._events import (
 from sdk._ledger import Ledger
 from sdk._options import StreamConfig
 from sdk._retry import AttemptInfo
-from sdk._source import Chunk, Pulled, Source, SourceReader
+from sdk._source import Pulled, Source, SourceReader
 from sdk._target import Compiled
 
 __all__ = ["Stream"]
@@ -216,7 +213,7 @@ class Stream(Generic[T]):
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._dispatcher.start(tg, self._on_callback_failure)
+        self._dispatcher.start(tg, self._source.interrupt)  # a failed async callback: stop
         self._state = _OPEN
         return self
 
@@ -284,15 +281,13 @@ class Stream(Generic[T]):
             # Cancelled (or KeyboardInterrupt): the generation must stop too.
             await source.close()
             raise
-        if not isinstance(chunk, Pulled):
-            await self._take(chunk)
-        elif chunk is Pulled.END:
+        if chunk is Pulled.END:
             await self._end_attempt()
-        else:  # interrupted by a callback's failure
+            return
+        if chunk is Pulled.INTERRUPTED:  # by a callback's failure
             assert dispatcher.failure is not None
             await self._fail(dispatcher.failure)
-
-    async def _take(self, chunk: Chunk) -> None:
+            return
         attempt = self._ledger.current
         assert attempt is not None
         try:
@@ -304,7 +299,7 @@ class Stream(Generic[T]):
             self._events.append(UsageReported(attempt.number, attempt.usage))
         if new:
             try:
-                await self._dispatch(new)
+                await dispatcher.dispatch_all(new, self._events)
             except CallbackError as exc:
                 await self._fail(exc)
                 return
@@ -312,23 +307,11 @@ class Stream(Generic[T]):
             self._backtrack
             and type(chunk) is Delta
             and chunk.finish_reason is not None
-            and self._source.rewindable
+            and source.rewindable
         ):
             # Read no further: a generation that finished can still be rewound, one asked for
             # more cannot.
             await self._end_attempt()
-
-    async def _dispatch(self, new: Sequence[AttemptEvent]) -> None:
-        dispatcher = self._dispatcher
-        callbacks = dispatcher.has_callbacks
-        events = self._events
-        for ev in new:
-            if type(ev) is FieldEvent:
-                if not dispatcher.admit(ev.part, ev):
-                    continue
-                if callbacks:
-                    await dispatcher.dispatch(ev)
-            events.append(ev)
 
     async def _end_attempt(self) -> None:
         """The source ended: finish and validate the attempt's documents, finish or retry."""
@@ -340,7 +323,7 @@ class Stream(Generic[T]):
             await self._attempt_failed(exc, closed=not self._source.started)
             return
         try:
-            await self._dispatch(last)
+            await self._dispatcher.dispatch_all(last, self._events)
         except CallbackError as exc:
             await self._fail(exc)
             return
@@ -421,6 +404,3 @@ class Stream(Generic[T]):
             self._error = error
             # No callback of a failed stream is still running when it raises.
             await self._dispatcher.settle(cancel=self._config.pending_callbacks == "cancel")
-
-    def _on_callback_failure(self, error: CallbackError) -> None:
-        self._source.interrupt()

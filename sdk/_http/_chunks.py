@@ -68,6 +68,12 @@ class ChunkDecoder:
 
     def feed_event(self, event: str, data: str) -> list[Delta]:
         """One server-sent event (its ``event`` field, ``""`` when absent, and its ``data``)."""
+        out = self.decode(event, data)
+        return [Delta(text=out)] if isinstance(out, str) else out
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        """As :meth:`feed_event`, except that a delta of text alone is given as its text (the
+        common case: no object is made for it)."""
         if event and event != "message":
             if event == "error":
                 raise error_from_payload(
@@ -81,8 +87,11 @@ class ChunkDecoder:
                 return self.end()
             if not stripped:
                 return []  # a keep-alive
-        chunk = _loads_chunk(data)
-        if not isinstance(chunk, dict):
+        try:
+            chunk = from_json(data, cache_strings="keys")
+        except (ValueError, TypeError):
+            chunk = _loads_chunk(data)  # refused by pydantic-core: json.loads decides
+        if type(chunk) is not dict:
             raise TransportError(
                 f"malformed stream: a chunk is not a JSON object: {data[:200]!r}",
                 retryable=False,
@@ -105,7 +114,7 @@ class ChunkDecoder:
             and not delta.get("tool_calls")
             and not (self._tools and content.isspace())
         ):
-            return [Delta(text=content)]
+            return content
         return self.feed_chunk(chunk)
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Delta]:
@@ -212,10 +221,8 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
 
 
 def _loads_chunk(data: str) -> Any:
-    try:
-        return from_json(data, cache_strings="keys")
-    except (ValueError, TypeError):
-        pass  # refused by pydantic-core: json.loads decides (and words the error)
+    """``data`` read by ``json.loads`` (what pydantic-core refuses, such as a lone surrogate
+    escape, it may still read; its error is worded for the stream)."""
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:

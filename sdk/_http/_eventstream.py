@@ -22,9 +22,12 @@ Limits: a line still waiting for its end, or the data of one event, longer than 
 bytes raises :class:`EventStreamError` (a server that never ends a line must not grow the
 buffer forever).
 
-Speed: servers send one event per network write (one per token), so most pieces are exactly one
-complete ``data: ...\\n\\n`` event; :meth:`EventStreamParser.feed` recognises that case with a
-few byte comparisons and decodes it without splitting lines.
+Speed: servers write one event per token, so a piece is one complete ``data: ...\n\n`` event
+when the client keeps up, and a run of them when it falls behind. :meth:`EventStreamParser.feed`
+takes such a run with a few byte searches per event, without splitting lines (the rest of the
+piece, from the first event of another shape, goes the general way), and
+:meth:`EventStreamParser.feed_data` gives those events as their data alone, no event object
+made.
 """
 
 from __future__ import annotations
@@ -74,26 +77,46 @@ class EventStreamParser:
         self._retry: int | None = None
         self._fields = False  # the event being read has had a field
         self._id = ""
+        self._clean = False  # started, between events, nothing held: the fast path may run
 
     def feed(self, piece: bytes) -> list[ServerSentEvent]:
         """The events that ``piece`` (the next bytes of the body) completes, in order."""
-        if (
-            self._started
-            and not self._partial
-            and not self._fields
-            and not self._skip_lf
-            and piece.startswith(b"data: ")
-            and piece.find(b"\n") == len(piece) - 2
-            and piece.endswith(b"\n\n")
-            and b"\r" not in piece
-        ):
-            # The common case: exactly one complete one-line data event.
-            if len(piece) - 8 > self.max_size:
-                raise EventStreamError(f"an event's data is over {self.max_size} bytes")
-            return [ServerSentEvent("", piece[6:-2].decode("utf-8", "replace"), self._id, None)]
-        return self._feed(piece)
+        last_id = self._id  # the id of the plain events: they come before any "id:" line
+        return [
+            ServerSentEvent("", e, last_id, None) if isinstance(e, str) else e
+            for e in self.feed_data(piece)
+        ]
 
-    def _feed(self, piece: bytes) -> list[ServerSentEvent]:
+    def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
+        """As :meth:`feed`, except that an event of one ``data`` line and nothing else is given
+        as its data (a ``str``): its type is ``""``, its ``id`` the last id so far, no retry."""
+        if not self._clean or not piece.startswith(b"data: ") or b"\r" in piece:
+            return self._feed(piece)
+        # A run of one-line data events: each "data: " up to its "\n\n".
+        events: list[str | ServerSentEvent] = []
+        start, size, limit = 0, len(piece), self.max_size
+        while True:
+            end = piece.find(b"\n", start)
+            if end < 0 or end + 1 == size or piece[end + 1] != 10:  # 10: "\n"
+                break  # not one: from here the general way
+            if end - start - 6 > limit:
+                raise EventStreamError(f"an event's data is over {limit} bytes")
+            events.append(piece[start + 6 : end].decode("utf-8", "replace"))
+            start = end + 2
+            if start == size:
+                return events
+            if not piece.startswith(b"data: ", start):
+                break
+        events.extend(self._feed(piece[start:]))
+        return events
+
+    def _feed(self, piece: bytes) -> list[str | ServerSentEvent]:
+        events = self._lines(piece)
+        self._clean = self._started and not self._partial and not self._fields and not self._skip_lf
+        return events
+
+    def _lines(self, piece: bytes) -> list[str | ServerSentEvent]:
+        # Every line the general way (events are ServerSentEvent here).
         if not piece:
             return []
         if not self._started:
@@ -117,7 +140,7 @@ class EventStreamParser:
             piece = b"".join(self._partial)
             self._partial = []
             self._partial_size = 0
-        events: list[ServerSentEvent] = []
+        events: list[str | ServerSentEvent] = []
         start = 0
         for end in _LINE_END.finditer(piece):
             event = self._line(piece[start : end.start()])

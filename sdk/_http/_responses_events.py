@@ -1,9 +1,9 @@
 """Responses API stream events -> :class:`~sdk._backend.Delta` values (sans-I/O).
 
 :class:`ResponsesDecoder` is to ``POST /responses`` what :class:`~sdk._http._chunks.ChunkDecoder`
-is to Chat Completions, with the same face (``feed_event``, ``end``, ``done``), so the shared
-read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. Each event's ``type`` (in
-its JSON; the SSE ``event:`` name is the same) decides:
+is to Chat Completions, with the same face (``feed_event`` and ``decode``, ``end``, ``done``), so
+the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. Each event's
+``type`` (in its JSON; the SSE ``event:`` name is the same) decides:
 
 - ``response.output_text.delta`` -> ``Delta(text=delta)``; ``response.refusal.delta`` ->
   ``Delta(refusal=delta)``.
@@ -68,6 +68,9 @@ class ResponsesDecoder:
             )
         kind = payload.get("type", event)
         return self.feed(kind if isinstance(kind, str) else event, payload)
+
+    decode = feed_event
+    """The same as :meth:`feed_event` (the read loop's name for it)."""
 
     def feed(self, kind: str, payload: Mapping[str, Any]) -> list[Delta]:
         """One parsed event of type ``kind``."""

@@ -1,13 +1,10 @@
-"""The HTTP side of a streamed completion: status errors, ``Retry-After``, and the event stream.
+"""The HTTP side of a streamed completion: status errors, ``Retry-After``, the body's pieces, and
+how a streamed response is ended.
 
-The body is read as it arrives (``aiter_raw``, or ``aiter_bytes`` when the server compressed
-it) and parsed by :class:`~sdk._http._eventstream.EventStreamParser` (the WHATWG rules: ``:``
-comment lines skipped, ``data:`` lines joined with ``\\n``, lines ending at ``\\r\\n``, ``\\r`` or
-``\\n`` also when split across network reads, an event cut off by the end of the body never
-dispatched). Reading the bytes directly, rather than through httpx's text decoding and
-httpx-sse's line and event decoders, takes four async-generator layers and a line split off the
-path every token travels. This module maps what can go wrong on the wire to
-:class:`~sdk.TransportError`.
+The body is read as it arrives (:func:`body_pieces`: ``aiter_raw``, or ``aiter_bytes`` when the
+server compressed it) by :func:`~sdk._http._deltas.stream_deltas`, which parses it with
+:class:`~sdk._http._eventstream.EventStreamParser` and ends it with :func:`finish_response`.
+This module maps what can go wrong on the wire to :class:`~sdk.TransportError`.
 """
 
 from __future__ import annotations
@@ -15,22 +12,16 @@ from __future__ import annotations
 import datetime
 import email.utils
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import cast
 
 import anyio
 import httpx
 
 from sdk._errors import TransportError, retryable_status
-from sdk._http._eventstream import (
-    DEFAULT_MAX_SIZE,
-    EventStreamError,
-    EventStreamParser,
-    ServerSentEvent,
-)
 
 __all__ = [
-    "aiter_events",
+    "body_pieces",
     "error_for_status",
     "finish_response",
     "parse_retry_after",
@@ -119,20 +110,15 @@ def transport_error(exc: BaseException, *, during: str) -> TransportError:
     )
 
 
-async def aiter_events(
-    response: httpx.Response,
-    *,
-    errors: ErrorTypes = (httpx.HTTPError,),
-    max_size: int = DEFAULT_MAX_SIZE,
-) -> AsyncIterator[ServerSentEvent]:
-    """The events of a ``text/event-stream`` response, in order (each with ``event``, ``data``,
-    ``id``, ``retry``).
+def body_pieces(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The body of a ``text/event-stream`` response as it arrives, in pieces.
 
-    ``response`` is an ``httpx.Response`` (or an ``httpx2.Response``, whose exception types
-    are then given in ``errors``). Raises :class:`~sdk.TransportError` when the response is not
-    an event stream (a server that ignored ``stream: true``, a proxy's error page), when a line
-    or an event's data is over ``max_size`` bytes (16 MiB by default), and when the connection
-    fails mid-stream.
+    ``response`` is an ``httpx.Response`` (or an ``httpx2.Response``). Raises
+    :class:`~sdk.TransportError` when the response is not an event stream (a server that
+    ignored ``stream: true``, a proxy's error page). The pieces are the undecoded bytes
+    (``aiter_raw``) unless the body is compressed (then httpx's decoders are needed) or was read
+    already (a response built from bytes, as a mock transport makes: only ``aiter_bytes`` serves
+    it).
     """
     content_type = response.headers.get("content-type", "").partition(";")[0]
     if "text/event-stream" not in content_type.lower():
@@ -141,70 +127,46 @@ async def aiter_events(
             status=response.status_code,
             retryable=False,
         )
-    parser = EventStreamParser(max_size=max_size)
     coding = response.headers.get("content-encoding", "").strip().lower()
-    # Undecoded bytes unless the body is compressed (then httpx's decoders are needed), or was
-    # read already (a response built from bytes, as a mock transport makes: only aiter_bytes
-    # serves it). httpx's iterators are async generators, typed as iterators.
     raw = coding in ("", "identity") and not response.is_stream_consumed
-    pieces = cast(
+    # httpx's iterators are async generators, typed as iterators.
+    return cast(
         AsyncGenerator[bytes, None], response.aiter_raw() if raw else response.aiter_bytes()
     )
-    broken: EventStreamError | None = None
-    try:
-        async for piece in pieces:
-            try:
-                events = parser.feed(piece)
-            except EventStreamError as exc:
-                broken = exc
-                break
-            for event in events:
-                yield event
-    except errors as exc:
-        raise transport_error(exc, during="mid-stream") from exc
-    finally:
-        if broken is None:
-            await pieces.aclose()  # a no-op at the end; closes httpx's reader if we are closed
-    if broken is None:
-        return
-    # Over the limit: stop reading at once; once the response is closed httpx's generators
-    # finish at once, here rather than in the garbage collector.
-    with anyio.CancelScope(shield=True):
-        await response.aclose()
-        try:
-            async for _ in pieces:
-                pass
-        except errors:
-            pass
-    raise TransportError(f"malformed event stream: {broken}", retryable=False) from broken
 
 
 async def finish_response(
-    response: httpx.Response, events: AsyncIterator[object], *, drain: bool
+    response: httpx.Response,
+    pieces: AsyncGenerator[bytes, None],
+    *,
+    drain: bool,
+    errors: ErrorTypes = (httpx.HTTPError,),
 ) -> None:
     """End a streamed response whatever happened: normally, on an error, or when the consumer
-    closed the generator early (the abort).
+    closed the generator early (the abort); ``pieces`` is its :func:`body_pieces`.
 
     After ``[DONE]`` (``drain``) the rest of the body (normally nothing but its end) is read,
     for at most a second, so the connection can go back to the pool. Then the response is
     closed: on an abort this drops the connection, which is how the server learns to stop
-    decoding. Last, ``events`` is run to its end: once the response is closed its reads fail at
-    once without touching the network, and every async generator inside httpx finishes now
-    instead of being left to the garbage collector (which trio reports with a
+    decoding. Last, ``pieces`` is run to its end and closed: once the response is closed its
+    reads end at once without touching the network, and every async generator inside httpx
+    finishes now instead of being left to the garbage collector (which trio reports with a
     ``ResourceWarning`` for each; httpx's iterators do not close their inner ones). Shielded:
-    the connection must be closed even in a cancelled task.
+    the connection must be closed even in a cancelled task. ``errors`` (the HTTP library's
+    exception types) are expected here and not raised.
     """
     with anyio.CancelScope(shield=True):
         if drain:
             with anyio.move_on_after(_DRAIN_SECONDS):
-                await _exhaust(events)
+                await _exhaust(pieces, errors)
         await response.aclose()
-        await _exhaust(events)
+        await _exhaust(pieces, errors)
+        await pieces.aclose()
 
 
-async def _exhaust(events: AsyncIterator[object]) -> None:
+async def _exhaust(pieces: AsyncGenerator[bytes, None], errors: ErrorTypes) -> None:
     try:
-        async for _ in events:
+        async for _ in pieces:
             pass
-    except TransportError:
-        pass  # a read on a closed response: expected here
+    except errors:
+        pass  # a read on a closed response, or the connection's end: expected here

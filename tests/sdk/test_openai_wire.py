@@ -15,8 +15,10 @@ from _http_support import Body
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
+from sdk._http._chunks import ChunkDecoder
+from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._openai import OpenAIBackend
-from sdk._http._sse import aiter_events, parse_retry_after
+from sdk._http._sse import parse_retry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -421,10 +423,19 @@ async def test_the_content_type_is_read_without_case_or_parameters(mock: respx.M
 async def test_an_event_over_the_size_limit_is_a_transport_error(parts: list[bytes]) -> None:
     body = Body([*parts, b"x" * 10_000, b"never read\n\n"])
     response = httpx.Response(200, headers=SSE, stream=body)
+    released = []
+
+    async def open_response() -> Opened:
+        async def release() -> None:
+            released.append(True)
+
+        return response, release
+
     seen = []
     with pytest.raises(TransportError, match=r"malformed event stream.*over 256 bytes") as info:
-        async for event in aiter_events(response, max_size=256):
-            seen.append(event.data)  # noqa: PERF401 - the loop raises midway
-    assert seen == [DOC_EVENTS[1].decode()[6:-2]]
+        async for delta in stream_deltas(open_response, ChunkDecoder(), max_size=256):
+            seen.append(delta)  # noqa: PERF401 - the loop raises midway
+    assert seen == [Delta(text='{"a"')]
     assert not info.value.retryable
+    assert body.closed and released == [True]
     assert body.pulled < len(body.parts)  # it stopped reading at the limit

@@ -8,6 +8,8 @@ named, whether ``[DONE]`` arrived. No I/O, no event loop: tests feed it strings.
 What it relies on and what it reports:
 
 - ``choices[0].delta.content`` -> ``Delta(text=...)``; ``delta.refusal`` -> ``Delta(refusal=...)``;
+  ``delta.reasoning_content`` (vLLM, SGLang, llama.cpp, DeepSeek) or ``delta.reasoning``
+  (OpenRouter, newer vLLM) -> ``Delta(reasoning=...)``;
   ``delta.tool_calls[i].function.arguments`` -> ``Delta(text=..., tool_call=index)``, the call's
   ``function.name`` on the first delta of that index. Logprobs and other fields are ignored.
 - ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``.
@@ -112,6 +114,8 @@ class ChunkDecoder:
             and chunk.get("error") is None
             and not delta.get("refusal")
             and not delta.get("tool_calls")
+            and not delta.get("reasoning_content")
+            and not delta.get("reasoning")
             and not (self._tools and content.isspace())
         ):
             return content
@@ -161,6 +165,9 @@ class ChunkDecoder:
 
     def _delta(self, delta: Mapping[str, Any]) -> list[Delta]:
         out: list[Delta] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out.append(Delta(reasoning=reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content and not (self._tools and not content.strip()):
             out.append(Delta(text=content))

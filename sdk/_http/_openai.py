@@ -29,7 +29,7 @@ from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 from sdk._http._tool_ids import ToolIdDecoder
 
-__all__ = ["DEFAULT_TIMEOUT", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
+__all__ = ["DEFAULT_TIMEOUT", "LIMITS", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Where requests go when no base URL is given and ``$OPENAI_BASE_URL`` is not set."""
@@ -37,10 +37,14 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 """10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
 
-# Idle connections are dropped after 2 s, before the usual server keep-alive timeout (5 s for
-# llama.cpp and uvicorn): reusing a connection the server is closing fails the next request
-# with "Server disconnected without sending a response".
-_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+# Up to 1,000 streams at once (httpx's default of 100 would make the 101st concurrent stream
+# wait for a free connection, and fail after the pool timeout); at most 20 idle connections kept,
+# httpx's default: under httpx 0.28 the pool's bookkeeping grows with the square of the idle
+# connections (see the client benchmark in the README). Idle connections are dropped after 2 s,
+# before the usual server keep-alive timeout (5 s for llama.cpp and uvicorn): reusing a
+# connection the server is closing fails the next request with "Server disconnected without
+# sending a response".
+LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=20, keepalive_expiry=2.0)
 
 
 class ServerOptions(TypedDict, total=False):
@@ -66,7 +70,9 @@ class OpenAIBackend:
 
     ``http_client``: an ``httpx.AsyncClient`` of your own (proxies, TLS, a mock transport); it is
     used as it is, its timeouts included, and not closed by :meth:`aclose`. Without one the
-    backend makes its own with ``timeout`` (default :data:`DEFAULT_TIMEOUT`). A ``timeout``
+    backend makes its own with ``timeout`` (default :data:`DEFAULT_TIMEOUT`) and a pool of up
+    to 1,000 connections, 20 of them kept idle (:data:`LIMITS`), so that hundreds of streams
+    can be open at once. A ``timeout``
     given together with ``http_client`` applies to this backend's requests only.
 
     ``strict``: ask for strict structured outputs where the schema allows it (see
@@ -115,7 +121,7 @@ class OpenAIBackend:
         self._timeout = timeout
         if http_client is None:
             http_client = httpx.AsyncClient(
-                timeout=DEFAULT_TIMEOUT if timeout is None else timeout, limits=_LIMITS
+                timeout=DEFAULT_TIMEOUT if timeout is None else timeout, limits=LIMITS
             )
         self._http = http_client
 

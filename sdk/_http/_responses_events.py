@@ -6,7 +6,8 @@ the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. E
 ``type`` (in its JSON; the SSE ``event:`` name is the same) decides:
 
 - ``response.output_text.delta`` -> ``Delta(text=delta)``; ``response.refusal.delta`` ->
-  ``Delta(refusal=delta)``.
+  ``Delta(refusal=delta)``; ``response.reasoning_text.delta`` and
+  ``response.reasoning_summary_text.delta`` -> ``Delta(reasoning=delta)``.
 - ``response.output_item.added`` with a ``function_call`` item -> the call's first delta:
   ``Delta(tool_call=k, tool_name=name, tool_call_id=call_id)`` where ``k`` counts the function
   calls of the response (0, 1, ...); ``response.function_call_arguments.delta`` -> that call's
@@ -19,7 +20,7 @@ the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. E
 - ``response.failed`` and ``error`` raise :class:`~sdk.TransportError` (its ``retryable`` from
   the error's code: ``server_error``, ``rate_limit_exceeded`` and other transient codes, or a
   numeric 429/5xx, are retryable; an invalid request or prompt is not).
-- Every other event (``response.created``, ``*.done``, reasoning, annotations...) is ignored.
+- Every other event (``response.created``, ``*.done``, annotations...) is ignored.
   Events need not carry ``sequence_number`` or ``output_index`` (llama.cpp's do not).
 """
 
@@ -34,6 +35,8 @@ from sdk._errors import TransportError, retryable_status
 
 __all__ = ["ResponsesDecoder", "responses_error"]
 
+# The reasoning text itself (vLLM, gpt-oss) and, where only a summary is shown, the summary.
+_REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 # Error codes of the Responses API that a new attempt may get past.
 _TRANSIENT = frozenset({"server_error", "rate_limit_exceeded", "vector_store_timeout"})
@@ -90,6 +93,9 @@ class ResponsesDecoder:
         if kind == "response.refusal.delta":
             delta = payload.get("delta")
             return [Delta(refusal=delta)] if isinstance(delta, str) and delta else []
+        if kind in _REASONING:
+            delta = payload.get("delta")
+            return [Delta(reasoning=delta)] if isinstance(delta, str) and delta else []
         if kind == "response.output_item.added":
             return self._item_added(payload)
         if kind in ("response.completed", "response.incomplete"):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._client import Client
 from sdk._errors import RetriesExhausted, SchemaViolation, TransportError, TruncatedError
-from sdk._events import FieldEvent
+from sdk._events import FieldEvent, ReasoningDelta
 from sdk._retry import Retry
 
 pytestmark = pytest.mark.anyio
@@ -405,3 +405,26 @@ def test_importing_the_client_does_not_import_the_local_engine() -> None:
         "assert 'openai' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])
+async def test_a_reasoning_models_thoughts_stream_apart_from_the_document(
+    router: respx.MockRouter, client: Client, key: str
+) -> None:
+    # vLLM, SGLang and llama.cpp send the thinking as delta.reasoning_content, others as
+    # delta.reasoning; a brace in it must not reach the parser.
+    thinking = [event({key: "A dog {maybe"}), event({key: " named Rex}."})]
+    body = Body([*thinking, *GOOD])
+    router.post("/chat/completions").mock(side_effect=[sse(body)])
+    async with client.stream(messages=MESSAGES, schema=Pet, reasoning=True) as s:
+        events = [ev async for ev in s]
+        pet = await s.result()
+    assert pet == Pet(name="Rex", kind="dog", age=3)
+    thoughts = [ev.text for ev in events if isinstance(ev, ReasoningDelta)]
+    assert thoughts == ["A dog {maybe", " named Rex}."]
+    assert [ev.path for ev in events if isinstance(ev, FieldEvent)][:3] == [
+        ("name",),
+        ("kind",),
+        ("age",),
+    ]
+    assert s.attempts[0].reasoning == "A dog {maybe named Rex}."

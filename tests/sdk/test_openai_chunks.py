@@ -158,7 +158,7 @@ def test_logprobs_and_unknown_fields_are_ignored() -> None:
             "choices": [
                 {
                     "index": 0,
-                    "delta": {"content": "x", "reasoning": "?"},
+                    "delta": {"content": "x", "audio": "?"},
                     "logprobs": {"content": [{"token": "x"}]},
                 }
             ],
@@ -166,6 +166,16 @@ def test_logprobs_and_unknown_fields_are_ignored() -> None:
         }
     )
     assert feed(d, data) == [Delta(text="x")]
+
+
+@pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])
+def test_reasoning_is_a_reasoning_delta_before_the_content_of_its_chunk(key: str) -> None:
+    d = ChunkDecoder()
+    assert feed(d, chunk({key: "Let me think {"})) == [Delta(reasoning="Let me think {")]
+    both = feed(d, chunk({key: " done.", "content": "{"}))
+    assert both == [Delta(reasoning=" done."), Delta(text="{")]
+    assert feed(d, chunk({key: None, "content": "}"})) == [Delta(text="}")]
+    assert feed(d, chunk({key: ""})) == []
 
 
 def test_a_second_choice_is_refused() -> None:

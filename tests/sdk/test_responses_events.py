@@ -183,10 +183,19 @@ def test_a_malformed_event_is_a_transport_error(data: str) -> None:
         ResponsesDecoder().feed_event("", data)
 
 
+@pytest.mark.parametrize(
+    "kind", ["response.reasoning_text.delta", "response.reasoning_summary_text.delta"]
+)
+def test_reasoning_text_is_a_reasoning_delta(kind: str) -> None:
+    decoder = ResponsesDecoder()
+    assert decoder.feed(kind, {"delta": "Let me see {"}) == [Delta(reasoning="Let me see {")]
+    assert decoder.feed(kind, {"delta": ""}) == []
+
+
 def test_keep_alives_unknown_events_and_a_second_terminal_event_say_nothing() -> None:
     decoder = ResponsesDecoder()
     assert decoder.feed_event("", "") == []
-    assert decoder.feed("response.reasoning_summary_text.delta", {"delta": "hmm"}) == []
+    assert decoder.feed("response.reasoning_text.done", {"text": "hmm"}) == []
     assert (
         decoder.feed("response.function_call_arguments.delta", {"item_id": "nope", "delta": "{"})
         == []

@@ -33,6 +33,7 @@ from sdk._backend import Delta, Usage
 from sdk._errors import ContentFilteredError, RefusedError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._partial_view import partial_view
+from sdk._pieces import FOLD, Pieces
 from sdk._retry import AttemptInfo, ToolCallText
 from sdk._schema import CompiledSchema
 from sdk._target import Compiled, Tracker, new_tracker
@@ -102,7 +103,7 @@ class AttemptState:
         self._deltas = deltas
         self._trackers: dict[int | None, Tracker] = {}
         self._tool_mode = False  # a tool call arrived: message text is prose from now on
-        self._texts: dict[int | None, list[str]] = {}
+        self._texts: dict[int | None, Pieces] = {}
         self._names: dict[int, str | None] = {}
         self._ids: dict[int, str] = {}
         self._refusal: list[str] = []
@@ -123,7 +124,7 @@ class AttemptState:
         self._first_output: float | None = None
         # Where the last text went (most chunks go where the one before went).
         self._last_key: int | None = None
-        self._last_texts: list[str] = []
+        self._last_texts = Pieces()
         self._last_tracker: Tracker | None = None
 
     # ------------------------------------------------------------------ what it knows
@@ -200,7 +201,10 @@ class AttemptState:
             self._estimated = True
             tracker = self._last_tracker
             if self._last_key is None and tracker is not None:  # where the last text went
-                self._last_texts.append(chunk)
+                texts = self._last_texts
+                texts.append(chunk)
+                if len(texts) == FOLD:
+                    texts.fold()
                 return tracker.feed(chunk)
             return self._text(chunk, False, None)
         if type(chunk) is Delta:
@@ -262,7 +266,7 @@ class AttemptState:
     @property
     def text(self) -> str:
         """The message's text so far."""
-        return "".join(self._texts.get(None, ()))
+        return self._joined(None)
 
     def finish(self) -> Sequence[AttemptEvent]:
         """The source ended: return the documents' last events (a root number is final only at
@@ -305,9 +309,7 @@ class AttemptState:
     def record(self, error: BaseException | None) -> AttemptInfo:
         """The attempt's record: its error (``None`` for success), usage and text."""
         tool_calls = tuple(
-            ToolCallText(
-                k, self._names.get(k), "".join(self._texts.get(k, ())), id=self._ids.get(k)
-            )
+            ToolCallText(k, self._names.get(k), self._joined(k), id=self._ids.get(k))
             for k in sorted(k for k in self._texts if k is not None)
         )
         first = self._first_output
@@ -315,7 +317,7 @@ class AttemptState:
             number=self.number,
             error=error,
             usage=self.usage,
-            text="".join(self._texts.get(None, ())),
+            text=self._joined(None),
             tool_calls=tool_calls,
             seconds=self._clock() - self._started,
             first_output=None if first is None else first - self._started,
@@ -324,6 +326,10 @@ class AttemptState:
         )
 
     # ------------------------------------------------------------------ internals
+
+    def _joined(self, key: int | None) -> str:
+        texts = self._texts.get(key)
+        return "" if texts is None else texts.joined()
 
     def _count(self, chunk: Delta) -> None:
         tokens = chunk.tokens
@@ -344,7 +350,10 @@ class AttemptState:
     def _text(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         tracker = self._last_tracker
         if key == self._last_key and tracker is not None:  # where the last text went
-            self._last_texts.append(text)
+            texts = self._last_texts
+            texts.append(text)
+            if len(texts) == FOLD:
+                texts.fold()
             return tracker.feed(text, forced=forced)
         think = self._think
         if think is not None and key is None:
@@ -359,10 +368,12 @@ class AttemptState:
     def _document(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         texts = self._texts.get(key)
         if texts is None:
-            texts = self._texts[key] = []
+            texts = self._texts[key] = Pieces()
             if self._first_output is None:
                 self._first_output = self._clock()
         texts.append(text)
+        if len(texts) == FOLD:
+            texts.fold()
         tracker = self._trackers.get(key)
         if tracker is None:
             if key is None and self._tool_mode:

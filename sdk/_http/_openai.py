@@ -13,6 +13,7 @@ read after that. There are no retries here; the stream's :class:`~sdk.Retry` pol
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -45,6 +46,14 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 # connection the server is closing fails the next request with "Server disconnected without
 # sending a response".
 LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=20, keepalive_expiry=2.0)
+
+
+def encode_body(body: Mapping[str, object]) -> bytes:
+    """A request body as it is sent: compact JSON in UTF-8, as httpx's ``json=`` writes it
+    (``ValueError`` for NaN or an infinity, ``TypeError`` for a value JSON cannot hold). A
+    stream keeps these bytes, not the body, until it ends (a stale connection is sent the
+    request again): a few hundred bytes where the body's objects took kilobytes."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 class ServerOptions(TypedDict, total=False):
@@ -113,7 +122,11 @@ class OpenAIBackend:
             root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             self._url = root.rstrip("/") + self.path
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Cache-Control": "no-store",
+        }
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._headers.update(headers or {})
@@ -143,14 +156,15 @@ class OpenAIBackend:
             request, model=self.model, strict=self.strict, server=self.server
         )
         decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
-        return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
+        payload = encode_body(body)
+        return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
         ``request`` (:func:`sdk._http._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
 
-    async def _open(self, body: dict[str, object]) -> Opened:
+    async def _open(self, payload: bytes) -> Opened:
         """Send the request; the response (headers read, status 2xx) and its release.
 
         A pooled keep-alive connection the server closed while idle fails with "Server
@@ -161,7 +175,7 @@ class OpenAIBackend:
         timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
         for resend in (True, False):
             manager = self._http.stream(
-                "POST", self._url, json=body, headers=self._headers, timeout=timeout
+                "POST", self._url, content=payload, headers=self._headers, timeout=timeout
             )
             try:
                 response = await manager.__aenter__()

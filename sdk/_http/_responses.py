@@ -27,7 +27,7 @@ from typing import Any
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._deltas import stream_deltas
 from sdk._http._flavours import Api, Server, special_fields
-from sdk._http._openai import OpenAIBackend
+from sdk._http._openai import OpenAIBackend, encode_body
 from sdk._http._openai_sdk import OpenAISDKBackend
 from sdk._http._request import check_single_choice
 from sdk._http._responses_events import ResponsesDecoder
@@ -114,7 +114,8 @@ class ResponsesBackend(OpenAIBackend):
             request, model=self.model, strict=self.strict, server=self.server
         )
         decoder = ResponsesDecoder(tools=request.mode == "tool")
-        return stream_deltas(lambda: self._open(body), decoder, unwrap=wrapped)
+        payload = encode_body(body)
+        return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
 
 
 class ResponsesSDKBackend(OpenAISDKBackend):

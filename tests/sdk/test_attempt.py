@@ -118,6 +118,33 @@ def test_content_filter_carries_the_snapshot() -> None:
     assert info.value.snapshot == {"name": "Ad"}
 
 
+LONG = json.dumps({"name": "Ada " * 400 + "Lovelace", "age": 36})  # ~1,600 one-char pieces
+
+
+@pytest.mark.parametrize("as_delta", [False, True])
+def test_a_long_output_fed_a_character_at_a_time_is_recorded_whole(as_delta: bool) -> None:
+    # The attempt folds old pieces into blocks (sdk._pieces): the text and the value are those
+    # of every character, in order, whatever the folding.
+    state = attempt()
+    events = feed_all(state, *(Delta(c) if as_delta else c for c in LONG))
+    assert [ev.pointer for ev in events] == ["/name", "/age", ""]
+    assert state.text == LONG
+    assert state.close() == [json.loads(LONG)]
+    assert state.record(None).text == LONG
+
+
+def test_long_tool_calls_interleaved_keep_each_calls_text() -> None:
+    state = attempt()
+    calls = [json.dumps({"name": str(k) * 700}) for k in (1, 2)]
+    feed_all(state, *(Delta(calls[k][:1], tool_call=k, tool_name="person") for k in (0, 1)))
+    for a, b in zip(calls[0][1:], calls[1][1:], strict=True):
+        feed_all(state, Delta(a, tool_call=0), Delta(b, tool_call=1))
+    feed_all(state, Delta(finish_reason="tool_calls"))
+    state.finish()
+    assert [c.arguments for c in state.record(None).tool_calls] == calls
+    assert state.close() == [json.loads(c) for c in calls]
+
+
 def test_tool_calls_have_a_tracker_each_and_prose_is_not_parsed() -> None:
     state = attempt()
     events = feed_all(

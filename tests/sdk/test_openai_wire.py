@@ -84,12 +84,41 @@ async def test_request_body_and_headers(mock: respx.MockRouter) -> None:
     assert sent.headers["authorization"] == "Bearer sk-test"
     assert sent.headers["accept"] == "text/event-stream"
     assert sent.headers["x-trace"] == "1"
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.headers["content-length"] == str(len(sent.content))
+    assert b": " not in sent.content  # compact, as httpx's json= writes it
     body = json.loads(sent.content)
     assert body["model"] == "m"
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert body["max_tokens"] == 9
     assert body["response_format"]["json_schema"]["strict"] is True
+
+
+async def test_the_body_is_utf8_json_and_a_caller_may_set_its_content_type(
+    mock: respx.MockRouter,
+) -> None:
+    route = mock.post("/chat/completions").mock(
+        side_effect=lambda _: httpx.Response(200, headers=SSE, content=b"".join(DOC_EVENTS))
+    )
+    messages = ({"role": "user", "content": "Zoë 東京 \u2028"},)
+    req = GenerationRequest(messages=messages, schema=SCHEMA)
+    backend = OpenAIBackend(base_url=BASE, headers={"Content-Type": "application/json; v=2"})
+    assert await collect(backend, req) == DOC_DELTAS
+    sent = route.calls.last.request
+    assert "Zoë 東京".encode() in sent.content  # not \u-escaped
+    assert json.loads(sent.content)["messages"] == [dict(m) for m in messages]
+    assert sent.headers["content-type"] == "application/json; v=2"
+
+
+def test_a_body_json_cannot_hold_is_refused_before_any_request(mock: respx.MockRouter) -> None:
+    route = mock.post("/chat/completions")
+    backend = OpenAIBackend(base_url=BASE)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        backend.generate(request(temperature=float("nan")))
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        backend.generate(request(extra={"when": object()}))
+    assert not route.called
 
 
 async def test_api_key_from_environment_or_none(

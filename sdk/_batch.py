@@ -180,8 +180,10 @@ async def _one(
         try:
             stream = client.stream(messages=request.messages, schema=schema, **options)
         except Exception as exc:  # this request's messages, say: its result, not the batch's
-            limiter.release()
-            await send.send(BatchResult(request.id, error=exc))
+            try:
+                await send.send(BatchResult(request.id, error=exc))
+            finally:
+                limiter.release()
             return
         value: Any = None
         error: BaseException | None = None
@@ -191,18 +193,20 @@ async def _one(
                     value = await stream.result()
                 except Exception as exc:  # the request's failure, not the batch's
                     error = exc
+            # Handed over before the next request may start (an interruption there must not
+            # overtake a result already made).
+            await send.send(
+                BatchResult(
+                    request.id,
+                    value=value,
+                    error=error,
+                    attempts=len(stream.attempts),
+                    usage=stream.usage,
+                    seconds=time.monotonic() - started,
+                )
+            )
         finally:
             limiter.release()
-        await send.send(
-            BatchResult(
-                request.id,
-                value=value,
-                error=error,
-                attempts=len(stream.attempts),
-                usage=stream.usage,
-                seconds=time.monotonic() - started,
-            )
-        )
 
 
 async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

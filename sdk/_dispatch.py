@@ -61,7 +61,8 @@ def _is_async(cb: Callback) -> bool:
 class Dispatcher:
     """Routes field events to the callbacks whose pattern matches, exactly once per field.
 
-    Use: ``start(task_group, on_failure)`` once the task group runs; ``admit(tool_call, ev)``
+    Use: ``start(task_group, on_failure)`` once the task group runs (a stream opens one only
+    when :attr:`has_async`); ``admit(tool_call, ev)``
     to ask whether an event is new; ``await dispatch(ev)`` for each new one; at the end
     ``await wait()`` (all async callbacks done) or ``cancel()`` (cancel those still running).
     ``on_error`` and ``max_concurrency`` come checked (:class:`~sdk._options.StreamConfig`).
@@ -75,6 +76,7 @@ class Dispatcher:
         max_concurrency: int = 8,
     ) -> None:
         self._patterns: PatternSet[tuple[Callback, bool]] = PatternSet()
+        callbacks: list[Callback] = []
         if on_field is None:
             pass
         elif isinstance(on_field, Mapping):
@@ -82,14 +84,18 @@ class Dispatcher:
                 if not callable(cb):
                     raise TypeError(f"on_field[{pattern!r}] is not callable: {cb!r}")
                 self._patterns.add(pattern, (cb, _is_async(cb)))
+                callbacks.append(cb)
         elif callable(on_field):
             self._patterns.add("/**", (on_field, _is_async(on_field)))
+            callbacks.append(on_field)
         else:
             raise TypeError(
                 "on_field must be a mapping of path patterns to callbacks, or a callable"
             )
         self.has_callbacks = len(self._patterns) > 0
         """Whether any callback was given (else :meth:`admit_all` is all there is to do)."""
+        self.has_async = any(_is_async(cb) for cb in callbacks)
+        """Whether any callback is async (only then does the stream need a task group)."""
         self.running = 0
         """Async callbacks started and not finished (waiting for the limiter included)."""
         self._on_error = on_error

@@ -210,10 +210,11 @@ class Stream(Generic[T]):
     async def __aenter__(self) -> Stream[T]:
         if self._state != _NEW:
             raise StreamUsageError("a stream can be entered once")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        self._dispatcher.start(tg, self._source.interrupt)  # a failed async callback: stop
+        if self._dispatcher.has_async:  # async callbacks run as tasks of the stream's group
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            self._tg = tg
+            self._dispatcher.start(tg, self._source.interrupt)  # a failed one: stop at once
         self._state = _OPEN
         return self
 
@@ -224,7 +225,6 @@ class Stream(Generic[T]):
         tb: TracebackType | None,
     ) -> bool:
         tg = self._tg
-        assert tg is not None
         unreported: CallbackError | None = None
         try:
             await self._source.close()
@@ -242,7 +242,8 @@ class Stream(Generic[T]):
         finally:
             # The body's exception is not handed to the task group: it would wrap it in an
             # ExceptionGroup. Callbacks never raise into the group (the dispatcher catches).
-            await tg.__aexit__(None, None, None)
+            if tg is not None:
+                await tg.__aexit__(None, None, None)
         if unreported is not None:
             # An async callback failed after the caller stopped reading: never swallowed.
             raise unreported

@@ -33,12 +33,10 @@ from sdk._backend import Delta, Usage
 from sdk._errors import ContentFilteredError, RefusedError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._partial_view import partial_view
-from sdk._pieces import FOLD, Pieces
+from sdk._pieces import Pieces
 from sdk._retry import AttemptInfo, ToolCallText
-from sdk._schema import CompiledSchema
 from sdk._target import Compiled, Tracker, new_tracker
 from sdk._think import ThinkSplitter
-from sdk._tracker import FieldTracker
 
 __all__ = ["AttemptEvent", "AttemptState"]
 
@@ -94,7 +92,7 @@ class AttemptState:
         deltas: bool = False,
         reasoning: bool = False,
         clock: Callable[[], float] = time.monotonic,
-        usage_base: Usage | None = None,
+        usage_base: Usage = Usage(),  # noqa: B008 - frozen, so one shared zero is fine
     ) -> None:
         self.number = number
         """The attempt's number (1-based), stamped on its events."""
@@ -138,13 +136,8 @@ class AttemptState:
     def usage(self) -> Usage:
         """The attempt's token usage so far (see the module docstring)."""
         reported = self._reported
-        base = self._usage_base
-        if reported is not None and base is not None:
-            reported = Usage(
-                max(reported.prompt_tokens - base.prompt_tokens, 0),
-                max(reported.completion_tokens - base.completion_tokens, 0),
-                max(reported.forced_tokens - base.forced_tokens, 0),
-            )
+        if reported is not None:
+            reported = reported - self._usage_base
         if reported is not None and reported.completion_tokens >= self._counted:
             return reported
         prompt = reported.prompt_tokens if reported is not None else 0
@@ -201,10 +194,7 @@ class AttemptState:
             self._estimated = True
             tracker = self._last_tracker
             if self._last_key is None and tracker is not None:  # where the last text went
-                texts = self._last_texts
-                texts.append(chunk)
-                if len(texts) == FOLD:
-                    texts.fold()
+                self._last_texts.add(chunk)
                 return tracker.feed(chunk)
             return self._text(chunk, False, None)
         if type(chunk) is Delta:
@@ -255,7 +245,7 @@ class AttemptState:
     @property
     def usage_base(self) -> Usage:
         """What earlier attempts of the same (rewound) generation counted; zero for a fresh one."""
-        return self._usage_base if self._usage_base is not None else Usage()
+        return self._usage_base
 
     @property
     def rewindable(self) -> bool:
@@ -350,10 +340,7 @@ class AttemptState:
     def _text(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         tracker = self._last_tracker
         if key == self._last_key and tracker is not None:  # where the last text went
-            texts = self._last_texts
-            texts.append(text)
-            if len(texts) == FOLD:
-                texts.fold()
+            self._last_texts.add(text)
             return tracker.feed(text, forced=forced)
         think = self._think
         if think is not None and key is None:
@@ -371,9 +358,7 @@ class AttemptState:
             texts = self._texts[key] = Pieces()
             if self._first_output is None:
                 self._first_output = self._clock()
-        texts.append(text)
-        if len(texts) == FOLD:
-            texts.fold()
+        texts.add(text)
         tracker = self._trackers.get(key)
         if tracker is None:
             if key is None and self._tool_mode:
@@ -388,16 +373,11 @@ class AttemptState:
         return tracker.feed(text, forced=forced)
 
     def _new_tracker(self, key: int | None) -> Tracker:
-        compiled = self._compiled
-        if key is None and type(compiled) is CompiledSchema:  # the common case, kept direct
-            return FieldTracker(
-                compiled, lenient=self._lenient, attempt=self.number, deltas=self._deltas
-            )
         return new_tracker(
-            compiled,
+            self._compiled,
             key,
-            None if key is None else self._names.get(key),
-            None if key is None else self._ids.get(key),
+            self._names.get(key),  # type: ignore[arg-type]  # None for the message
+            self._ids.get(key),  # type: ignore[arg-type]
             attempt=self.number,
             lenient=self._lenient,
             deltas=self._deltas,

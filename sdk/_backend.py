@@ -68,6 +68,15 @@ class Usage:
             self.estimated or other.estimated,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What ``self`` counted beyond ``other`` (never below zero)."""
+        return Usage(
+            max(self.prompt_tokens - other.prompt_tokens, 0),
+            max(self.completion_tokens - other.completion_tokens, 0),
+            max(self.forced_tokens - other.forced_tokens, 0),
+            self.estimated,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Delta:

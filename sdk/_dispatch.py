@@ -62,9 +62,9 @@ class Dispatcher:
     """Routes field events to the callbacks whose pattern matches, exactly once per field.
 
     Use: ``start(task_group, on_failure)`` once the task group runs (a stream opens one only
-    when :attr:`has_async`); ``admit(tool_call, ev)``
-    to ask whether an event is new; ``await dispatch(ev)`` for each new one; at the end
-    ``await wait()`` (all async callbacks done) or ``cancel()`` (cancel those still running).
+    when :attr:`has_async`); ``admit(ev)`` to ask whether an event is new; ``await
+    dispatch(ev)`` for each new one (``dispatch_all`` does both); at the end ``await wait()``
+    (all async callbacks done) or ``cancel()`` (cancel those still running).
     ``on_error`` and ``max_concurrency`` come checked (:class:`~sdk._options.StreamConfig`).
     """
 
@@ -76,28 +76,28 @@ class Dispatcher:
         max_concurrency: int = 8,
     ) -> None:
         self._patterns: PatternSet[tuple[Callback, bool]] = PatternSet()
-        callbacks: list[Callback] = []
         if on_field is None:
-            pass
+            pairs: list[tuple[str, Any]] = []
         elif isinstance(on_field, Mapping):
-            for pattern, cb in on_field.items():
-                if not callable(cb):
-                    raise TypeError(f"on_field[{pattern!r}] is not callable: {cb!r}")
-                self._patterns.add(pattern, (cb, _is_async(cb)))
-                callbacks.append(cb)
+            pairs = list(on_field.items())
         elif callable(on_field):
-            self._patterns.add("/**", (on_field, _is_async(on_field)))
-            callbacks.append(on_field)
+            pairs = [("/**", on_field)]
         else:
             raise TypeError(
                 "on_field must be a mapping of path patterns to callbacks, or a callable"
             )
-        self.has_callbacks = len(self._patterns) > 0
-        """Whether any callback was given (else :meth:`admit_all` is all there is to do)."""
-        self.has_async = any(_is_async(cb) for cb in callbacks)
+        self.has_async = False
         """Whether any callback is async (only then does the stream need a task group)."""
-        self.running = 0
-        """Async callbacks started and not finished (waiting for the limiter included)."""
+        for pattern, cb in pairs:
+            if not callable(cb):
+                raise TypeError(f"on_field[{pattern!r}] is not callable: {cb!r}")
+            is_async = _is_async(cb)
+            self.has_async |= is_async
+            self._patterns.add(pattern, (cb, is_async))
+        self.has_callbacks = len(self._patterns) > 0
+        """Whether any callback was given (else :meth:`dispatch_all` only admits)."""
+        self.running: set[anyio.CancelScope] = set()
+        """The async callbacks started and not finished (waiting for the limiter included)."""
         self._on_error = on_error
         self._max_concurrency = max_concurrency
         # The values fired at each (tool call, path). Canonical JSON is computed only when a
@@ -107,7 +107,6 @@ class Dispatcher:
         self._tg: TaskGroup | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._on_failure: Callable[[], None] | None = None
-        self._scopes: set[anyio.CancelScope] = set()
         self._idle: anyio.Event | None = None
         self.failure: CallbackError | None = None
         """The first callback error (policy ``"raise"``), sticky."""
@@ -122,9 +121,10 @@ class Dispatcher:
         self._limiter = anyio.CapacityLimiter(self._max_concurrency)
         self._on_failure = on_failure
 
-    def admit(self, tool_call: Hashable, event: FieldEvent) -> bool:
+    def admit(self, event: FieldEvent) -> bool:
         """True the first time this (part, path, value) is seen in the stream, across attempts;
-        False for a repeat. ``tool_call`` is the part: ``event.part``, or a tool call's index."""
+        False for a repeat. The part is ``event.part`` (a tool call, a tagged segment)."""
+        tool_call = event.part
         field = (tool_call, event.path)
         seen = self._fired.get(field)
         if seen is None:
@@ -136,25 +136,17 @@ class Dispatcher:
         seen.append(event.value)
         return True
 
-    def admit_all(self, events: Iterable[Any], into: MutableSequence[Any]) -> None:
-        """Append to ``into`` each of ``events`` that is new: every event but a
-        :class:`~sdk.FieldEvent` that :meth:`admit` (by its part) calls a repeat. Runs no
-        callback."""
-        for ev in events:
-            if type(ev) is not FieldEvent or self.admit(ev.part, ev):
-                into.append(ev)
-
     async def dispatch_all(self, events: Iterable[Any], into: MutableSequence[Any]) -> None:
-        """As :meth:`admit_all`, and each new field event is dispatched (:meth:`dispatch`)
-        before it is appended."""
-        if not self.has_callbacks:
-            self.admit_all(events, into)
-            return
+        """Append to ``into`` each of ``events`` that is new: every event but a
+        :class:`~sdk.FieldEvent` that :meth:`admit` calls a repeat; each new field event is
+        dispatched (:meth:`dispatch`) before it is appended."""
+        callbacks = self.has_callbacks
         for ev in events:
             if type(ev) is FieldEvent:
-                if not self.admit(ev.part, ev):
+                if not self.admit(ev):
                     continue
-                await self.dispatch(ev)
+                if callbacks:
+                    await self.dispatch(ev)
             into.append(ev)
 
     async def dispatch(self, event: FieldEvent) -> None:
@@ -177,8 +169,7 @@ class Dispatcher:
         if self._tg is None:
             raise RuntimeError("Dispatcher.start() was not called")
         scope = anyio.CancelScope()
-        self._scopes.add(scope)
-        self.running = len(self._scopes)
+        self.running.add(scope)
         self._tg.start_soon(self._run, cb, event, scope, name=f"on_field {event.pointer or '/'}")
 
     async def _run(self, cb: Callback, event: FieldEvent, scope: anyio.CancelScope) -> None:
@@ -193,9 +184,8 @@ class Dispatcher:
                         if error is not None and self._on_failure is not None:
                             self._on_failure()
         finally:
-            self._scopes.discard(scope)
-            self.running = len(self._scopes)
-            if not self._scopes and self._idle is not None:
+            self.running.discard(scope)
+            if not self.running and self._idle is not None:
                 self._idle.set()
 
     def _handle(self, exc: Exception, path: Path) -> CallbackError | None:
@@ -213,13 +203,13 @@ class Dispatcher:
 
     async def wait(self) -> None:
         """Wait until every async callback started so far has finished."""
-        while self._scopes:
+        while self.running:
             self._idle = anyio.Event()
             await self._idle.wait()
 
     def cancel(self) -> None:
         """Cancel the async callbacks still running or waiting for their turn."""
-        for scope in list(self._scopes):
+        for scope in list(self.running):
             scope.cancel()
 
     async def settle(self, *, cancel: bool) -> None:

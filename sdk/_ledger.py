@@ -63,7 +63,7 @@ class Ledger:
     def begin(self) -> Attempt:
         """Start a fresh attempt; what its request is given (the feedback so far)."""
         number = self.number + 1
-        self.current = self._state(number, None)
+        self.current = self._state(number, Usage())
         previous = self.records[-1].error if self.records else None
         return Attempt(number, tuple(self._feedback), previous)
 
@@ -89,7 +89,7 @@ class Ledger:
         self.current.replay(kept)
         return self.current.number
 
-    def _state(self, number: int, base: Usage | None) -> AttemptState:
+    def _state(self, number: int, base: Usage) -> AttemptState:
         config = self._config
         self._recorded = False
         return AttemptState(

@@ -20,10 +20,12 @@ class Pieces(list[str]):
         super().__init__()
         self.blocks: list[str] = []
 
-    def fold(self) -> None:
-        """Join the pieces into one block."""
-        self.blocks.append("".join(self))
-        self.clear()
+    def add(self, text: str) -> None:
+        """Append ``text``; every :data:`FOLD` pieces, join them into a block."""
+        self.append(text)
+        if len(self) == FOLD:
+            self.blocks.append("".join(self))
+            self.clear()
 
     def joined(self) -> str:
         """The whole text."""

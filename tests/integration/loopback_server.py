@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from llama_server import ChildServer, start_child
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 WEATHER_FILE = DATA / "test_non_pydantic_response_format.sse"
@@ -225,46 +225,13 @@ async def _main() -> None:
     task.cancel()
 
 
-@dataclass
-class LoopbackServer:
+class LoopbackServer(ChildServer):
     """A running server: ``base_url`` ends in ``/v1``."""
-
-    base_url: str
-    process: subprocess.Popen[str]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def __enter__(self) -> LoopbackServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def start() -> LoopbackServer:
     """Start the server in a child process; returns once it listens."""
-    process = subprocess.Popen(
-        [sys.executable, __file__],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("READY "):
-        process.kill()
-        process.wait()
-        raise RuntimeError("the loopback server did not start")
-    process.stdout.close()
-    return LoopbackServer(line.split()[1], process)
+    return LoopbackServer(*start_child([__file__], what="the loopback server"))
 
 
 if __name__ == "__main__":

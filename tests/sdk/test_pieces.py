@@ -12,9 +12,7 @@ from sdk._pieces import FOLD, Pieces
 def test_the_joined_text_is_every_piece_in_order(pieces: list[str]) -> None:
     texts = Pieces()
     for piece in pieces:
-        texts.append(piece)
-        if len(texts) == FOLD:
-            texts.fold()
+        texts.add(piece)
     assert texts.joined() == "".join(pieces)
     assert len(texts) < FOLD
     assert len(texts.blocks) == len(pieces) // FOLD

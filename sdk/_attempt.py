@@ -241,6 +241,9 @@ class AttemptState:
         part a rewound generation kept, written by the attempt before."""
         if text:
             self._document(text, False, None)
+            # The kept text is not this attempt's output: its first own text, taken the long
+            # way (through _document), is.
+            self._first_output = self._last_tracker = None
 
     @property
     def usage_base(self) -> Usage:
@@ -356,8 +359,8 @@ class AttemptState:
         texts = self._texts.get(key)
         if texts is None:
             texts = self._texts[key] = Pieces()
-            if self._first_output is None:
-                self._first_output = self._clock()
+        if self._first_output is None:
+            self._first_output = self._clock()
         texts.add(text)
         tracker = self._trackers.get(key)
         if tracker is None:

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk._constraints import StructuralTag, Tag
-from sdk._errors import OutputSyntaxError, Path, StreamError, StreamUsageError, TruncatedError
+from sdk._errors import (
+    OutputSyntaxError,
+    Path,
+    SchemaViolation,
+    StreamError,
+    StreamUsageError,
+    TruncatedError,
+)
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._extent import JsonExtent
 from sdk._tracker import FieldTracker
@@ -313,10 +320,12 @@ class SegmentTracker:
 
     def _in_segment(self, exc: StreamError, index: int, tag: Tag) -> StreamError:
         """The segment tracker's error, placed in the whole output: its message names the
-        segment, its offset counts from the output's start."""
+        segment, its offset (and a violation's ``start``) count from the output's start."""
         offset = getattr(exc, "offset", None)
         if isinstance(offset, int):
             exc.offset = offset + self._base  # type: ignore[attr-defined]
+        if isinstance(exc, SchemaViolation) and exc.start is not None:
+            exc.start += self._base
         label = f"in tagged segment {index} ({tag.name!r}): "
         message = getattr(exc, "message", None)
         if isinstance(message, str):

@@ -145,6 +145,16 @@ def test_long_tool_calls_interleaved_keep_each_calls_text() -> None:
     assert state.close() == [json.loads(c) for c in calls]
 
 
+def test_replayed_text_is_not_this_attempts_first_output() -> None:
+    ticks = count()
+    state = attempt(2, clock=lambda: float(next(ticks)))
+    state.replay('{"name": "Ada", ')
+    assert state.text == '{"name": "Ada", '
+    assert state.record(None).first_output is None
+    state.feed('"age": 36}')
+    assert state.record(None).first_output is not None
+
+
 def test_tool_calls_have_a_tracker_each_and_prose_is_not_parsed() -> None:
     state = attempt()
     events = feed_all(

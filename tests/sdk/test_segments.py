@@ -184,6 +184,16 @@ def test_a_violation_inside_a_segment_names_the_segment_and_counts_from_the_outp
         assert "in tagged segment 1 ('Weather')" in str(exc)
 
 
+def test_a_violation_inside_a_segment_starts_where_its_value_does_in_the_output() -> None:
+    # Retry(backtrack=True) rewinds to ``start``: it must point at the value, not into the
+    # text before the segment.
+    output = 'a <function=get_weather>{"city": "Ouagadougou, BF"'
+    for pieces in chunkings(output):
+        exc = error_of(TOOLS, pieces)
+        assert isinstance(exc, SchemaViolation)
+        assert exc.start == output.index('"Ouagadougou')
+
+
 def test_a_segment_is_validated_whole_when_it_ends_not_at_the_end_of_the_output() -> None:
     tracker = SegmentTracker(TOOLS)
     with pytest.raises(ValidationFailed, match="a query must not be blank") as info:

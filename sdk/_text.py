@@ -30,8 +30,9 @@ __all__ = ["TextTracker"]
 
 
 class TextTracker:
-    """Tracks one text output against ``constraint``. ``attempt`` and ``tool_call`` are stamped
-    on its events. Errors are sticky: after one, every later call raises it again."""
+    """Tracks one text output (the message's: a text constraint is never a tool call's)
+    against ``constraint``. ``attempt`` is stamped on its events. Errors are sticky: after
+    one, every later call raises it again."""
 
     __slots__ = (
         "_alive",
@@ -42,12 +43,9 @@ class TextTracker:
         "_parts",
         "_size",
         "attempt",
-        "tool_call",
     )
 
-    def __init__(
-        self, constraint: TextConstraint, *, attempt: int = 1, tool_call: int | None = None
-    ) -> None:
+    def __init__(self, constraint: TextConstraint, *, attempt: int = 1) -> None:
         if not isinstance(constraint, (Choice, Regex, Grammar)):
             raise TypeError(f"TextTracker takes a Choice, Regex or Grammar, not {constraint!r}")
         self._constraint = constraint
@@ -58,7 +56,6 @@ class TextTracker:
         self._error: StreamError | None = None
         self._finished = False
         self.attempt = attempt
-        self.tool_call = tool_call
 
     @property
     def text(self) -> str:
@@ -101,7 +98,7 @@ class TextTracker:
             self._check_regex(constraint, start)
         if forced:
             self._forced += len(text)
-        return [TextDelta((), text, self.attempt, self.tool_call)]
+        return [TextDelta((), text, self.attempt)]
 
     def finish(self) -> list[TrackerEvent]:
         """End the input: the one :class:`~sdk.FieldEvent` with the whole text. Raises
@@ -128,9 +125,7 @@ class TextTracker:
             self._error = error
             raise error
         self._finished = True
-        return [
-            FieldEvent((), text, max(0, self._size - 1), self.attempt, self._forced, self.tool_call)
-        ]
+        return [FieldEvent((), text, max(0, self._size - 1), self.attempt, self._forced)]
 
     def close(self) -> Any:
         """End the input (if not yet) and return the text: the chosen string for a

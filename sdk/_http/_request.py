@@ -26,14 +26,13 @@ server understands and can replace any key built here (e.g. a hand-written ``res
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
 from sdk._http._flavours import Server, special_fields
-from sdk._http._strict import StrictSchema, strict_schema
+from sdk._http._strict import schema_to_send
 from sdk._schema import schema_name
 
 __all__ = ["chat_body", "chat_request", "check_single_choice"]
@@ -102,30 +101,33 @@ def chat_request(
     if request.seed is not None:
         body["seed"] = request.seed
 
-    name = schema_name(request.schema_name)
-    sent = (
-        strict_schema(request.schema)
-        if strict and request.mode in ("json_schema", "tool")
-        else StrictSchema(copy.deepcopy(dict(request.schema)), strict=False, wrapped=False)
-    )
+    wrapped = False
     if request.tools or request.constraint is not None:
         body.update(special_fields(request, api="chat", server=server, strict=strict))
-    elif request.mode == "json_schema":
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
-        }
+    elif request.mode in ("json_schema", "tool"):
+        name = schema_name(request.schema_name)
+        sent = schema_to_send(request.schema, strict)
+        wrapped = sent.wrapped
+        if request.mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
+            }
+        else:
+            function: dict[str, Any] = {
+                "name": name,
+                "parameters": sent.schema,
+                "strict": sent.strict,
+            }
+            description = request.schema.get("description")
+            if isinstance(description, str):
+                function["description"] = description
+            body["tools"] = [{"type": "function", "function": function}]
+            body["tool_choice"] = {"type": "function", "function": {"name": name}}
     elif request.mode == "json_object":
         # llama.cpp reads a schema next to "json_object"; the plain form is not strict anyway,
         # so the caller's schema is sent as it is.
-        body["response_format"] = {"type": "json_object", "schema": sent.schema}
-    elif request.mode == "tool":
-        function: dict[str, Any] = {"name": name, "parameters": sent.schema, "strict": sent.strict}
-        description = request.schema.get("description")
-        if isinstance(description, str):
-            function["description"] = description
-        body["tools"] = [{"type": "function", "function": function}]
-        body["tool_choice"] = {"type": "function", "function": {"name": name}}
+        schema = schema_to_send(request.schema, strict=False).schema
+        body["response_format"] = {"type": "json_object", "schema": schema}
     body.update(request.extra)
-    wrapped = sent.wrapped and not request.tools and request.constraint is None
-    return body, wrapped and request.mode in ("json_schema", "tool")
+    return body, wrapped

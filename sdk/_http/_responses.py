@@ -20,7 +20,6 @@ its own ``json_schema`` in ``extra_body``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,7 +30,7 @@ from sdk._http._openai import OpenAIBackend, encode_body
 from sdk._http._openai_sdk import OpenAISDKBackend
 from sdk._http._request import check_single_choice
 from sdk._http._responses_events import ResponsesDecoder
-from sdk._http._strict import StrictSchema, strict_schema
+from sdk._http._strict import schema_to_send
 from sdk._schema import schema_name
 
 __all__ = ["ResponsesBackend", "ResponsesSDKBackend", "responses_body", "responses_request"]
@@ -71,11 +70,7 @@ def responses_request(
         body.update(special_fields(request, api="responses", server=server, strict=strict))
     elif request.mode in ("json_schema", "tool"):
         name = schema_name(request.schema_name)
-        sent = (
-            strict_schema(request.schema)
-            if strict
-            else StrictSchema(copy.deepcopy(dict(request.schema)), strict=False, wrapped=False)
-        )
+        sent = schema_to_send(request.schema, strict)
         wrapped = sent.wrapped
         if request.mode == "json_schema":
             body["text"] = {

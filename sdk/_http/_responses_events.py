@@ -30,6 +30,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic_core import from_json
+
 from sdk._backend import Delta, Usage
 from sdk._errors import TransportError, retryable_status
 
@@ -56,13 +58,20 @@ class ResponsesDecoder:
 
     def feed_event(self, event: str, data: str) -> list[Delta]:
         """One server-sent event: its ``event`` field (``""`` when absent) and its ``data``."""
-        text = data.strip()
-        if not text:
-            return []
-        if text == "[DONE]":  # not the Responses API's, but some servers end with it
-            self.done = True
-            return []
-        payload = _object(text)
+        out = self.decode(event, data)
+        return [Delta(text=out)] if isinstance(out, str) else out
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        """As :meth:`feed_event`, except that a delta of output text is given as its text (the
+        common case: no object is made for it)."""
+        if not data.startswith("{"):
+            text = data.strip()
+            if not text:
+                return []
+            if text == "[DONE]":  # not the Responses API's, but some servers end with it
+                self.done = True
+                return []
+        payload = _object(data)
         if payload is None:
             raise TransportError(
                 f"malformed stream: an event's data is not a JSON object: {data[:200]!r}",
@@ -70,9 +79,14 @@ class ResponsesDecoder:
                 body=data[:2000],
             )
         kind = payload.get("type", event)
-        return self.feed(kind if isinstance(kind, str) else event, payload)
+        kind = kind if isinstance(kind, str) else event
+        if kind == "response.output_text.delta":
+            delta = payload.get("delta")
+            if not isinstance(delta, str) or not delta or (self._tools and delta.isspace()):
+                return []
+            return delta
+        return self.feed(kind, payload)
 
-    decode = feed_event
     """The same as :meth:`feed_event` (the read loop's name for it)."""
 
     def feed(self, kind: str, payload: Mapping[str, Any]) -> list[Delta]:
@@ -187,12 +201,16 @@ def responses_error(
 
 
 def _object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed, if it is a JSON object."""
+    """``text`` parsed, if it is a JSON object: by pydantic-core's reader (as chunks are, see
+    :mod:`sdk._http._chunks`), by ``json.loads`` for what that refuses."""
     try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        value = from_json(text, cache_strings="keys")
+    except (ValueError, TypeError):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+    return value if type(value) is dict else None
 
 
 def _int(value: Any) -> int:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["WRAPPER_KEY", "StrictSchema", "strict_schema"]
+__all__ = ["WRAPPER_KEY", "StrictSchema", "schema_to_send", "strict_schema"]
+
 
 WRAPPER_KEY = "value"
 """The one property of the object a non-object root is wrapped in."""
@@ -48,6 +49,13 @@ class StrictSchema:
     """Send ``strict: true``: the schema follows the strict rules."""
     wrapped: bool
     """The root was wrapped in ``{"value": ...}``: the output must be unwrapped."""
+
+
+def schema_to_send(schema: Mapping[str, Any], strict: bool) -> StrictSchema:
+    """``schema`` as sent: :func:`strict_schema` when ``strict``, else a copy as it is."""
+    if strict:
+        return strict_schema(schema)
+    return StrictSchema(copy.deepcopy(dict(schema)), strict=False, wrapped=False)
 
 
 def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:

@@ -201,17 +201,12 @@ class LocalGeneration:
         self._busy = True
         try:
             delta = await self._next()
-        except StopAsyncIteration:
+        except BaseException as exc:  # also cancelled: the step in flight has finished
             self._release()
-            raise
-        except (StreamError, StreamUsageError):
-            self._release()
-            raise
-        except Exception as exc:
-            self._release()
-            raise BackendError(f"the local engine failed: {exc!r}") from exc
-        except BaseException:  # cancelled: the step in flight has finished; none follows
-            self._release()
+            if isinstance(exc, Exception) and not isinstance(
+                exc, (StopAsyncIteration, StreamError, StreamUsageError)
+            ):
+                raise BackendError(f"the local engine failed: {exc!r}") from exc
             raise
         finally:
             self._busy = False

@@ -48,20 +48,19 @@ def content_ranges(text: str) -> tuple[list[tuple[int, int]], int]:
         events = parser.feed(text)
     except partial.JSONError as exc:  # the text after the value
         events = list(exc.events)
-    starts: dict[tuple[object, ...], tuple[int, partial.Kind]] = {}
     ranges: list[tuple[int, int]] = []
     end = len(text)
+    in_scalar = False  # nothing starts inside a scalar: its range is the last one
     for event in events:
         if isinstance(event, partial.ValueStart):
-            starts[event.path] = (event.offset, event.kind)
             if event.kind in _SCALARS:
                 first = event.offset + (event.kind is partial.Kind.STRING)
                 ranges.append((first, len(text)))  # the end is set when the value is done
+                in_scalar = True
         elif isinstance(event, partial.ValueDone):
-            offset, kind = starts[event.path]
-            if kind in _SCALARS:
-                first = offset + (kind is partial.Kind.STRING)
-                ranges[ranges.index((first, len(text)))] = (first, event.offset + 1)
+            if in_scalar:
+                ranges[-1] = (ranges[-1][0], event.offset + 1)
+                in_scalar = False
             if event.path == ():
                 end = event.offset + 1
                 break

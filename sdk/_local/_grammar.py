@@ -37,7 +37,7 @@ from sdk._local._layout import (
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
 _SPEC_CACHE = 64
-"""How many compiled constraints (other than JSON Schemas) :class:`Grammars` keeps."""
+"""How many compiled constraints (JSON Schemas included) :class:`Grammars` keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,32 +96,32 @@ class Grammars:
         self._torch = torch
 
     def compile(self, schema: Mapping[str, Any]) -> _Compiled:
-        """Compile ``schema`` (cached by its JSON text in xgrammar's cache)."""
+        """Compile ``schema`` (cached by its JSON text, as :meth:`compile_spec`)."""
         # Key order is kept: it is the order the grammar writes an object's properties in.
-        return self._compile_schema(json.dumps(schema, separators=(",", ":")))
+        return self.compile_spec(
+            GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
+        )
 
-    def _compile_schema(self, text: str) -> _Compiled:
+    def _compile_schema(self, text: str) -> Any:
         if self.json_format == "bounded":
             ebnf = bounded_ebnf(text)
             if ebnf is not None:
-                # compile_grammar is cached by the grammar's text, like compile_json_schema.
-                return _Compiled(self._compiler.compile_grammar(ebnf))
+                return self._compiler.compile_grammar(ebnf)
         options = layout_options(self.json_format)
-        return _Compiled(self._compiler.compile_json_schema(text, strict_mode=True, **options))
+        return self._compiler.compile_json_schema(text, strict_mode=True, **options)
 
     def compile_spec(self, spec: GrammarSpec) -> _Compiled:
-        """Compile what a request is decoded under (see ``_constrain``), cached by the spec:
-        a JSON Schema in xgrammar's cache (as :meth:`compile`), anything else here (the last
-        :data:`_SPEC_CACHE` specs), so a structural tag's layout is not rebuilt either."""
-        if spec.kind == "json_schema":
-            return self._compile_schema(spec.text)
+        """Compile what a request is decoded under (see ``_constrain``), cached by the spec (the
+        last :data:`_SPEC_CACHE` specs), so no layout is rebuilt for a spec seen before."""
         with self._lock:
             hit = self._specs.get(spec)
             if hit is not None:
                 self._specs.move_to_end(spec)
                 return hit
         compiler = self._compiler
-        if spec.kind == "ebnf":
+        if spec.kind == "json_schema":
+            grammar = self._compile_schema(spec.text)
+        elif spec.kind == "ebnf":
             grammar = compiler.compile_grammar(spec.text)
         elif spec.kind == "regex":
             grammar = compiler.compile_regex(spec.text)

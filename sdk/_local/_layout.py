@@ -56,13 +56,12 @@ _ANY_SPACE = "[ \\n\\r\\t]*"
 """How xgrammar's JSON-schema EBNF spells a gap of any whitespace (replaced for ``bounded``)."""
 
 _LAYOUTS: dict[str, dict[str, Any]] = {
-    "bounded": {"any_whitespace": True},  # then the gaps are bounded: see bounded_ebnf
     "spaced": {"any_whitespace": False, "separators": (", ", ": ")},
     "compact": {"any_whitespace": False, "separators": (",", ":")},
     "indented": {"any_whitespace": False, "indent": 2, "separators": (",", ": ")},
     "any": {"any_whitespace": True},
 }
-"""xgrammar's JSON-schema options of each layout."""
+"""xgrammar's JSON-schema options of each layout but ``bounded`` (see :func:`layout_options`)."""
 
 _BOUNDED_FALLBACK = 22
 """Whitespace characters per gap for ``bounded`` if xgrammar's EBNF ever changes its spelling

@@ -83,9 +83,7 @@ class Output:
 
     def byte_offset(self, offset: int) -> int:
         """The byte offset of character ``offset`` (at most the bytes written)."""
-        keep = bisect_right(self._char_ends, offset)
-        while keep > 0 and not self._clean[keep - 1]:
-            keep -= 1
+        keep = self.boundary(offset)
         head = "".join(self._texts[keep:])[: offset - self.char_end(keep)]
         return min(self.byte_end(keep) + len(head.encode()), len(self.data))
 

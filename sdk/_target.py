@@ -13,7 +13,6 @@ call's first delta). Sans-I/O, like the trackers themselves.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
@@ -37,7 +36,6 @@ from sdk._tracker import FieldTracker
 __all__ = [
     "Compiled",
     "Opts",
-    "StampedTracker",
     "TaggedTarget",
     "TextTarget",
     "ToolsTarget",
@@ -65,40 +63,6 @@ class Tracker(Protocol):
     def close(self) -> Any: ...
 
 
-class StampedTracker:
-    """A tracker whose events also carry a tool call's name and id (the inner tracker stamps
-    only the call's index)."""
-
-    __slots__ = ("_inner", "_stamp")
-
-    def __init__(self, inner: Tracker, **stamp: Any) -> None:
-        self._inner = inner
-        self._stamp = stamp
-
-    @property
-    def snapshot(self) -> Any:
-        return self._inner.snapshot
-
-    @property
-    def open_paths(self) -> list[Path]:
-        return self._inner.open_paths
-
-    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
-        return self._restamp(self._inner.feed(text, forced=forced))
-
-    def finish(self) -> list[TrackerEvent]:
-        return self._restamp(self._inner.finish())
-
-    def close(self) -> Any:
-        return self._inner.close()
-
-    def _restamp(self, events: list[TrackerEvent]) -> list[TrackerEvent]:
-        if not events:
-            return events
-        stamp = self._stamp
-        return [dataclasses.replace(ev, **stamp) for ev in events]
-
-
 @dataclass(frozen=True, slots=True)
 class Opts:
     """How an attempt's trackers are made: its number, lenient parsing, string deltas."""
@@ -114,7 +78,9 @@ class _MessageTarget:
     constraint: TextConstraint | StructuralTag
     what = ""
 
-    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
+    def tracker(
+        self, call: int | None, name: str | None, opts: Opts, call_id: str | None = None
+    ) -> Tracker:
         """The tracker of the message's text (``call`` is ``None``)."""
         if call is not None:
             raise SchemaViolation(
@@ -183,8 +149,11 @@ class ToolsTarget:
         """What each call's arguments satisfy: one of the tools' schemas."""
         return {"anyOf": [t.compiled.schema_dict() for t in self.tools]}
 
-    def tracker(self, call: int | None, name: str | None, opts: Opts) -> Tracker:
-        """The tracker of call ``call`` (of the tool ``name``), or of the message's prose."""
+    def tracker(
+        self, call: int | None, name: str | None, opts: Opts, call_id: str | None = None
+    ) -> Tracker:
+        """The tracker of call ``call`` (of the tool ``name``, with id ``call_id`` when the
+        server sent one), or of the message's prose."""
         names = ", ".join(self.by_name)
         if call is None:
             return _NoCall(names)
@@ -204,6 +173,8 @@ class ToolsTarget:
             attempt=opts.attempt,
             deltas=opts.deltas,
             tool_call=call,
+            tool_name=name,
+            tool_call_id=call_id,
         )
 
 
@@ -282,16 +253,17 @@ def new_tracker(
     """The tracker for one part of attempt ``attempt``'s output: the message's document
     (``tool_call is None``) or one tool call's arguments (named ``tool_name``, with id
     ``tool_call_id`` when the server sent one, both stamped on its events)."""
-    tracker: Tracker
     if isinstance(target, CompiledSchema):
-        tracker = FieldTracker(
-            target, lenient=lenient, attempt=attempt, deltas=deltas, tool_call=tool_call
+        return FieldTracker(
+            target,
+            lenient=lenient,
+            attempt=attempt,
+            deltas=deltas,
+            tool_call=tool_call,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
         )
-    else:
-        tracker = target.tracker(tool_call, tool_name, Opts(attempt, lenient, deltas))
-    if tool_call is not None and (tool_name is not None or tool_call_id is not None):
-        return StampedTracker(tracker, tool_name=tool_name, tool_call_id=tool_call_id)
-    return tracker
+    return target.tracker(tool_call, tool_name, Opts(attempt, lenient, deltas), tool_call_id)
 
 
 def request_fields(target: Compiled, mode: object) -> dict[str, Any]:

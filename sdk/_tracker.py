@@ -39,7 +39,8 @@ class FieldTracker:
     :class:`~sdk.SchemaError` if it cannot be used.
     ``lenient`` lets the parser skip prose and a ```` ```json ```` fence around the document;
     ``max_depth``/``max_bytes`` bound it (passing them is an :class:`~sdk.OutputSyntaxError`).
-    ``attempt`` and ``tool_call`` are stamped on every event. With ``deltas=True``,
+    ``attempt``, ``tool_call``, ``tool_name`` and ``tool_call_id`` (a tool call's index, the
+    tool it names, its id) are stamped on every event. With ``deltas=True``,
     :meth:`feed` also returns a :class:`~sdk.TextDelta` each time a string value grows.
     ``formats`` says what ``format`` means in a JSON Schema dict: ``"annotate"`` (the default,
     as Draft 2020-12 says: not checked) or ``"assert"`` (checked with jsonschema's format
@@ -76,6 +77,8 @@ class FieldTracker:
         "attempt",
         "deltas",
         "tool_call",
+        "tool_call_id",
+        "tool_name",
     )
 
     def __init__(
@@ -88,6 +91,8 @@ class FieldTracker:
         max_bytes: int | None = None,
         deltas: bool = False,
         tool_call: int | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
         formats: Formats | None = None,
     ) -> None:
         if isinstance(schema, CompiledSchema):
@@ -109,6 +114,10 @@ class FieldTracker:
         """Whether :meth:`feed` also returns :class:`~sdk.TextDelta` events."""
         self.tool_call = tool_call
         """The tool-call index stamped on events (``None`` for message content)."""
+        self.tool_name = tool_name
+        """The name of the tool called, stamped on events."""
+        self.tool_call_id = tool_call_id
+        """The tool call's id (when the server sent one), stamped on events."""
         self._consumed = 0
         self._forced = _ForcedRuns()
         self._error: StreamError | None = None
@@ -260,7 +269,16 @@ class FieldTracker:
                 if type(ev) is StringDelta:
                     checker.string_delta(ev.path, ev.offset, ev.text)
                     if self.deltas:
-                        out.append(TextDelta(ev.path, ev.text, attempt, self.tool_call))
+                        out.append(
+                            TextDelta(
+                                ev.path,
+                                ev.text,
+                                attempt,
+                                self.tool_call,
+                                self.tool_name,
+                                self.tool_call_id,
+                            )
+                        )
                 elif type(ev) is ValueDone:
                     start, kind, instance = checker.value_done(ev.path, ev.offset, ev.value)
                     n = 0
@@ -276,6 +294,8 @@ class FieldTracker:
                             attempt,
                             n,
                             self.tool_call,
+                            self.tool_name,
+                            self.tool_call_id,
                             instance=instance,
                         )
                     )

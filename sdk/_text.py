@@ -25,6 +25,7 @@ from typing import Any
 from sdk._constraints import Choice, Grammar, Regex, TextConstraint
 from sdk._errors import SchemaViolation, StreamError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._schema._streaming import common_length, first_bad
 
 __all__ = ["TextTracker"]
 
@@ -141,11 +142,7 @@ class TextTracker:
             self._alive = alive
             return
         # The first character of the chunk that leaves no choice.
-        bad = next(
-            i
-            for i in range(len(text))
-            if not any(c.startswith(text[: i + 1], start) for c in self._alive)
-        )
+        bad = max(common_length(c, text, start) for c in self._alive)
         prefix = self.text + text[: bad + 1]
         choices = ", ".join(map(repr, self._constraint.choices))  # type: ignore[union-attr]
         self._fail(
@@ -162,15 +159,8 @@ class TextTracker:
         compiled = constraint.compiled
         if compiled.fullmatch(text, partial=True) is not None:
             return
-        # The shortest failing prefix ends in this chunk (the text before it passed); a prefix
-        # that fails stays failed, so bisection finds it.
-        low, high = start, len(text) - 1  # a prefix of length (index + 1)
-        while low < high:
-            mid = (low + high) // 2
-            if compiled.fullmatch(text[: mid + 1], partial=True) is None:
-                high = mid
-            else:
-                low = mid + 1
+        # The shortest failing prefix ends in this chunk (the text before it passed).
+        low = first_bad(lambda s: compiled.fullmatch(s, partial=True) is not None, text, start)
         self._parts[:] = [text[:low]] if low else []  # what passed stays the snapshot
         self._size = low
         self._fail(

@@ -15,7 +15,7 @@ from typing import Any
 
 from sdk._schema._states import Frame, Reason, State
 
-__all__ = ["EVERY_DELTA", "key_grow", "string_begun", "string_grow"]
+__all__ = ["EVERY_DELTA", "common_length", "first_bad", "key_grow", "string_begun", "string_grow"]
 
 EVERY_DELTA = 256
 """Prefixes up to this many characters are checked at every delta."""
@@ -75,7 +75,7 @@ def string_grow(frame: Frame, offset: int, text: str) -> Kills:
             kept = tuple(m for m in cands if m.startswith(text, pos))
             s.cands = kept
             if not kept:
-                bad = max((_common(m, text, pos) for m in cands), default=0)
+                bad = max((common_length(m, text, pos) for m in cands), default=0)
                 message = f"expected {conj.str_shown}; no such string starts like this"
                 reason = Reason(
                     path, conj.str_keyword, message, None, first + bad, start, pos + bad + 1
@@ -86,7 +86,7 @@ def string_grow(frame: Frame, offset: int, text: str) -> Kills:
             continue
         for pattern, source in conj.patterns:
             if pattern.search(prefix, partial=True) is None:
-                k = _first_bad(_matcher(pattern), prefix, good)
+                k = first_bad(_matcher(pattern), prefix, good)
                 message = f"no string that starts like this matches {source!r}"
                 where = first + max(k - pos, 0)
                 kills.append((s, Reason(path, "pattern", message, None, where, start, k + 1)))
@@ -94,7 +94,7 @@ def string_grow(frame: Frame, offset: int, text: str) -> Kills:
         else:
             for fmt in conj.formats:
                 if fmt.streams and not fmt.prefix_ok(prefix):
-                    k = _first_bad(fmt.prefix_ok, prefix, good)
+                    k = first_bad(fmt.prefix_ok, prefix, good)
                     message = f"no string that starts like this is a valid {fmt.name}"
                     where = first + max(k - pos, 0)
                     kills.append((s, Reason(path, "format", message, None, where, start, k + 1)))
@@ -120,7 +120,7 @@ def key_grow(frame: Frame, offset: int, text: str) -> Kills:
     for s in closed:
         ok = s.conj.key_prefix_ok
         if not ok(prefix):
-            k = _first_bad(ok, prefix, good)
+            k = first_bad(ok, prefix, good)
             bad = prefix[: k + 1]
             message = f"no allowed key starts with {bad!r}"
             where = first + max(k - before, 0)
@@ -134,7 +134,7 @@ def _matcher(pattern: Any) -> Callable[[str], bool]:
     return lambda text: pattern.search(text, partial=True) is not None
 
 
-def _first_bad(ok: Callable[[str], bool], text: str, known_good: int) -> int:
+def first_bad(ok: Callable[[str], bool], text: str, known_good: int) -> int:
     """The index of the first character of ``text`` after which ``ok`` fails (``ok`` holds for
     ``text[:known_good]`` and fails for ``text``; failing is final, so bisect)."""
     lo, hi = known_good, len(text)  # ok(text[:lo]) holds, ok(text[:hi]) fails
@@ -147,7 +147,7 @@ def _first_bad(ok: Callable[[str], bool], text: str, known_good: int) -> int:
     return hi - 1
 
 
-def _common(member: str, text: str, pos: int) -> int:
+def common_length(member: str, text: str, pos: int) -> int:
     """How many characters of ``text`` match ``member`` from ``pos``."""
     n = 0
     for a, b in zip(member[pos:], text, strict=False):

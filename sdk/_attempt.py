@@ -34,7 +34,7 @@ from sdk._errors import ContentFilteredError, RefusedError, StreamUsageError, Tr
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._partial_view import partial_view
 from sdk._pieces import Pieces
-from sdk._retry import AttemptInfo, ToolCallText
+from sdk._retry import JSON_DOCUMENT, AttemptInfo, ToolCallText
 from sdk._target import Compiled, Tracker, new_tracker
 from sdk._think import ThinkSplitter
 
@@ -254,7 +254,7 @@ class AttemptState:
     def rewindable(self) -> bool:
         """Whether offsets in the message's text are offsets in the generation's output: one
         document, the message's, with nothing routed elsewhere (no tool call, no reasoning)."""
-        return set(self._texts) <= {None} and not self._reasoning and not self._tool_mode
+        return self._texts.keys() <= {None} and not self._reasoning  # no tool call either
 
     @property
     def text(self) -> str:
@@ -315,7 +315,7 @@ class AttemptState:
             seconds=self._clock() - self._started,
             first_output=None if first is None else first - self._started,
             reasoning="".join(self._reasoning),
-            expected=getattr(self._compiled, "what", None) or "the JSON document",
+            expected=getattr(self._compiled, "what", None) or JSON_DOCUMENT,
         )
 
     # ------------------------------------------------------------------ internals

@@ -38,6 +38,10 @@ FeedbackBuilder = Callable[["AttemptInfo"], Sequence[Message]]
 """Builds the messages that tell the model about a failed attempt (see :func:`default_feedback`)."""
 
 
+JSON_DOCUMENT = "the JSON document"
+"""What a JSON output is called in feedback (``AttemptInfo.expected``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """What a callable source is given for each attempt."""
@@ -87,7 +91,7 @@ class AttemptInfo:
     first_output: float | None = None
     """Seconds from the attempt's start to its first text (``None``: it wrote none); the time
     to first token, prompt processing included."""
-    expected: str = "the JSON document"
+    expected: str = JSON_DOCUMENT
     """What the output had to be, in words for the model's feedback (``"the JSON document"``,
     ``"the text the Regex asks for"``, ``"tagged text"``...)."""
     reasoning: str = ""
@@ -120,9 +124,6 @@ def _excerpt(text: str, offset: int | None) -> str | None:
     start = max(0, end - 60)
     piece = text[start:end]
     return ("…" if start else "") + piece if piece.strip() else None
-
-
-JSON_DOCUMENT = "the JSON document"
 
 
 def describe_error(error: BaseException, text: str = "", expected: str = JSON_DOCUMENT) -> str:

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: bash tests/run.sh [pytest arguments]
-# Creates .venv (once), installs the project with every extra, checks formatting, lints,
-# type-checks, runs pytest.
+# Creates .venv (once), installs the project with every extra (again only when pyproject.toml
+# changed), checks formatting, lints, type-checks, runs pytest.
+#
+#   VENV, PYTHON  the virtualenv and the interpreter that creates it (see .ci/bootstrap)
+#   EXTRAS        the extras to install (default dev,local,cli); without `local`, the tests
+#                 that need it are skipped, each with the reason
+#   CHECKS=0      skip ruff and mypy (e.g. when the same tree was checked on another Python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/bootstrap dev,local,cli
-.venv/bin/ruff format --check .
-.venv/bin/ruff check .
-.venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+venv=${VENV:-.venv}
+VENV=$venv bash .ci/bootstrap "${EXTRAS:-dev,local,cli}"
+if [ "${CHECKS:-1}" != 0 ]; then
+    "$venv/bin/ruff" format --check .
+    "$venv/bin/ruff" check .
+    "$venv/bin/mypy"
+fi
+exec "$venv/bin/python" -m pytest "$@"

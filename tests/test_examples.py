@@ -96,6 +96,7 @@ def test_bare_parser() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 def test_field_events(models: ModuleType) -> None:
     out = run_example("field_events.py")
     person = models.Person.model_validate_json(line_after(out, "result:"))
@@ -108,6 +109,7 @@ def test_field_events(models: ModuleType) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 def test_callbacks(models: ModuleType) -> None:
     out = run_example("callbacks.py")
     trip = models.Trip.model_validate_json(line_after(out, "result:"))
@@ -123,6 +125,7 @@ def test_callbacks(models: ModuleType) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 def test_abort_retry() -> None:
     out = run_example("abort_retry.py")
     module = import_file(EXAMPLES / "abort_retry.py")
@@ -144,6 +147,7 @@ def test_abort_retry() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 def test_live_text(models: ModuleType) -> None:
     out = run_example("live_text.py")
     review = models.Review.model_validate_json(line_after(out, "result:"))
@@ -162,6 +166,7 @@ def check_tool_call(out: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 def test_tool_call_on_the_local_engine() -> None:
     check_tool_call(run_example("tool_call.py"))
 

@@ -65,6 +65,7 @@ def test_fast_snippet_runs(code: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local
 @pytest.mark.parametrize("code", MODEL, ids=[_title(b) for b in MODEL])
 def test_model_snippet_runs(code: str) -> None:
     printed = _run(code)

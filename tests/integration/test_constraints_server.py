@@ -155,7 +155,6 @@ STRICT = {**LOOSE, "properties": {"fruits": {**LOOSE["properties"]["fruits"], "m
 async def test_an_abort_over_the_responses_api_stops_the_servers_decoding(
     llama_server: LlamaServer,
 ) -> None:
-    root = llama_server.root
     options: dict[str, Any] = {
         "max_tokens": 200,
         "temperature": 0,
@@ -167,20 +166,20 @@ async def test_an_abort_over_the_responses_api_stops_the_servers_decoding(
         async with Client(
             base_url=llama_server.base_url, http_client=http, api="responses"
         ) as client:
-            await _idle(http, root)
-            before = await _metrics(http, root)
+            await _idle(llama_server)
+            before = await _metrics(llama_server)
             # Unchecked, the model lists fruits until max_tokens cuts it.
             with pytest.raises(TruncatedError):
                 async with client.stream(messages=FRUITS, schema=LOOSE, **options) as s:
                     await s.result()
             listed = s.attempts[0].text
-            await _idle(http, root)
-            middle = await _metrics(http, root)
+            await _idle(llama_server)
+            middle = await _metrics(llama_server)
             with pytest.raises(SchemaViolation) as info:
                 async with client.stream(messages=FRUITS, schema=STRICT, **options) as s:
                     await s.result()
-            await _idle(http, root)
-            after = await _metrics(http, root)
+            await _idle(llama_server)
+            after = await _metrics(llama_server)
     assert listed.count(",") > 2 and info.value.keyword == "maxItems"
     whole = middle["tokens_predicted_total"] - before["tokens_predicted_total"]
     aborted = after["tokens_predicted_total"] - middle["tokens_predicted_total"]

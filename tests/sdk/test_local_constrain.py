@@ -13,9 +13,7 @@ import json
 from typing import Any
 
 import pytest
-import xgrammar as xgr
 from pydantic import BaseModel
-from xgrammar.testing import _is_grammar_accept_string as xgrammar_accepts
 
 from sdk import (
     Choice,
@@ -40,6 +38,9 @@ from sdk._local._tools import (
     tool_listing,
     tools_structural_tag,
 )
+
+xgr = pytest.importorskip("xgrammar", reason="needs the local extra (xgrammar)")
+xgrammar_accepts = xgr.testing._is_grammar_accept_string
 
 
 class Weather(BaseModel):

@@ -16,15 +16,16 @@ from __future__ import annotations
 import json
 
 import pytest
-import xgrammar as xgr
 from pydantic import BaseModel, Field
-from xgrammar.testing import _is_grammar_accept_string as xgrammar_accepts
 
 from sdk import Choice, Grammar, Regex, StreamError, StructuralTag, Tag
 from sdk._constraints import TextConstraint
 from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._segments import SegmentTracker
 from sdk._text import TextTracker
+
+xgr = pytest.importorskip("xgrammar", reason="needs the local extra (xgrammar)")
+xgrammar_accepts = xgr.testing._is_grammar_accept_string
 
 
 def compile_text(constraint: TextConstraint) -> xgr.Grammar:

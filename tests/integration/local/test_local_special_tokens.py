@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from _local_support import TEXT, request_for
 
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._engine import Engine
 from sdk._local._sampling import Sampler
+
+torch = pytest.importorskip("torch", reason="needs the local extra (torch)")
 
 pytestmark = pytest.mark.slow
 

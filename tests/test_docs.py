@@ -134,3 +134,12 @@ def test_every_page_is_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
     assert {p for p in pages if f": {p}" not in nav} == set()
+
+
+def test_the_readmes_links_lead_somewhere() -> None:
+    # The README is not part of the site (mkdocs checks the site's links): check its own.
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert local, "the README links into docs/"
+    assert [t for t in local if not (ROOT / t).exists()] == []

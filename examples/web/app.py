@@ -3,6 +3,7 @@
 Runs on the packaged local model by default (nothing else to start), or on any
 OpenAI-compatible server; needs the ``web`` extra (Starlette, uvicorn)::
 
+    bash examples/web/serve.sh                       # installs into .venv once, then serves
     python examples/web/app.py                       # http://127.0.0.1:8000
     python examples/web/app.py --base-url http://127.0.0.1:8080/v1 --model NAME
 

@@ -12,7 +12,6 @@ machine when run as root). Each test saves a screenshot in its temporary folder.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -22,62 +21,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-import anyio
 import pytest
+from _web_support import APP, BAD, FIELDS, GOOD, ROOT, PacedBackend, import_app, pieces
 
-from sdk import Client, Delta, GenerationRequest
-
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "examples" / "web" / "app.py"
-FIELDS = ["name", "age", "occupation", "mood", "hobbies"]
-
-BAD = '{"name": "Ada Lovelace", "age": 36, "occupation": "mathematician", "mood": "sleepy"}'
-GOOD = (
-    '{"name": "Ada Lovelace", "age": 36, "occupation": "mathematician", "mood": "curious", '
-    '"hobbies": ["chess", "poetry"]}'
-)
+from sdk import Client
 
 pytestmark = pytest.mark.slow  # a browser, a web server (and, for one, the real model)
-
-
-def _import_app() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_web_example_app", APP)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _pieces(doc: str) -> list[str]:
-    """``doc`` in pieces of about a token: 3 characters each."""
-    return [doc[i : i + 3] for i in range(0, len(doc), 3)]
-
-
-class PacedBackend:
-    """A backend that writes ``scripts[n - 1]`` on attempt n, one piece every ``pace`` seconds,
-    and records how many pieces each attempt handed out before it was closed."""
-
-    def __init__(self, *scripts: str, pace: float) -> None:
-        self.scripts = [_pieces(s) for s in scripts]
-        self.pace = pace
-        self.sent: list[int] = []
-
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        self.sent.append(0)
-        for piece in self.scripts[len(self.sent) - 1]:
-            await anyio.sleep(self.pace)
-            self.sent[-1] += 1
-            yield Delta(text=piece)
-        yield Delta(finish_reason="stop")
-
-    async def aclose(self) -> None:
-        pass
 
 
 def _browser() -> Any:
@@ -121,7 +74,7 @@ def scripted_app() -> Iterator[tuple[str, PacedBackend]]:
     import uvicorn
 
     backend = PacedBackend(BAD, GOOD, pace=0.06)
-    app = _import_app().create_app(Client.from_backend(backend))
+    app = import_app().create_app(Client.from_backend(backend))
     sock = _listening_socket()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="none"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -217,11 +170,11 @@ def test_the_page_fills_field_by_field_shows_the_violation_and_the_result(
     assert violation["error"]["keyword"] == "enum"
     shown = browser.find_element("css selector", "#violations li").text
     assert "SchemaViolation at /mood" in shown
-    assert len(backend.sent) == 2 and backend.sent[0] < len(_pieces(BAD))
+    assert len(backend.sent) == 2 and backend.sent[0] < len(pieces(BAD))
 
     # The final form equals the validated result, which equals pydantic's reading of the
     # answer that was written.
-    person = _import_app().Person.model_validate_json(GOOD).model_dump(mode="json")
+    person = import_app().Person.model_validate_json(GOOD).model_dump(mode="json")
     result = json.loads(browser.find_element("id", "result").text)
     assert result == person
     assert _form(browser) == person
@@ -284,5 +237,5 @@ def test_the_page_fills_from_the_local_model(browser: Any, local_app: str, tmp_p
     _assert_fields_arrived_in_order(firsts, result_at)
     assert len({n for n in seen if 0 < n < len(FIELDS)}) >= 2, seen  # one at a time
     result = json.loads(browser.find_element("id", "result").text)
-    _import_app().Person.model_validate(result)
+    import_app().Person.model_validate(result)
     assert _form(browser) == result

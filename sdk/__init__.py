@@ -13,6 +13,8 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
 * Constraints beyond JSON Schema, as values: :class:`Choice`, :class:`Regex`,
   :class:`Grammar`, :class:`StructuralTag` (of :class:`Tag` segments; the result is a
   :class:`TaggedText`), and several tools at once (:class:`Tool`, ``tools=``).
+* For a web page: :func:`sse_events` runs a stream as server-sent events (:func:`format_sse`
+  formats one event), so a browser can fill a form field by field.
 
 Errors form one tree under :class:`StreamError` (drawn in ``sdk._errors``); misuse of the API
 raises :class:`StreamUsageError`, a ``RuntimeError``; an unusable schema, :class:`SchemaError`.
@@ -54,6 +56,7 @@ from sdk._events import (
 )
 from sdk._retry import Attempt, AttemptInfo, Retry
 from sdk._segments import Segment, TaggedText
+from sdk._sse import format_sse, sse_events
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
 
@@ -138,5 +141,7 @@ __all__ = [
     "UsageReported",
     "ValidationFailed",
     "__version__",
+    "format_sse",
+    "sse_events",
     "stream_structured",
 ]

@@ -14,7 +14,8 @@ Progress events come from the stream itself, when asked for (``progress=True``):
 started (:class:`AttemptStarted`), failed (:class:`AttemptFailed`, with whether it will be
 retried), the backend reported token usage (:class:`UsageReported`), and the stream ended
 (:class:`StreamEnded`). A reasoning model's thoughts stream as :class:`ReasoningDelta` when asked
-for (``reasoning=True``). A plain ``async for event in stream`` yields field events only.
+for (``reasoning=True``). A plain ``async for event in stream`` yields field events only:
+:class:`FieldEvent`, and :class:`TextDelta` under a text constraint (or ``deltas=True``).
 """
 
 from __future__ import annotations

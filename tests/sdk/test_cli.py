@@ -252,7 +252,9 @@ def test_load_schema_errors(spec: str, message: str) -> None:
 def test_load_schema_json_errors_say_where(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{\n  "type": "object"\n  "required": []\n}')  # a comma missing
-    with pytest.raises(SchemaSourceError, match=r"bad\.json' is not valid JSON: .*line 3, column 3"):
+    with pytest.raises(
+        SchemaSourceError, match=r"bad\.json' is not valid JSON: .*line 3, column 3"
+    ):
         load_schema(str(bad))
     # A trailing comma: Python 3.13 places it at the comma, 3.11 at the brace after it; the
     # message names the file and the position the standard library found, either way.

@@ -12,19 +12,19 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
-import regex
 from jsonschema import exceptions as _exceptions
 
+from sdk._ecma_regex import EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 
 __all__ = ["check_schema", "format_conforms", "known_formats"]
 
 _CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
-# The meta-schema's only format check that matters here: patterns are compiled with ``regex``
-# (which takes ``\p{L}``, unlike ``re``), so that is what decides whether one is valid.
+# The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
+# sdk._ecma_regex, so that is what decides whether one is valid.
 _META_CHECKER = jsonschema.FormatChecker(formats=())
-_META_CHECKER.checks("regex", raises=regex.error)(lambda value: bool(regex.compile(value)))
+_META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_ecma(value)))
 
 
 def check_schema(schema: Mapping[str, Any] | bool) -> None:

@@ -109,6 +109,10 @@ class _Reader:
         self.backrefs = False
         self.groups = 0
         self.names: set[str] = set()
+        self.seen: set[str] = set()
+        self.numbers: dict[str, int] = {}
+        self.opened = 0  # capturing groups opened so far
+        self.open: list[int] = []  # the groups being read (0: not capturing)
         self._count_groups()
 
     # -- helpers
@@ -230,6 +234,7 @@ class _Reader:
         self.i += 1  # (
         out = self.out
         look = None
+        number = 0  # a capturing group's number
         if self.take("?:"):
             out.both("(?:")
         elif self.take("?="):
@@ -244,8 +249,14 @@ class _Reader:
             m = regex.match(r"[A-Za-z_$][A-Za-z0-9_$]*>", self.src[self.i :])
             if m is None:
                 raise self.fail("invalid group name")
+            name = m.group(0)[:-1]
+            if name in self.seen:
+                raise self.fail(f"duplicate group name {name!r}")
+            self.seen.add(name)
+            self.opened += 1
+            number = self.numbers[name] = self.opened
             self.i += m.end()
-            out.exact.append(f"(?P<{m.group(0)[:-1]}>")
+            out.exact.append(f"(?P<{name}>")
             out.loose.append("(")
         elif (m := regex.match(r"\?(i?)(?:-(i?))?:", self.src[self.i :])) and m.group(0) != "?:":
             # ES2025 modifiers, ``i`` only (``m`` and ``s`` would change ``^``, ``$`` and
@@ -261,9 +272,13 @@ class _Reader:
                 "flags)"
             )
         else:
+            self.opened += 1
+            number = self.opened
             out.both("(")
         if look is None:
+            self.open.append(number)
             self.disjunction()
+            self.open.pop()
             if not self.take(")"):
                 raise self.fail("missing )")
             out.both(")")
@@ -300,20 +315,28 @@ class _Reader:
             if number > self.groups:
                 raise self.fail(f"backreference \\{number} to a group that does not exist", start)
             self.i += m.end()
-            self.backrefs = True
-            out.both(f"(?:\\{number})")
+            self.backref(number)
             return True
         if c == "k":
             m = regex.match(r"k<([A-Za-z_$][A-Za-z0-9_$]*)>", self.src[self.i :])
             if m is None or m.group(1) not in self.names:
                 raise self.fail("\\k must name a group of the pattern: \\k<name>", start)
             self.i += m.end()
-            self.backrefs = True
-            out.both(f"(?P={m.group(1)})")
+            self.backref(self.numbers.get(m.group(1), 0) or m.group(1))
             return True
         item = self.class_escape(start, in_class=False)
         out.both(item)
         return True
+
+    def backref(self, group: int | str) -> None:
+        """A backreference to ``group`` (a number, or a name not read yet)."""
+        self.backrefs = True
+        if group in self.open:  # inside its own group: ECMA has it empty there
+            self.out.both("(?:)")
+            return
+        # ECMA: a group that has not matched (yet) matches the empty string; Python fails.
+        ref = f"\\{group}" if isinstance(group, int) else f"(?P={group})"
+        self.out.both(f"(?({group}){ref}|)")
 
     def class_escape(self, start: int, *, in_class: bool) -> str:
         """An escape after its backslash, as a class item (a char, a set, a property)."""

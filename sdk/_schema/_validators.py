@@ -1,8 +1,8 @@
 """jsonschema behind a typed face: the one module of the sdk that imports it.
 
-The tracker checks documents itself; jsonschema is used for two things only: vetting a schema
-against the Draft 2020-12 meta-schema when it is compiled, and its format checkers (when the
-caller asks for ``format`` to be asserted). jsonschema ships no type information; this module
+The tracker checks documents itself; jsonschema is used for one thing only: vetting a schema
+against the Draft 2020-12 meta-schema when it is compiled (asserted formats have their own
+checkers, in ``_formats.py``). jsonschema ships no type information; this module
 states the little used of it so that the rest stays checked by mypy.
 """
 
@@ -17,9 +17,7 @@ from jsonschema import exceptions as _exceptions
 from sdk._ecma_regex import EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 
-__all__ = ["check_schema", "format_conforms", "known_formats"]
-
-_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
+__all__ = ["check_schema"]
 
 # The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
 # sdk._ecma_regex, so that is what decides whether one is valid.
@@ -38,13 +36,3 @@ def check_schema(schema: Mapping[str, Any] | bool) -> None:
             keyword=str(exc.validator),
             pointer=where,
         ) from None
-
-
-def known_formats() -> frozenset[str]:
-    """The formats jsonschema can check here (some need the ``jsonschema[format]`` extras)."""
-    return frozenset(_CHECKER.checkers)
-
-
-def format_conforms(value: str, name: str) -> bool:
-    """Whether ``value`` conforms to format ``name`` by jsonschema's checker."""
-    return bool(_CHECKER.conforms(value, name))

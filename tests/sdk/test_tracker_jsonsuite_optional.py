@@ -12,6 +12,7 @@ and in two random chunkings.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import random
@@ -20,14 +21,18 @@ from typing import Any
 
 import pytest
 from _tracker_support import feed_chunks
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdk._errors import SchemaViolation
 from sdk._schema._compile import CompiledSchema, compile_schema
+from sdk._schema._formats import format_check
 from sdk._tracker import FieldTracker
 
 SUITE = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite" / "draft2020-12"
 OPTIONAL = SUITE / "optional"
 REGEX_FILES = [OPTIONAL / "ecmascript-regex.json", OPTIONAL / "non-bmp-regex.json"]
+FORMAT_FILES = sorted((OPTIONAL / "format").glob("*.json"))
 
 Verdict = tuple[str, str, bool, bool]
 """(group, test, the suite's verdict, the tracker's)."""
@@ -71,3 +76,74 @@ def _verdicts(path: Path, formats: Any) -> list[Verdict]:
 def test_patterns_are_read_as_ecma_262(path: Path) -> None:
     wrong = [v for v in _verdicts(path, "annotate") if v[2] != v[3]]
     assert not wrong, "\n".join(map(str, wrong))
+
+
+@pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)
+def test_an_asserted_format_never_refuses_a_valid_string(path: Path) -> None:
+    verdicts = _verdicts(path, "assert")
+    assert verdicts
+    refused = [v for v in verdicts if v[2] and not v[3]]
+    assert not refused, "\n".join(map(str, refused))
+    name = "regex" if path.stem == "ecmascript-regex" else path.stem
+    if format_check(name) is not None:  # checked: the suite's invalid strings are refused too
+        accepted = [v for v in verdicts if not v[2] and v[3]]
+        assert not accepted, "\n".join(map(str, accepted))
+
+
+def test_the_formats_left_unchecked_are_the_documented_ones() -> None:
+    names = {"regex" if p.stem == "ecmascript-regex" else p.stem for p in FORMAT_FILES}
+    unchecked = {n for n in names if format_check(n) is None}
+    assert unchecked == {"uri", "uri-reference", "iri", "iri-reference", "uri-template", "unknown"}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "patterns.md").read_text("utf-8")
+    for name in unchecked - {"unknown"}:
+        assert f"`{name}`" in docs
+
+
+@pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)
+def test_the_early_check_never_refuses_a_prefix_of_a_string_the_final_check_accepts(
+    path: Path,
+) -> None:
+    check = format_check(path.stem)
+    if check is None or not check.streams:
+        return
+    for group in json.loads(path.read_text(encoding="utf-8")):
+        for test in group["tests"]:
+            value = test["data"]
+            if not isinstance(value, str):
+                continue
+            bad = [i for i in range(len(value) + 1) if not check.prefix_ok(value[:i])]
+            if check.check(value):
+                assert not bad, (value, bad)
+            elif bad:  # refused early: then no string that starts like this conforms
+                assert all(not check.check(value[: bad[0]] + tail) for tail in ("", "0", "Z"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    moment=st.datetimes(timezones=st.timezones()),
+    fraction=st.sampled_from(["", ".5", ".123456"]),
+    leap=st.booleans(),
+    uuid=st.uuids(),
+    ip=st.ip_addresses(v=4),
+)
+def test_every_prefix_of_a_conforming_string_passes_the_early_check(
+    moment: datetime.datetime, fraction: str, leap: bool, uuid: Any, ip: Any
+) -> None:
+    stamp = moment.isoformat(timespec="seconds")
+    if moment.utcoffset() is None or len(stamp) != 25:  # RFC 3339 wants an hh:mm offset
+        stamp = moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    stamp = stamp[:19] + fraction + stamp[19:]
+    if leap:  # 23:59:60 UTC, written in UTC
+        stamp = f"{moment.year:04d}-12-31T23:59:60{fraction}Z"
+    values = {
+        "date-time": stamp,
+        "date": stamp[:10],
+        "time": stamp[11:],
+        "uuid": str(uuid).upper() if moment.second % 2 else str(uuid),
+        "ipv4": str(ip),
+    }
+    for name, value in values.items():
+        check = format_check(name)
+        assert check is not None and check.check(value), (name, value)
+        for i in range(len(value) + 1):
+            assert check.prefix_ok(value[:i]), (name, value, i)

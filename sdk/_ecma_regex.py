@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-__all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "portable"]
+__all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
 _DIGIT = "0-9"
 _WORD = "A-Za-z0-9_"
@@ -113,6 +113,9 @@ class _Reader:
         self.numbers: dict[str, int] = {}
         self.opened = 0  # capturing groups opened so far
         self.open: list[int] = []  # the groups being read (0: not capturing)
+        # Constructs Python's and Rust's engines read more widely than ECMA-262 does.
+        self.unicode_sets = False  # \d \w \s \b (and negations), ``.``, (?i:)
+        self.dollar = False
         self._count_groups()
 
     # -- helpers
@@ -209,10 +212,12 @@ class _Reader:
             return False
         if c == "$":
             self.i += 1
+            self.dollar = True
             out.both("\\Z")
             return False
         if c == ".":
             self.i += 1
+            self.unicode_sets = True
             out.both(f"[^{_LINE_END}]")
             return True
         if c == "(":
@@ -264,6 +269,7 @@ class _Reader:
             if (m.group(1) and m.group(2)) or m.group(0) == "?-:":
                 raise self.fail("invalid modifiers group")
             self.i += m.end()
+            self.unicode_sets = True
             out.both("(?i-f:" if m.group(1) else "(?-i:")
         elif self.peek() == "?":
             raise self.fail(
@@ -304,6 +310,7 @@ class _Reader:
             raise self.fail("\\ at end of pattern", start)
         if c in ("b", "B"):
             self.i += 1
+            self.unicode_sets = True
             exact = _BOUNDARY if c == "b" else _NOT_BOUNDARY
             out.exact.append(exact)
             out.loose.append(f"(?:{exact}|\\Z)")  # the text so far may go on
@@ -344,6 +351,7 @@ class _Reader:
         self.i += 1
         low = c.lower()
         if low in _SETS:
+            self.unicode_sets = True
             body = _SETS[low]
             if c.islower():
                 return body if in_class else f"[{body}]"
@@ -490,6 +498,21 @@ def translate(pattern: str) -> tuple[str, str | None]:
     reader = _Reader(pattern)
     out = reader.pattern()
     return "".join(out.exact), None if reader.backrefs else "".join(out.loose)
+
+
+def no_wider_elsewhere(pattern: str, *, python_re: bool = False) -> bool:
+    """Whether every string Rust's ``regex`` (pydantic's default engine) or, with
+    ``python_re``, Python's ``re`` matches with ``pattern`` is matched by its ECMA-262 reading
+    too: it is valid ECMA-262 and has none of the constructs those engines read more widely
+    (``\\d``, ``\\w``, ``\\s``, ``\\b`` and their negations, ``.``, case-insensitive groups; for
+    ``re``, ``$`` too). A pydantic ``Field(pattern=...)`` is checked early only when this holds,
+    so that the tracker never refuses what pydantic accepts."""
+    reader = _Reader(pattern)
+    try:
+        reader.pattern()
+    except EcmaRegexError:
+        return False
+    return not reader.unicode_sets and not (python_re and reader.dollar)
 
 
 def compile_ecma(pattern: str) -> EcmaRegex:

@@ -25,10 +25,16 @@ _META_CHECKER = jsonschema.FormatChecker(formats=())
 _META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_ecma(value)))
 
 
-def check_schema(schema: Mapping[str, Any] | bool) -> None:
-    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12."""
+_NO_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+def check_schema(schema: Mapping[str, Any] | bool, *, ecma_patterns: bool = True) -> None:
+    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12; with
+    ``ecma_patterns`` (a schema the user wrote), its patterns must be ECMA-262. A pydantic
+    type's schema holds patterns in pydantic's dialect, which pydantic itself judges."""
+    checker = _META_CHECKER if ecma_patterns else _NO_FORMATS
     try:
-        jsonschema.Draft202012Validator.check_schema(schema, format_checker=_META_CHECKER)
+        jsonschema.Draft202012Validator.check_schema(schema, format_checker=checker)
     except _exceptions.SchemaError as exc:
         where = "".join(f"/{p}" for p in exc.absolute_path)
         raise SchemaError(

@@ -61,7 +61,7 @@ def test_a_schema_pattern_with_a_boundary_streams_in_chunks(chunks: list[str]) -
     assert _document(schema, chunks) == "key: value"
 
 
-def test_a_pydantic_pattern_with_a_boundary_streams_in_chunks() -> None:
+def test_a_pydantic_pattern_with_a_boundary_is_accepted_at_every_cut() -> None:
     class Pair(pydantic.BaseModel):
         pair: str = pydantic.Field(pattern=r"^\w+:\s\b\w+$")
 
@@ -69,6 +69,21 @@ def test_a_pydantic_pattern_with_a_boundary_streams_in_chunks() -> None:
     for cut in range(1, len(doc)):
         result = _document(Pair, [doc[:cut], doc[cut:]])
         assert result == Pair(pair="key: value"), cut
+
+
+def test_a_pydantic_pattern_pydantic_reads_more_widely_is_left_to_pydantic() -> None:
+    class Digits(pydantic.BaseModel):
+        wide: str = pydantic.Field(pattern=r"^\d+$")  # pydantic's \d: any Unicode digit
+        flagged: str = pydantic.Field(pattern=r"(?i)^ab")  # not ECMA-262, fine for pydantic
+        narrow: str = pydantic.Field(pattern=r"^[0-9]+$")  # the same in every engine
+
+    doc = '{"wide": "\u0967\u0968", "flagged": "AB", "narrow": "12"}'
+    assert _document(Digits, [doc]) == Digits(wide="\u0967\u0968", flagged="AB", narrow="12")
+    tracker = FieldTracker(Digits)
+    tracker.feed('{"wide": "1", "flagged": "AB", "narrow": "1')
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed("x")  # still refused at the first character that proves it
+    assert info.value.path == ("narrow",)
 
 
 # ---------------------------------------------------------------- lookbehind, empty output

@@ -14,10 +14,11 @@ whose verdicts depend on which optional packages are installed and half-check so
 - ``email``, ``idn-email``: RFC 5321 / 6531 mailboxes (a dot-atom or a quoted local part, a
   host name or an address literal);
 - ``json-pointer``, ``relative-json-pointer``: RFC 6901 and its relative form;
-- ``regex``: an ECMA-262 pattern (``sdk._ecma_regex``).
+- ``regex``: an ECMA-262 pattern (``sdk._ecma_regex``);
+- ``uri``, ``uri-reference``, ``iri``, ``iri-reference``: RFC 3986 / RFC 3987 syntax (an IP
+  literal's IPv6 by ``ipaddress``); ``uri-template``: RFC 6570 syntax, any level.
 
-Every other format (``uri``, ``uri-reference``, ``iri``, ``iri-reference``, ``uri-template``,
-unknown ones) stays an annotation even when asserted: it is not checked, and the docs say so.
+Any other format stays an annotation even when asserted: it is not checked.
 
 Some formats are also checked while the string streams: ``date``, ``time``, ``date-time``,
 ``uuid`` and ``ipv4`` each have a *prefix grammar*, a regular language that contains every
@@ -174,6 +175,67 @@ def _mailbox(value: str, *, idn: bool) -> bool:
     return _idn_hostname(unicodedata.normalize("NFC", domain)) if idn else _hostname(domain)
 
 
+# RFC 3986 (URIs) and RFC 3987 (IRIs: ``ucschar`` where URIs have unreserved characters,
+# ``iprivate`` in the query), composed from their ABNF; an IP literal's IPv6 by ``ipaddress``.
+_UCS = (
+    "\xa0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"
+    + "".join(f"{chr(plane << 16)}-{chr((plane << 16) + 0xFFFD)}" for plane in range(1, 14))
+    + "\U000e1000-\U000efffd"
+)
+_PRIVATE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+
+
+def _uri_grammar(iri: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    unreserved = "A-Za-z0-9._~\\-" + (_UCS if iri else "")
+    pct = "%[0-9A-Fa-f]{2}"
+    sub = "!$&'()*+,;="
+    pchar = f"(?:[{unreserved}{sub}:@]|{pct})"
+    segment, nz = f"{pchar}*", f"{pchar}+"
+    nz_nc = f"(?:[{unreserved}{sub}@]|{pct})+"
+    userinfo = f"(?:[{unreserved}{sub}:]|{pct})*"
+    host = f"(?:\\[[^\\]/?#@]*\\]|(?:[{unreserved}{sub}]|{pct})*)"
+    authority = f"(?:{userinfo}@)?{host}(?::[0-9]*)?"
+    abempty = f"(?:/{segment})*"
+    absolute = f"/(?:{nz}(?:/{segment})*)?"
+    rootless = f"{nz}(?:/{segment})*"
+    noscheme = f"{nz_nc}(?:/{segment})*"
+    query_chars = f"(?:{pchar}|[/?{_PRIVATE if iri else ''}])*"
+    fragment = f"(?:{pchar}|[/?])*"
+    tail = f"(?:\\?{query_chars})?(?:#{fragment})?"
+    hier = f"(?://{authority}{abempty}|{absolute}|{rootless}|)"
+    relative = f"(?://{authority}{abempty}|{absolute}|{noscheme}|)"
+    scheme = "[A-Za-z][A-Za-z0-9+.-]*"
+    return re.compile(f"{scheme}:{hier}{tail}"), re.compile(f"{relative}{tail}")
+
+
+_URI, _RELATIVE_REF = _uri_grammar(iri=False)
+_IRI, _RELATIVE_IRI = _uri_grammar(iri=True)
+_IP_LITERAL = re.compile(r"(?:[^:/?#]+:)?//(?:[^/?#@]*@)?\[([^\]]*)\]")
+
+
+def _uri_like(value: str, *, iri: bool, reference: bool) -> bool:
+    absolute, relative = (_IRI, _RELATIVE_IRI) if iri else (_URI, _RELATIVE_REF)
+    if absolute.fullmatch(value) is None and (not reference or relative.fullmatch(value) is None):
+        return False
+    literal = _IP_LITERAL.match(value)
+    if literal is None:
+        return True
+    inner = literal.group(1)
+    if inner[:1] in ("v", "V"):  # IPvFuture
+        return re.fullmatch(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9._~!$&'()*+,;=:-]+", inner) is not None
+    return _ipv6(inner)
+
+
+# RFC 6570 (URI templates, any level): literals and {expressions}.
+_PCT = "%[0-9A-Fa-f]{2}"
+_VARCHAR = f"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = f"{_VARCHAR}(?:\\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\\*)?"
+_URI_TEMPLATE = re.compile(
+    f"(?:[\\x21\\x23\\x24\\x26-\\x3b\\x3d\\x3f-\\x5b\\x5d\\x5f\\x61-\\x7a\\x7e{_UCS}{_PRIVATE}]"
+    f"|{_PCT}|\\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\\}})*"
+)
+
+
 def _regex_format(value: str) -> bool:
     try:
         compile_ecma(value)
@@ -197,6 +259,11 @@ _CHECKERS: dict[str, Callable[[str], bool]] = {
     "json-pointer": lambda v: _JSON_POINTER.fullmatch(v) is not None,
     "relative-json-pointer": lambda v: _RELATIVE_POINTER.fullmatch(v) is not None,
     "regex": _regex_format,
+    "uri": lambda v: _uri_like(v, iri=False, reference=False),
+    "uri-reference": lambda v: _uri_like(v, iri=False, reference=True),
+    "iri": lambda v: _uri_like(v, iri=True, reference=False),
+    "iri-reference": lambda v: _uri_like(v, iri=True, reference=True),
+    "uri-template": lambda v: _URI_TEMPLATE.fullmatch(v) is not None,
 }
 
 CHECKED = frozenset(_CHECKERS)

@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-import regex
-
+from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema import CompiledSchema, compile_schema
 
@@ -93,10 +92,14 @@ class Choice:
 class Regex:
     """The whole output matches ``pattern`` (a full match, as vLLM and xgrammar apply it).
 
-    Sent as vLLM ``structured_outputs.regex``, as an llguidance Lark grammar to llama.cpp
-    (``%llguidance {}`` then ``start: /pattern/``). The client matches the text partially as it
-    streams (the ``regex`` package, ``partial=True``) and rejects it at the first character
-    after which no continuation can match; the result is the text.
+    The pattern is an ECMA-262 regular expression, as a JSON Schema ``pattern`` is: ``\\d``
+    is ``[0-9]``, ``\\w`` ``[A-Za-z0-9_]``, ``.`` any character but a line terminator (see
+    ``docs/patterns.md``). Sent as vLLM ``structured_outputs.regex``, as an llguidance Lark
+    grammar to llama.cpp (``%llguidance {}`` then ``start: /pattern/``), with ``\\d``, ``\\w``,
+    ``\\s`` and ``.`` spelled as explicit classes so that every engine reads them alike. The
+    client checks the text as it streams and rejects it at the first character after which no
+    continuation can match (never earlier: a word boundary or a lookaround at the end of the
+    text so far is left for the final check); the result is the text.
 
     Servers read the pattern with their own regex engine (Rust ``regex`` for llguidance,
     xgrammar's for vLLM): keep to the common subset (classes, groups, alternation,
@@ -104,15 +107,15 @@ class Regex:
     """
 
     pattern: str
-    """The regular expression."""
-    compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
-    """``pattern`` compiled by the ``regex`` package (what the client checks with)."""
+    """The regular expression (ECMA-262)."""
+    compiled: EcmaRegex = field(init=False, repr=False, compare=False)
+    """``pattern`` compiled with ECMA-262's meaning (what the client checks with)."""
 
     def __init__(self, pattern: str) -> None:
         pattern = _constraint_name("Regex pattern", pattern)
         try:
-            compiled = regex.compile(pattern)
-        except regex.error as exc:
+            compiled = compile_ecma(pattern)
+        except EcmaRegexError as exc:
             raise SchemaError(
                 f"Regex({pattern!r}) is not a valid regular expression: {exc}", keyword="pattern"
             ) from exc

@@ -25,6 +25,7 @@ import json
 from typing import Any
 
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
+from sdk._ecma_regex import portable
 
 __all__ = [
     "choice_gbnf",
@@ -87,7 +88,7 @@ def _regex_literal(pattern: str) -> str:
 
 def regex_lark(regex: Regex) -> str:
     """An llguidance grammar whose whole output matches ``regex``."""
-    return f"{LLGUIDANCE}start: {_regex_literal(regex.pattern)}\n"
+    return f"{LLGUIDANCE}start: {_regex_literal(portable(regex.pattern))}\n"
 
 
 def grammar_text(grammar: Grammar) -> str:

@@ -8,14 +8,17 @@ returns a :class:`~sdk.TextDelta` (path ``()``) for every chunk and, at :meth:`f
 
 - :class:`~sdk.Choice`: the choices the text is still a beginning of; the first character that
   leaves none raises :class:`~sdk.SchemaViolation` (keyword ``"enum"``).
-- :class:`~sdk.Regex`: a partial full-match (the ``regex`` package, ``partial=True``) after each
-  chunk; when it fails, the first character that made it fail (found by bisection within the
-  chunk) raises :class:`~sdk.SchemaViolation` (keyword ``"pattern"``). Each check reads the
-  whole text so far, so a long output under a regex costs O(n) per chunk.
+- :class:`~sdk.Regex`: whether some continuation of the text so far can still be a full match
+  (:meth:`~sdk._ecma_regex.EcmaRegex.could_fullmatch`, sound: a word boundary or lookaround at
+  the end of the text so far is left open) after each chunk; when none can, the first
+  character that made it so (found by bisection within the chunk) raises
+  :class:`~sdk.SchemaViolation` (keyword ``"pattern"``). Each check reads the whole text so
+  far, so a long output under a regex costs O(n) per chunk.
 - :class:`~sdk.Grammar`: nothing; the server's decoding is the guarantee.
 
-At the end the text must be complete: a choice, a full match. A text that could still have
-become one is a :class:`~sdk.TruncatedError` (the output stopped early).
+At the end the text must be complete: a choice, a full match (an empty output is one when the
+pattern matches the empty string). A text that could still have become one is a
+:class:`~sdk.TruncatedError` (the output stopped early).
 """
 
 from __future__ import annotations
@@ -114,8 +117,8 @@ class TextTracker:
         if isinstance(constraint, Choice):
             complete = text in constraint.choices
         elif isinstance(constraint, Regex):
-            complete = constraint.compiled.fullmatch(text) is not None
-        if not complete or (not text and not isinstance(constraint, Grammar)):
+            complete = constraint.compiled.fullmatch(text)
+        if not complete:
             what = "nothing" if not text else f"{text[-60:]!r}"
             error = TruncatedError(
                 f"the output ended before the text was complete ({what} arrived)",
@@ -157,10 +160,10 @@ class TextTracker:
     def _check_regex(self, constraint: Regex, start: int) -> None:
         text = self.text
         compiled = constraint.compiled
-        if compiled.fullmatch(text, partial=True) is not None:
+        if compiled.could_fullmatch(text):
             return
         # The shortest failing prefix ends in this chunk (the text before it passed).
-        low = first_bad(lambda s: compiled.fullmatch(s, partial=True) is not None, text, start)
+        low = first_bad(compiled.could_fullmatch, text, start)
         self._parts[:] = [text[:low]] if low else []  # what passed stays the snapshot
         self._size = low
         self._fail(

@@ -43,9 +43,10 @@ class FieldTracker:
     tool it names, its id) are stamped on every event. With ``deltas=True``,
     :meth:`feed` also returns a :class:`~sdk.TextDelta` each time a string value grows.
     ``formats`` says what ``format`` means in a JSON Schema dict: ``"annotate"`` (the default,
-    as Draft 2020-12 says: not checked) or ``"assert"`` (checked with jsonschema's format
-    checkers, some formats while the string streams); ``None`` keeps what a compiled schema
-    was compiled with. A pydantic type's formats are always pydantic's to judge.
+    as Draft 2020-12 says: not checked) or ``"assert"`` (checked by fieldstream's own checkers,
+    some formats while the string streams; ``docs/patterns.md`` says which); ``None`` keeps
+    what a compiled schema was compiled with. A pydantic type's formats are always pydantic's
+    to judge.
 
     What is checked when: every keyword at the first character that proves it broken (a string
     against ``enum``/``const``/``maxLength``/``pattern`` while it streams, a key against

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Choice, Constraint, Grammar, Regex, Tool
+from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
 from sdk._grammars import (
     choice_gbnf,
@@ -105,7 +106,7 @@ def _vllm(constraint: Constraint) -> dict[str, Any]:
     if isinstance(constraint, Choice):
         return {"choice": list(constraint.choices)}
     if isinstance(constraint, Regex):
-        return {"regex": constraint.pattern}
+        return {"regex": portable(constraint.pattern)}
     if isinstance(constraint, Grammar):
         return {"grammar": constraint.text}
     if constraint.at_least_one or constraint.stop_after_first:

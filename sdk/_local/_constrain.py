@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
+from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
 from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._local._tools import tools_structural_tag
@@ -85,7 +86,7 @@ def spec_of(request: GenerationRequest) -> GrammarSpec | None:
     if isinstance(constraint, Choice):
         return GrammarSpec("ebnf", choice_gbnf(constraint))
     if isinstance(constraint, Regex):
-        return GrammarSpec("regex", constraint.pattern)
+        return GrammarSpec("regex", portable(constraint.pattern))
     if isinstance(constraint, Grammar):
         if constraint.syntax == "lark":
             return GrammarSpec("lark", lark_text(constraint))

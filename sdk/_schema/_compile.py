@@ -64,7 +64,7 @@ class CompiledSchema:
         """The pydantic adapter that builds the result (``None`` for a dict schema)."""
         self.formats: Formats = formats
         """``"assert"``: ``format`` is checked (dict schemas; pydantic checks its own types)."""
-        check_schema(json_schema)
+        check_schema(json_schema, ecma_patterns=adapter is None)
         if adapter is None:
             checked: Any = json_schema
             models: list[Any] = []

@@ -264,7 +264,7 @@ class Conj:
             i = bisect_left(names, prefix)
             if i < len(names) and names[i].startswith(prefix):
                 continue
-            if any(p.search(prefix, partial=True) is not None for p in patterns):
+            if any(p.could_search(prefix) for p in patterns):
                 continue
             return False
         return True

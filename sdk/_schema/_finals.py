@@ -44,7 +44,7 @@ def _string(s: State, value: str) -> tuple[str, str] | None:
     if least is not None and len(value) < least:
         return ("minLength", f"expected at least {least} characters, got {len(value)}")
     for pattern, source in conj.patterns:
-        if pattern.search(value) is None:
+        if not pattern.search(value):
             return ("pattern", f"{value!r} does not match {source!r}")
     for fmt in conj.formats:
         if not fmt.check(value):

@@ -1,8 +1,8 @@
 """A JSON Schema (Draft 2020-12) compiled into :class:`Node` objects, one per sub-schema.
 
 A node holds its schema's keywords in the form the checker uses them: the kinds ``type`` allows,
-``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled with
-the ``regex`` package (which accepts ``\\p{L}`` and can match a prefix partially), the format
+``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled as
+ECMA-262 regexes (``sdk._ecma_regex``: exact for the final check, sound on prefixes), the format
 check when formats are asserted, the schemas members must follow, and the applicators
 (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
 ``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (local
@@ -20,8 +20,8 @@ from typing import Any
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
-import regex
 
+from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
 
@@ -160,11 +160,11 @@ class Node:
         """``("enum", members)`` or ``("const", (value,))`` (both: ``const`` is in ``all_of``)."""
         self.max_length: int | None = None
         self.min_length: int | None = None
-        self.patterns: tuple[tuple[regex.Pattern[str], str], ...] = ()
+        self.patterns: tuple[tuple[EcmaRegex, str], ...] = ()
         self.format: FormatCheck | None = None
         self.numbers: tuple[tuple[str, int | float], ...] = ()
         self.props: dict[str, Node] = {}
-        self.pattern_props: tuple[tuple[regex.Pattern[str], Node], ...] = ()
+        self.pattern_props: tuple[tuple[EcmaRegex, Node], ...] = ()
         self.additional: Node | None = None
         """``additionalProperties`` (``None``: any value)."""
         self.property_names: Node | None = None
@@ -381,10 +381,10 @@ def _trivial_to_none(node: Node) -> Node | None:
     return None if node.raw is True or (isinstance(node.raw, Mapping) and not node.raw) else node
 
 
-def _regex(pattern: str, where: str) -> regex.Pattern[str]:
+def _regex(pattern: str, where: str) -> EcmaRegex:
     try:
-        return regex.compile(pattern)
-    except regex.error as exc:
+        return compile_ecma(pattern)
+    except EcmaRegexError as exc:
         raise SchemaError(
             f"the pattern {pattern!r} at {where} is not a valid regular expression: {exc}",
             keyword="pattern",

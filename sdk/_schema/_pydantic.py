@@ -30,6 +30,7 @@ import pydantic
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
+from sdk._ecma_regex import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
@@ -277,6 +278,12 @@ class TrackerJsonSchema(GenerateJsonSchema):
         if transforms and isinstance(result, dict):
             # pydantic bounds the string after transforming it: the raw one may be longer.
             result = {k: v for k, v in result.items() if k not in _STRING_BOUNDS}
+        pattern = result.get("pattern") if isinstance(result, dict) else None
+        python_re = config.regex_engine == "python-re"
+        if isinstance(pattern, str) and not no_wider_elsewhere(pattern, python_re=python_re):
+            # pydantic's engine reads it more widely than ECMA-262 (\d is any digit there):
+            # left to pydantic's final validation.
+            result = {k: v for k, v in result.items() if k != "pattern"}
         return result
 
     def literal_schema(self, schema: core_schema.LiteralSchema) -> Any:

@@ -11,7 +11,6 @@ the violation (found by bisection, since failing is final).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sdk._schema._states import Frame, Reason, State
 
@@ -85,8 +84,8 @@ def string_grow(frame: Frame, offset: int, text: str) -> Kills:
         if prefix is None:
             continue
         for pattern, source in conj.patterns:
-            if pattern.search(prefix, partial=True) is None:
-                k = first_bad(_matcher(pattern), prefix, good)
+            if not pattern.could_search(prefix):
+                k = first_bad(pattern.could_search, prefix, good)
                 message = f"no string that starts like this matches {source!r}"
                 where = first + max(k - pos, 0)
                 kills.append((s, Reason(path, "pattern", message, None, where, start, k + 1)))
@@ -128,10 +127,6 @@ def key_grow(frame: Frame, offset: int, text: str) -> Kills:
             reason = Reason(path, "additionalProperties", message, bad, where, frame.key_start)
             kills.append((s, reason))
     return kills
-
-
-def _matcher(pattern: Any) -> Callable[[str], bool]:
-    return lambda text: pattern.search(text, partial=True) is not None
 
 
 def first_bad(ok: Callable[[str], bool], text: str, known_good: int) -> int:

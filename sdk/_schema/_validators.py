@@ -1,8 +1,8 @@
 """jsonschema behind a typed face: the one module of the sdk that imports it.
 
-The tracker checks documents itself; jsonschema is used for two things only: vetting a schema
-against the Draft 2020-12 meta-schema when it is compiled, and its format checkers (when the
-caller asks for ``format`` to be asserted). jsonschema ships no type information; this module
+The tracker checks documents itself; jsonschema is used for one thing only: vetting a schema
+against the Draft 2020-12 meta-schema when it is compiled (asserted formats have their own
+checkers, in ``_formats.py``). jsonschema ships no type information; this module
 states the little used of it so that the rest stays checked by mypy.
 """
 
@@ -12,25 +12,29 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
-import regex
 from jsonschema import exceptions as _exceptions
 
+from sdk._ecma_regex import EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 
-__all__ = ["check_schema", "format_conforms", "known_formats"]
+__all__ = ["check_schema"]
 
-_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
-
-# The meta-schema's only format check that matters here: patterns are compiled with ``regex``
-# (which takes ``\p{L}``, unlike ``re``), so that is what decides whether one is valid.
+# The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
+# sdk._ecma_regex, so that is what decides whether one is valid.
 _META_CHECKER = jsonschema.FormatChecker(formats=())
-_META_CHECKER.checks("regex", raises=regex.error)(lambda value: bool(regex.compile(value)))
+_META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_ecma(value)))
 
 
-def check_schema(schema: Mapping[str, Any] | bool) -> None:
-    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12."""
+_NO_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+def check_schema(schema: Mapping[str, Any] | bool, *, ecma_patterns: bool = True) -> None:
+    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12; with
+    ``ecma_patterns`` (a schema the user wrote), its patterns must be ECMA-262. A pydantic
+    type's schema holds patterns in pydantic's dialect, which pydantic itself judges."""
+    checker = _META_CHECKER if ecma_patterns else _NO_FORMATS
     try:
-        jsonschema.Draft202012Validator.check_schema(schema, format_checker=_META_CHECKER)
+        jsonschema.Draft202012Validator.check_schema(schema, format_checker=checker)
     except _exceptions.SchemaError as exc:
         where = "".join(f"/{p}" for p in exc.absolute_path)
         raise SchemaError(
@@ -38,13 +42,3 @@ def check_schema(schema: Mapping[str, Any] | bool) -> None:
             keyword=str(exc.validator),
             pointer=where,
         ) from None
-
-
-def known_formats() -> frozenset[str]:
-    """The formats jsonschema can check here (some need the ``jsonschema[format]`` extras)."""
-    return frozenset(_CHECKER.checkers)
-
-
-def format_conforms(value: str, name: str) -> bool:
-    """Whether ``value`` conforms to format ``name`` by jsonschema's checker."""
-    return bool(_CHECKER.conforms(value, name))

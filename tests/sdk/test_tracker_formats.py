@@ -72,7 +72,7 @@ UUID_CHARS = string.hexdigits + "-{}:_+xurnid \t"
 
 @SETTINGS
 @given(st.uuids() | st.text(st.sampled_from(UUID_CHARS), min_size=30, max_size=44))
-def test_uuid_prefixes_follow_pythons_uuid(value: object) -> None:
+def test_uuid_prefixes(value: object) -> None:
     text = str(value)
     if not isinstance(value, str):
         assert checks("uuid")[0](text)
@@ -135,3 +135,37 @@ def test_an_unknown_format_stays_an_annotation_when_asserted() -> None:
     t = FieldTracker({"format": "no-such-format"}, formats="assert")
     t.feed('"anything"')
     assert t.close() == "anything"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "conforms"),
+    [
+        ("uri", "https://example.com/a/b?x=1&y=2#frag", True),
+        ("uri", "mailto:user@example.com", True),
+        ("uri", "urn:isbn:0451450523", True),
+        ("uri", "http://[2001:db8::1]:8080/p", True),
+        ("uri", "http://[v1.fe]/", True),
+        ("uri", "file:///etc/hosts", True),
+        ("uri", "http://example.com/%7Euser", True),
+        ("uri", "http://[2001:db8::g]/", False),  # not an IPv6 address
+        ("uri", "../x", False),  # relative: a reference, not a URI
+        ("uri-reference", "../x", True),
+        ("uri-reference", "", True),
+        ("uri-reference", "a/b:c", True),
+        ("uri-reference", "a:b/c", True),
+        ("uri-reference", "http://example.com/a b", False),
+        ("iri", "http://例え.テスト/パス", True),
+        ("uri", "http://例え.テスト/パス", False),
+        ("iri-reference", "パス?q", True),
+        ("uri-template", "http://example.com/{user}{/path*}{?q,lang}{#frag:3}", True),
+        ("uri-template", "{var:10000}", False),
+        ("hostname", "example.com", True),
+        ("email", "first.last@[IPv6:2001:db8::1]", True),
+        ("duration", "P1Y2M3DT4H5M6S", True),
+        ("relative-json-pointer", "0#", True),
+    ],
+)
+def test_more_formats_are_checked_by_their_rfc(name: str, value: str, conforms: bool) -> None:
+    found = format_check(name)
+    assert found is not None
+    assert found.check(value) is conforms

@@ -1,0 +1,287 @@
+"""Attack on the regex surfaces (``docs/patterns.md``, "Reliability"): three fuzzers.
+
+``prefix``: random patterns over ``a b 1 space``; for every prefix of up to 3 characters, is
+the prefix refused (``could_fullmatch`` / ``could_search``) although some continuation of up to
+3 characters matches in full (exact matching, no partial matching)? Counts unsound refusals.
+
+``prefix-raw``: the same, judged by the ``regex`` package's own ``partial=True`` on the exact
+pattern (what the tracker did before).
+
+``node``: random patterns searched in random texts by ``sdk._ecma_regex`` and by Node's
+``RegExp(p, "u")``; counts disagreements, and patterns only one side refuses.
+
+``stream``: the same patterns as a JSON Schema ``pattern`` (search) and as a ``Regex`` (full
+match), streamed whole, per character and in random chunks through the trackers; counts
+verdicts that differ from Node's.
+
+Run from the repository root: ``PYTHONPATH=. python tests/fuzz/fuzz_regex.py node 2 3000``
+(``KIND SEED COUNT``). ``node`` and ``stream`` need ``node`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
+from sdk._ecma_regex import EcmaRegexError, compile_ecma
+from sdk._text import TextTracker
+from sdk._tracker import FieldTracker
+
+NODE_SCRIPT = """
+const fs = require('fs');
+const cases = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const out = cases.map(([p, subjects]) => {
+  let re;
+  try { re = new RegExp(p, 'u'); } catch (e) { return null; }
+  return subjects.map(s => re.test(s));
+});
+fs.writeFileSync(process.argv[3], JSON.stringify(out));
+"""
+
+CHARS = [
+    *"abB1_ \n\r\t-.",
+    "\u00a0",
+    "\u2028",
+    "\ufeff",
+    "\u3000",
+    "\u00e9",
+    "\u00c9",
+    "\u07c0",
+    "\u0967",
+    "\u0085",
+    "\U0001f432",
+]
+ATOMS = [
+    *"ab1_",
+    "é",
+    *(rf"\{c}" for c in "dDwWsS"),
+    ".",
+    "[a-c]",
+    "[^a]",
+    r"[\d_]",
+    r"[^\s]",
+    r"[\D1]",
+    r"[^\W\d]",
+    r"\u00e9",
+    r"\u{1F432}",
+    r"\uD83D\uDC32",
+    r"\x41",
+    r"\cJ",
+    r"\t",
+    r"\n",
+    r"\.",
+    r"\-",
+    "[.]",
+    r"[\b]",
+    r"\p{L}",
+    r"\P{L}",
+    r"\p{Lu}",
+    r"\p{Nd}",
+    r"\p{Script=Latin}",
+    r"[\p{L}\d]",
+    "🐲",
+    "[^]",
+    "[]",
+    r"\0",
+]
+ASSERTIONS = ["^", "$", r"\b", r"\B", "(?=a)", r"(?!\d)", r"(?<=\w)", "(?<!b)"]
+QUANTS = ["", "", "", "*", "+", "?", "{2}", "{1,3}", "{0,}", "*?", "+?", "??"]
+
+
+def node_pattern(rng: random.Random, depth: int = 0) -> str:
+    parts: list[str] = []
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        if r < 0.15 and depth < 2:
+            inner = node_pattern(rng, depth + 1)
+            if rng.random() < 0.4:
+                inner += "|" + node_pattern(rng, depth + 1)
+            head = rng.choice(["(", "(?:", f"(?<g{rng.randint(0, 99)}>"])
+            parts.append(head + inner + ")" + rng.choice(QUANTS))
+        elif r < 0.3:
+            parts.append(rng.choice(ASSERTIONS))
+        elif r < 0.33 and "(" in "".join(parts):
+            parts.append(r"\1")
+        else:
+            parts.append(rng.choice(ATOMS) + rng.choice(QUANTS))
+    return "".join(parts)
+
+
+def run_node(cases: list[list[object]]) -> list[list[bool] | None]:
+    with tempfile.TemporaryDirectory() as tmp:
+        script, src, dst = Path(tmp, "check.js"), Path(tmp, "in.json"), Path(tmp, "out.json")
+        script.write_text(NODE_SCRIPT)
+        src.write_text(json.dumps(cases))
+        subprocess.run(["node", str(script), str(src), str(dst)], check=True)
+        result: list[list[bool] | None] = json.loads(dst.read_text())
+    return result
+
+
+def fuzz_node(seed: int, count: int) -> None:
+    rng = random.Random(seed)
+    cases: list[list[object]] = []
+    for _ in range(count):
+        texts = ["".join(rng.choices(CHARS, k=rng.randint(0, 6))) for _ in range(12)]
+        cases.append([node_pattern(rng), texts])
+    verdicts = run_node(cases)
+    both = both_refuse = only_we = only_node = checks = wrong = 0
+    for (pattern, texts), node in zip(cases, verdicts, strict=True):
+        assert isinstance(pattern, str) and isinstance(texts, list)
+        try:
+            compiled = compile_ecma(pattern)
+        except EcmaRegexError as exc:
+            if node is None:
+                both_refuse += 1
+            else:
+                only_we += 1
+                print("only we refuse", repr(pattern), exc)
+            continue
+        if node is None:
+            only_node += 1
+            if r"\-" not in pattern:
+                print("only node refuses", repr(pattern))
+            continue
+        both += 1
+        for text, want in zip(texts, node, strict=True):
+            checks += 1
+            if compiled.search(text) != want:
+                wrong += 1
+                print("disagree", repr(pattern), repr(text), "node:", want)
+    print(
+        f"node: {count} patterns, compiled by both {both}, refused by both {both_refuse}, "
+        f"only we refuse {only_we}, only node refuses {only_node}; "
+        f"{checks} searches, {wrong} disagreements"
+    )
+
+
+def _chunkings(text: str, rng: random.Random) -> list[list[str]]:
+    out = [[text], list(text)]
+    if len(text) > 1:
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, 3)))
+        bounds = [0, *cuts, len(text)]
+        out.append([text[a:b] for a, b in itertools.pairwise(bounds)])
+    return out
+
+
+def _schema_verdict(schema: dict[str, str], chunks: list[str]) -> bool:
+    tracker = FieldTracker(schema)
+    try:
+        for chunk in chunks:
+            tracker.feed(chunk)
+        tracker.close()
+    except SchemaViolation:
+        return False
+    return True
+
+
+def _regex_verdict(constraint: Regex, chunks: list[str]) -> bool:
+    tracker = TextTracker(constraint)
+    try:
+        for chunk in chunks:
+            tracker.feed(chunk)
+        tracker.close()
+    except (SchemaViolation, TruncatedError):
+        return False
+    return True
+
+
+def fuzz_stream(seed: int, count: int) -> None:
+    rng = random.Random(seed)
+    cases: list[list[object]] = []
+    for _ in range(count):
+        pattern = node_pattern(rng)
+        texts = ["".join(rng.choices(CHARS, k=rng.randint(0, 5))) for _ in range(8)]
+        cases += [[pattern, texts], [f"^(?:{pattern})$", texts]]
+    verdicts = run_node(cases)
+    streams = wrong = 0
+    for i in range(0, len(cases), 2):
+        pattern, texts = cases[i]
+        search, full = verdicts[i], verdicts[i + 1]
+        assert isinstance(pattern, str) and isinstance(texts, list)
+        if search is None or full is None:
+            continue
+        schema = {"type": "string", "pattern": pattern}
+        try:
+            constraint = Regex(pattern)
+        except SchemaError:
+            continue
+        for text, want_search, want_full in zip(texts, search, full, strict=True):
+            for chunks in _chunkings(json.dumps(text), rng):
+                streams += 1
+                if _schema_verdict(schema, chunks) != want_search:
+                    wrong += 1
+                    print("pattern", repr(pattern), chunks, "node:", want_search)
+            for chunks in _chunkings(text, rng):
+                streams += 1
+                if _regex_verdict(constraint, chunks) != want_full:
+                    wrong += 1
+                    print("Regex", repr(pattern), chunks, "node:", want_full)
+    print(f"stream: {count} patterns, {streams} streams, {wrong} verdicts unlike node's")
+
+
+PREFIX_ATOMS = [*"ab1 ", "[ab]", "[^a]", r"\w", r"\W", r"\d", r"\s", ".", r"[\Da]"]
+PREFIX_ASSERTIONS = [r"\b", r"\B", "^", "$", "(?=a)", "(?!b)", "(?<=a)", "(?<!b)", "(?<=a+)"]
+PREFIX_QUANTS = ["", "", "", "*", "+", "?", "{0,2}", "*?", "+?", "??", "{1,2}?"]
+
+
+def prefix_pattern(rng: random.Random, depth: int = 0) -> str:
+    parts: list[str] = []
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        if r < 0.2 and depth < 2:
+            inner = prefix_pattern(rng, depth + 1)
+            if rng.random() < 0.3:
+                inner += "|" + prefix_pattern(rng, depth + 1)
+            parts.append(f"({inner}){rng.choice(PREFIX_QUANTS)}")
+        elif r < 0.4:
+            parts.append(rng.choice(PREFIX_ASSERTIONS))
+        else:
+            parts.append(rng.choice(PREFIX_ATOMS) + rng.choice(PREFIX_QUANTS))
+    return "".join(parts)
+
+
+def _raw(method: Callable[..., object], text: str) -> bool:
+    return method(text, partial=True) is not None
+
+
+def fuzz_prefix(seed: int, count: int, *, raw: bool = False) -> None:
+    """``raw``: judge prefixes with the ``regex`` package's own ``partial=True`` on the exact
+    pattern instead (what the tracker did before), to show what the relaxed pattern fixes."""
+    rng = random.Random(seed)
+    words = ["".join(t) for n in range(4) for t in itertools.product("ab1 ", repeat=n)]
+    cases = unsound = 0
+    for _ in range(count):
+        pattern = prefix_pattern(rng)
+        compiled = compile_ecma(pattern)
+        could_fullmatch, could_search = compiled.could_fullmatch, compiled.could_search
+        if raw:
+            exact = compiled._exact
+            could_fullmatch = partial(_raw, exact.fullmatch)
+            could_search = partial(_raw, exact.search)
+        for prefix in words:
+            cases += 1
+            if not could_fullmatch(prefix) and any(
+                compiled.fullmatch(prefix + tail) for tail in words
+            ):
+                unsound += 1
+                print("full match refused", repr(pattern), repr(prefix))
+            if not could_search(prefix) and any(compiled.search(prefix + tail) for tail in words):
+                unsound += 1
+                print("search refused", repr(pattern), repr(prefix))
+    print(f"prefix: {count} patterns, {cases} prefixes (x2 checks), {unsound} unsound refusals")
+
+
+if __name__ == "__main__":
+    kind, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    if kind == "prefix-raw":
+        fuzz_prefix(seed, count, raw=True)
+    else:
+        {"node": fuzz_node, "stream": fuzz_stream, "prefix": fuzz_prefix}[kind](seed, count)

@@ -1,0 +1,246 @@
+"""Patterns read as ECMA-262 (``sdk._ecma_regex``), and prefixes refused only when no
+continuation can match: for a :class:`~sdk.Regex`, a JSON Schema ``pattern`` and a pydantic
+``Field(pattern=...)``, streamed in chunks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pydantic
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
+from sdk._ecma_regex import EcmaRegexError, compile_ecma, portable
+from sdk._text import TextTracker
+from sdk._tracker import FieldTracker
+
+
+def _text(constraint: Regex, chunks: list[str]) -> str:
+    tracker = TextTracker(constraint)
+    for chunk in chunks:
+        tracker.feed(chunk)
+    result: str = tracker.close()
+    return result
+
+
+def _document(schema: object, chunks: list[str]) -> object:
+    tracker = FieldTracker(schema)
+    for chunk in chunks:
+        tracker.feed(chunk)
+    return tracker.close()
+
+
+# ---------------------------------------------------------------- word boundaries at a chunk end
+
+
+@pytest.mark.parametrize("chunks", [["$42"], ["$", "42"], ["$", "4", "2"]])
+def test_a_word_boundary_at_the_end_of_a_chunk_is_left_open(chunks: list[str]) -> None:
+    assert _text(Regex(r"\$\b\d+"), chunks) == "$42"
+
+
+def test_a_word_boundary_that_the_next_chunk_breaks_is_refused_there() -> None:
+    tracker = TextTracker(Regex(r"a\bb"))
+    tracker.feed("a")  # "a" then a boundary: still possible (the text could end... or not)
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed("b")
+    assert info.value.offset == 1
+
+
+@pytest.mark.parametrize("chunks", [['"key: value"'], ['"key: ', 'value"'], ['"key: "', ""]])
+def test_a_schema_pattern_with_a_boundary_streams_in_chunks(chunks: list[str]) -> None:
+    schema = {"type": "string", "pattern": r"^\w+:\s\b\w+$"}
+    if chunks[-1] == "":  # the boundary never got its word: refused at the end, not before
+        tracker = FieldTracker(schema)
+        tracker.feed(chunks[0][:-1])
+        with pytest.raises(SchemaViolation):
+            tracker.feed('"')
+        return
+    assert _document(schema, chunks) == "key: value"
+
+
+def test_a_pydantic_pattern_with_a_boundary_is_accepted_at_every_cut() -> None:
+    class Pair(pydantic.BaseModel):
+        pair: str = pydantic.Field(pattern=r"^\w+:\s\b\w+$")
+
+    doc = '{"pair": "key: value"}'
+    for cut in range(1, len(doc)):
+        result = _document(Pair, [doc[:cut], doc[cut:]])
+        assert result == Pair(pair="key: value"), cut
+
+
+def test_a_pydantic_pattern_pydantic_reads_more_widely_is_left_to_pydantic() -> None:
+    class Digits(pydantic.BaseModel):
+        wide: str = pydantic.Field(pattern=r"^\d+$")  # pydantic's \d: any Unicode digit
+        flagged: str = pydantic.Field(pattern=r"(?i)^ab")  # not ECMA-262, fine for pydantic
+        narrow: str = pydantic.Field(pattern=r"^[0-9]+$")  # the same in every engine
+
+    doc = '{"wide": "\u0967\u0968", "flagged": "AB", "narrow": "12"}'
+    assert _document(Digits, [doc]) == Digits(wide="\u0967\u0968", flagged="AB", narrow="12")
+    tracker = FieldTracker(Digits)
+    tracker.feed('{"wide": "1", "flagged": "AB", "narrow": "1')
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed("x")  # still refused at the first character that proves it
+    assert info.value.path == ("narrow",)
+
+
+# ---------------------------------------------------------------- lookbehind, empty output
+
+
+def test_a_lookbehind_after_a_lazy_quantifier_does_not_refuse_a_live_prefix() -> None:
+    constraint = Regex(r"[ab]*?(?<=a)")
+    assert _text(constraint, ["b", "a"]) == "ba"
+    tracker = TextTracker(constraint)
+    tracker.feed("b")  # "ba" still matches
+    with pytest.raises(TruncatedError):
+        tracker.finish()  # "b" itself does not
+
+
+def test_an_empty_output_is_a_match_when_the_pattern_matches_the_empty_string() -> None:
+    assert _text(Regex("a*"), []) == ""
+    tracker = TextTracker(Regex("a+"))
+    with pytest.raises(TruncatedError):
+        tracker.finish()
+
+
+# ---------------------------------------------------------------- property: against brute force
+
+ALPHABET = "ab1 "
+_ATOMS = ["a", "b", "1", " ", "[ab]", "[^a]", r"\w", r"\W", r"\d", r"\s", ".", r"[\Da]"]
+_ASSERTIONS = [r"\b", r"\B", "^", "$", "(?=a)", "(?!b)", "(?<=a)", "(?<!b)", "(?<=a+)"]
+_QUANTS = ["", "*", "+", "?", "{0,2}", "*?", "+?", "??", "{1,2}?"]
+
+
+@st.composite
+def _patterns(draw: st.DrawFn, depth: int = 0) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0 and depth < 2:
+            inner = draw(_patterns(depth + 1))
+            if draw(st.booleans()):
+                inner += "|" + draw(_patterns(depth + 1))
+            parts.append(f"({inner}){draw(st.sampled_from(_QUANTS))}")
+        elif kind <= 2:
+            parts.append(draw(st.sampled_from(_ASSERTIONS)))
+        else:
+            parts.append(draw(st.sampled_from(_ATOMS)) + draw(st.sampled_from(_QUANTS)))
+    return "".join(parts)
+
+
+_TAILS = ["".join(t) for n in range(4) for t in itertools.product(ALPHABET, repeat=n)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=_patterns(), prefix=st.text(ALPHABET, max_size=4), cut=st.integers(0, 4))
+def test_a_regex_refuses_a_prefix_only_when_no_continuation_matches(
+    pattern: str, prefix: str, cut: int
+) -> None:
+    # The reference: every continuation of up to 3 characters over the alphabet, each checked
+    # with a whole-text match (no partial matching involved).
+    compiled = compile_ecma(pattern)
+    live = any(compiled.fullmatch(prefix + tail) for tail in _TAILS)
+    tracker = TextTracker(Regex(pattern))
+    try:
+        for chunk in (prefix[:cut], prefix[cut:]):
+            tracker.feed(chunk)
+    except SchemaViolation:
+        assert not live, f"{pattern!r} refused {prefix!r}, which can still match"
+        return
+    try:
+        assert tracker.close() == prefix
+        assert compiled.fullmatch(prefix)
+    except TruncatedError:
+        assert not compiled.fullmatch(prefix)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=_patterns(), prefix=st.text(ALPHABET, max_size=4))
+def test_a_schema_pattern_refuses_a_prefix_only_when_no_continuation_matches(
+    pattern: str, prefix: str
+) -> None:
+    compiled = compile_ecma(pattern)
+    live = any(compiled.search(prefix + tail) for tail in _TAILS)
+    tracker = FieldTracker({"type": "string", "pattern": pattern})
+    doc = json.dumps(prefix)
+    try:
+        tracker.feed(doc[:-1])  # the string so far, still open
+    except SchemaViolation:
+        assert not live, f"{pattern!r} refused {prefix!r}, which can still match"
+
+
+# ---------------------------------------------------------------- what the translation means
+
+
+@pytest.mark.parametrize(
+    ("pattern", "yes", "no"),
+    [
+        (r"^\d$", ["0", "9"], ["\u07c0", "\u0967"]),
+        (r"^\D$", ["\u07c0", "a"], ["0"]),
+        (r"^\w$", ["a", "_", "Z"], ["\u00e9"]),
+        (r"^\W$", ["\u00e9", "-"], ["a"]),
+        (r"^\s$", [" ", "\t", "\u000b", "\u00a0", "\ufeff", "\u2029", "\u2003"], ["\u0085", "a"]),
+        (r"^\S$", ["\u0085", "\u200b"], ["\u3000"]),
+        (r"^abc$", ["abc"], ["abc\n"]),
+        (r"^.$", ["a", "\u0085"], ["\n", "\r", "\u2028"]),
+        (r"^\cC\x41\u0042\u{43}\0$", ["\x03ABC\x00"], ["cCABC0"]),
+        (r"^\uD83D\uDC32+$", ["\U0001f432\U0001f432"], ["\ud83d"]),
+        (r"^[^]$", ["\n", "x"], [""]),
+        (r"^[]", [], ["", "a"]),
+        (r"^[\D5]$", ["x", "5"], ["4"]),
+        (r"^[^\d\s]$", ["x"], ["4", " "]),
+        (r"^[\b]$", ["\b"], ["b"]),
+        (r"\bab\b", ["ab", "x ab", "\u00e9ab"], ["xab", "abc"]),  # ASCII word characters
+        (r"^(?<x>a)\k<x>$", ["aa"], ["ab"]),
+        (r"^(a)\1$", ["aa"], ["ab"]),
+        (r"(?<=a+)b", ["aab"], ["b"]),
+        (r"^\p{Lu}\P{Lu}$", ["\u00c9a"], ["aa"]),
+        (r"^(?i:straße)$", ["STRAßE"], ["STRASSE"]),  # simple case folding, as ECMA
+        (r"^a{2}\{\}x\]$", ["aa{}x]"], []),
+        (r"^x{,2}$", ["x{,2}"], ["xx"]),  # not a quantifier: literal
+    ],
+)
+def test_ecma_262_meaning(pattern: str, yes: list[str], no: list[str]) -> None:
+    compiled = compile_ecma(pattern)
+    for text in yes:
+        assert compiled.search(text), (pattern, text)
+    for text in no:
+        assert not compiled.search(text), (pattern, text)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "where"),
+    [
+        ("(?P<n>x)", 1),
+        ("(?i)abc", 1),
+        ("(?#c)a", 1),
+        (r"\a", 0),
+        (r"\Z", 0),
+        ("^(abc]", 6),
+        ("[a", 0),
+        ("a**", 2),
+        (r"\k<nope>", 0),
+        (r"(a)\2", 3),
+        ("[z-a]", 0),
+        ("(?<=a)*", 6),
+        (r"\u12", 0),
+    ],
+)
+def test_what_is_not_ecma_262_is_refused_with_its_position(pattern: str, where: int) -> None:
+    with pytest.raises(EcmaRegexError) as info:
+        compile_ecma(pattern)
+    assert info.value.position == where
+    with pytest.raises(SchemaError, match="not a valid regular expression"):
+        Regex(pattern)
+    with pytest.raises(SchemaError):
+        FieldTracker({"pattern": pattern})
+
+
+def test_engines_get_the_shorthand_classes_spelled_out() -> None:
+    assert portable(r"\d+\.\w[\d_]") == r"[0-9]+\.[A-Za-z0-9_][0-9_]"
+    assert portable("a.b") == "a[^\\n\\r\\u2028\\u2029]b"
+    assert portable(r"[.\D]") == r"[.\D]"  # inside a class: as written
+    spelled = compile_ecma(portable(r"^\s\S$"))
+    assert spelled.search("\u3000x") and not spelled.search("  ")

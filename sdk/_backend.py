@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from sdk._errors import UnsupportedConstraint
 
 if TYPE_CHECKING:
-    from sdk._constraints import Constraint, Tool
+    from sdk._constraints import Constraint, Tool, ToolChoice
 
 __all__ = [
     "Backend",
@@ -135,6 +135,10 @@ class GenerationRequest:
     tools: tuple[Tool, ...] = ()
     """Several tools (``mode == "tool"``), each with its own schema: the model calls one or more
     of them; ``schema`` then describes only what any call's arguments satisfy."""
+    tool_choice: ToolChoice | None = None
+    """How the model may use ``tools``: ``None`` forces a call (one tool by name, several
+    ``"required"``); ``"auto"``, ``"none"``, ``"required"`` or a named tool (Chat Completions'
+    form, as :func:`sdk._constraints.tool_choice_of` returns it) as the caller said."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -186,7 +186,12 @@ class Client:
           :class:`~sdk.UnsupportedConstraint` here).
         - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
           the model calls one or more, each call tracked against its own tool's schema
-          (``results()`` gives each call's value, in order).
+          (``results()`` gives each call's value, in order). ``tool_choice``, as openai-python
+          takes it: ``"required"``, one tool by name (``{"type": "function", "function":
+          {"name": ...}}``; these two are the default, for several tools and one),
+          ``"auto"`` (the model answers in text or calls tools: a text answer streams as
+          :class:`~sdk.TextDelta` events and its result is the text; :attr:`Stream.called_tools`
+          says which it was), ``"none"`` (text only).
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).
@@ -212,7 +217,9 @@ class Client:
             config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
-        compiled = compile_target(schema, tools, formats=config.formats)
+        compiled = compile_target(
+            schema, tools, formats=config.formats, tool_choice=request.pop("tool_choice", None)
+        )
         name = request.pop("schema_name", None)
         request.update(request_fields(compiled, request.get("mode")))
         template = GenerationRequest(

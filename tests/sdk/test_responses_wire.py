@@ -261,7 +261,7 @@ async def test_a_server_not_named_that_ignored_text_format_is_said_so(
     mock.post("/responses").mock(return_value=text_events("\n", "Rome is", " sunny."))
     async with client() as c, c.stream(messages=MESSAGES, schema=Weather) as s:
         with pytest.raises(
-            OutputSyntaxError, match="ignored.*text.format.*server='llamacpp'"
+            OutputSyntaxError, match=r"ignored.*text\.format.*server='llamacpp'"
         ) as info:
             await s.result()
     assert info.value.offset == 1

@@ -203,8 +203,9 @@ def tool_fields(
 def json_object_format(schema: Mapping[str, Any], server: Server | None) -> dict[str, Any]:
     """``response_format`` for ``mode="json_object"``: llama.cpp reads a ``schema`` beside
     ``"json_object"`` (its extension); OpenAI refuses one (``unknown_parameter``) and vLLM's
-    ``ResponseFormat`` has no such field (dropped), so everyone else is sent the plain form (the client checks the schema
-    either way). The plain form is not strict, so the caller's schema is sent as it is."""
+    ``ResponseFormat`` has no such field (dropped), so everyone else is sent the plain form
+    (the client checks the schema either way). The plain form is not strict, so the caller's
+    schema is sent as it is."""
     if server == "llamacpp":
         return {"type": "json_object", "schema": copy.deepcopy(dict(schema))}
     return {"type": "json_object"}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -26,10 +27,16 @@ from openai.types.chat.completion_create_params import (
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import BaseModel
 
-from sdk import Choice, Tool
+from sdk import Choice, Grammar, Regex, StructuralTag, Tag, Tool
 from sdk._backend import GenerationRequest
 from sdk._constraints import tool_choice_of
-from sdk._grammars import choice_gbnf
+from sdk._grammars import (
+    choice_gbnf,
+    grammar_text,
+    legacy_structural_tag,
+    regex_lark,
+    structural_tag_lark,
+)
 from sdk._http._request import chat_body
 from sdk._http._responses import responses_body
 from sdk._http._strict import strict_schema
@@ -54,6 +61,15 @@ PERSON = Person.model_json_schema()
 STRICT = strict_schema(PERSON).schema
 TOOLS = (Tool("get_weather", Weather), Tool("search", Search))
 CHOICE = Choice(["yes", "no"])
+REGEX = Regex(r"[0-9]{3}-[0-9]{4}")
+LARK = Grammar("start: NUM\nNUM: /[0-9]+/")
+TAGGED = StructuralTag([Tag("<w>", Weather, "</w>")], triggers=["<w>"])
+CONSTRAINTS: dict[str, Any] = {
+    "Choice": CHOICE,
+    "Regex": REGEX,
+    "Grammar": LARK,
+    "StructuralTag": TAGGED,
+}
 SERVERS: tuple[str | None, ...] = (None, "openai", "vllm", "llamacpp")
 
 
@@ -89,8 +105,8 @@ def request(kind: str) -> GenerationRequest:
     }
     if kind in ("json_schema", "json_object", "tool", "none"):
         return GenerationRequest(mode=kind, **base)  # type: ignore[arg-type]
-    if kind == "Choice":
-        return GenerationRequest(constraint=CHOICE, **base)
+    if kind in CONSTRAINTS:
+        return GenerationRequest(constraint=CONSTRAINTS[kind], **base)
     tools, choice = (TOOLS[:1], None) if kind == "tools: one" else (TOOLS, None)
     if kind.startswith("tools: ") and kind != "tools: one":
         word = kind.removeprefix("tools: ")
@@ -121,10 +137,22 @@ def expected(api: str, kind: str, server: str | None) -> dict[str, Any]:
         return {"text": {"format": {"type": "json_object"}}}
     if kind == "none":
         return {}
-    if kind == "Choice":
-        if server == "vllm":
-            return {"structured_outputs": {"choice": ["yes", "no"]}}
-        return {"grammar": choice_gbnf(CHOICE)}
+    if kind in CONSTRAINTS and server == "vllm":
+        vllm = {
+            "Choice": {"choice": ["yes", "no"]},
+            "Regex": {"regex": REGEX.pattern},
+            "Grammar": {"grammar": LARK.text},
+            "StructuralTag": {"structural_tag": json.dumps(legacy_structural_tag(TAGGED))},
+        }
+        return {"structured_outputs": vllm[kind]}
+    if kind in CONSTRAINTS:
+        gbnf_or_lark = {
+            "Choice": choice_gbnf(CHOICE),
+            "Regex": regex_lark(REGEX),
+            "Grammar": grammar_text(LARK),
+            "StructuralTag": structural_tag_lark(TAGGED),
+        }
+        return {"grammar": gbnf_or_lark[kind]}
     if kind == "tool":
         spec = PERSON_TOOL if chat else {"type": "function", **PERSON_TOOL["function"]}
         return {"tools": [spec], "tool_choice": named("Person", api, server)}
@@ -151,7 +179,7 @@ KINDS = (
     "json_object",
     "tool",
     "none",
-    "Choice",
+    *CONSTRAINTS,
     "tools",
     "tools: one",
     "tools: auto",
@@ -164,7 +192,7 @@ ROWS = [
     for api in ("chat", "responses")
     for kind in KINDS
     for server in SERVERS
-    if kind != "Choice" or server in ("vllm", "llamacpp")  # the others refuse a constraint
+    if kind not in CONSTRAINTS or server in ("vllm", "llamacpp")  # the others refuse them
 ]
 
 # What each server reads beyond OpenAI's format, set apart before the rest is held to it:

@@ -135,6 +135,9 @@ class GenerationRequest:
     tools: tuple[Tool, ...] = ()
     """Several tools (``mode == "tool"``), each with its own schema: the model calls one or more
     of them; ``schema`` then describes only what any call's arguments satisfy."""
+    lenient: bool = False
+    """The stream reads the output leniently (``lenient=True``: prose or a code fence around the
+    document is skipped), so a backend must not refuse output for not beginning as JSON."""
     tool_choice: ToolChoice | None = None
     """How the model may use ``tools``: ``None`` forces a call (one tool by name, several
     ``"required"``); ``"auto"``, ``"none"``, ``"required"`` or a named tool (Chat Completions'

@@ -227,6 +227,7 @@ class Client:
             schema=compiled.schema_dict(),
             schema_name=compiled.name if name is None else schema_name(name),
             extra=extra,
+            lenient=config.lenient,
             **request,
         )
         check_request(self._backend, template)

@@ -170,7 +170,8 @@ def _decoder(
 ) -> ResponsesDecoder | _FormatIgnored:
     decoder = ResponsesDecoder(tools=calls_forced(request))
     json_document = request.mode in ("json_schema", "json_object") and not request.tools
-    if server is None and json_document and request.constraint is None:
+    # A lenient stream skips prose before the document itself: nothing to say there.
+    if server is None and json_document and request.constraint is None and not request.lenient:
         return _FormatIgnored(decoder)
     return decoder
 

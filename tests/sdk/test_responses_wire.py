@@ -293,3 +293,10 @@ async def test_llama_cpp_on_responses_is_sent_the_response_format_it_reads(
         "temperature_c",
         "conditions",
     ]
+
+
+async def test_a_lenient_stream_skips_the_prose_itself(mock: respx.MockRouter) -> None:
+    doc = {"city": "Rome", "temperature_c": 20, "conditions": "sunny"}
+    mock.post("/responses").mock(return_value=text_events("Here it is: ", json.dumps(doc)))
+    async with client() as c, c.stream(messages=MESSAGES, schema=Weather, lenient=True) as s:
+        assert await s.result() == Weather(**doc)

@@ -138,7 +138,8 @@ class ToolsTarget:
     names. ``choice`` is the caller's ``tool_choice`` (``None``: a call is forced, one tool by
     name, several ``"required"``): under a forced choice message text before any call is not
     the answer (its first character that is not whitespace is a violation, as the reply then
-    calls no tool); under ``"auto"`` or ``"none"`` it is the answer, streamed as text
+    calls no tool; in ``lenient`` mode it is prose, and a reply that ends with no call is the
+    violation); under ``"auto"`` or ``"none"`` it is the answer, streamed as text
     (:class:`ReplyText`); under ``"none"`` or a named tool a call of another tool is a
     violation at its first delta."""
 
@@ -185,7 +186,7 @@ class ToolsTarget:
         if call is None:
             if self.text_allowed:
                 return ReplyText(opts.attempt)
-            return _NoCall(names)
+            return _NoCall(names, early=not opts.lenient)
         if self.choice == "none":
             raise SchemaViolation(
                 f"the model called {name!r} although tool_choice is 'none' (text only)",
@@ -225,11 +226,15 @@ class ToolsTarget:
 class _NoCall:
     """The message's text in a stream whose reply must call a tool: a server that forces the
     call streams nothing but the call, so the first character of text that is not whitespace
-    proves the reply calls no tool (a violation at once, not after ``max_tokens``). Text after
-    the calls is prose, never parsed (it never reaches this tracker)."""
+    proves the reply calls no tool (a violation at once, not after ``max_tokens``). In
+    ``lenient`` mode (``early=False``: a server that does not constrain may write prose before
+    its calls) the text is kept, and only an output that ends with no call is a violation.
+    Text after the calls is prose, never parsed (it never reaches this tracker)."""
 
-    def __init__(self, names: str) -> None:
+    def __init__(self, names: str, *, early: bool = True) -> None:
         self._names = names
+        self._early = early
+        self._text: list[str] = []
         self._size = 0
 
     @property
@@ -242,7 +247,7 @@ class _NoCall:
 
     def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
         stripped = text.lstrip()
-        if stripped:
+        if stripped and self._early:
             raise SchemaViolation(
                 f"the reply calls none of the tools ({self._names}); it writes text instead: "
                 f"{stripped[:200]!r}",
@@ -250,12 +255,16 @@ class _NoCall:
                 value=stripped[:200],
                 offset=self._size + len(text) - len(stripped),
             )
+        self._text.append(text)
         self._size += len(text)
         return []
 
     def finish(self) -> list[TrackerEvent]:
+        text = "".join(self._text).strip()
         raise SchemaViolation(
-            f"the reply calls none of the tools ({self._names})", keyword="tool_calls"
+            f"the reply calls none of the tools ({self._names})"
+            + (f"; it wrote text instead: {text[:200]!r}" if text else ""),
+            keyword="tool_calls",
         )
 
     def close(self) -> Any:

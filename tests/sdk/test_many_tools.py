@@ -201,3 +201,18 @@ async def test_exactly_once_is_keyed_by_the_call_and_its_tool_across_retries() -
     assert values == [GetStockPrice(**good), GetStockPrice(**good)]
     assert fired == [(0, "get_stock_price", good), (1, "get_stock_price", good)]
     assert [a.tool_calls[0].id for a in s.attempts] == ["a1", "b1"]
+
+
+def test_lenient_keeps_prose_before_the_calls_where_one_is_forced() -> None:
+    # A server that does not constrain may write prose before its calls: lenient reads past it.
+    state = AttemptState(1, compile_target(None, TOOLS), lenient=True)
+    assert state.feed(Delta(text="Let me look that up. ")) == []
+    state.feed(
+        Delta(text='{"ticker": "X", "exchange": "Y"}', tool_call=0, tool_name="get_stock_price")
+    )
+    state.finish()
+    assert state.close() == [GetStockPrice(ticker="X", exchange="Y")]
+    lone = AttemptState(1, compile_target(None, TOOLS), lenient=True)
+    lone.feed(Delta(text="I'd rather not."))
+    with pytest.raises(SchemaViolation, match=r"calls none of the tools.*I'd rather not"):
+        lone.finish()

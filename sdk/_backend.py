@@ -118,8 +118,9 @@ class GenerationRequest:
     schema_name: str = "response"
     """A name for the schema (``response_format.json_schema.name``, or the tool's name)."""
     mode: Literal["json_schema", "json_object", "tool", "none"] = "json_schema"
-    """How the schema is sent: ``response_format`` json_schema (strict), llama.cpp's
-    ``json_object`` + schema, as a forced tool call, or not at all (plain prompt)."""
+    """How the schema is sent: ``response_format`` json_schema (strict), ``json_object``
+    (with the schema beside it to llama.cpp only), as a forced tool call, or not at all (plain
+    prompt)."""
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None

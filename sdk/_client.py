@@ -199,7 +199,8 @@ class Client:
           attempt *k* is sent ``seed + k - 1``: reproducible, yet a retry does not replay the
           sampling of the attempt that failed); ``mode``, how the schema reaches the server:
           ``"json_schema"`` (``response_format``, strict when possible), ``"json_object"``
-          (llama.cpp's ``json_object`` + ``schema``), ``"tool"`` (a forced function call; its
+          (some JSON object, the schema checked by the client; llama.cpp, with
+          ``server="llamacpp"``, is sent its ``json_object`` + ``schema``), ``"tool"`` (a forced function call; its
           arguments are the document), ``"none"`` (nothing sent: a plain prompt);
           ``schema_name`` (default: the model's class name); ``extra_body``: any other body
           parameter, merged at the top level last (``{"stop": [...]}``, vLLM's

@@ -200,13 +200,13 @@ class Client:
           sampling of the attempt that failed); ``mode``, how the schema reaches the server:
           ``"json_schema"`` (``response_format``, strict when possible), ``"json_object"``
           (some JSON object, the schema checked by the client; llama.cpp, with
-          ``server="llamacpp"``, is sent its ``json_object`` + ``schema``), ``"tool"`` (a forced function call; its
-          arguments are the document), ``"none"`` (nothing sent: a plain prompt);
-          ``schema_name`` (default: the model's class name); ``extra_body``: any other body
-          parameter, merged at the top level last (``{"stop": [...]}``, vLLM's
-          ``{"structured_outputs": {...}}``, a ``response_format`` to replace the one built).
-          ``n`` other than 1 raises :class:`~sdk.StreamUsageError`: one stream reads one
-          choice.
+          ``server="llamacpp"``, is sent its ``json_object`` + ``schema``), ``"tool"`` (a
+          forced function call; its arguments are the document), ``"none"`` (nothing sent:
+          a plain prompt); ``schema_name`` (default: the model's class name);
+          ``extra_body``: any other body parameter, merged at the top level last
+          (``{"stop": [...]}``, vLLM's ``{"structured_outputs": {...}}``, a
+          ``response_format`` to replace the one built). ``n`` other than 1 raises
+          :class:`~sdk.StreamUsageError`: one stream reads one choice.
 
         Every argument is checked here, before any request: an unknown one, or a value of the
         wrong kind, raises ``TypeError``/``ValueError`` naming it; an unusable schema raises

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from sdk._errors import UnsupportedConstraint
 
 if TYPE_CHECKING:
-    from sdk._constraints import Constraint, Tool
+    from sdk._constraints import Constraint, Tool, ToolChoice
 
 __all__ = [
     "Backend",
@@ -118,8 +118,9 @@ class GenerationRequest:
     schema_name: str = "response"
     """A name for the schema (``response_format.json_schema.name``, or the tool's name)."""
     mode: Literal["json_schema", "json_object", "tool", "none"] = "json_schema"
-    """How the schema is sent: ``response_format`` json_schema (strict), llama.cpp's
-    ``json_object`` + schema, as a forced tool call, or not at all (plain prompt)."""
+    """How the schema is sent: ``response_format`` json_schema (strict), ``json_object``
+    (with the schema beside it to llama.cpp only), as a forced tool call, or not at all (plain
+    prompt)."""
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -135,6 +136,13 @@ class GenerationRequest:
     tools: tuple[Tool, ...] = ()
     """Several tools (``mode == "tool"``), each with its own schema: the model calls one or more
     of them; ``schema`` then describes only what any call's arguments satisfy."""
+    lenient: bool = False
+    """The stream reads the output leniently (``lenient=True``: prose or a code fence around the
+    document is skipped), so a backend must not refuse output for not beginning as JSON."""
+    tool_choice: ToolChoice | None = None
+    """How the model may use ``tools``: ``None`` forces a call (one tool by name, several
+    ``"required"``); ``"auto"``, ``"none"``, ``"required"`` or a named tool (Chat Completions'
+    form, as :func:`sdk._constraints.tool_choice_of` returns it) as the caller said."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -186,7 +186,12 @@ class Client:
           :class:`~sdk.UnsupportedConstraint` here).
         - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
           the model calls one or more, each call tracked against its own tool's schema
-          (``results()`` gives each call's value, in order).
+          (``results()`` gives each call's value, in order). ``tool_choice``, as openai-python
+          takes it: ``"required"``, one tool by name (``{"type": "function", "function":
+          {"name": ...}}``; these two are the default, for several tools and one),
+          ``"auto"`` (the model answers in text or calls tools: a text answer streams as
+          :class:`~sdk.TextDelta` events and its result is the text; :attr:`Stream.called_tools`
+          says which it was), ``"none"`` (text only).
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).
@@ -194,13 +199,14 @@ class Client:
           attempt *k* is sent ``seed + k - 1``: reproducible, yet a retry does not replay the
           sampling of the attempt that failed); ``mode``, how the schema reaches the server:
           ``"json_schema"`` (``response_format``, strict when possible), ``"json_object"``
-          (llama.cpp's ``json_object`` + ``schema``), ``"tool"`` (a forced function call; its
-          arguments are the document), ``"none"`` (nothing sent: a plain prompt);
-          ``schema_name`` (default: the model's class name); ``extra_body``: any other body
-          parameter, merged at the top level last (``{"stop": [...]}``, vLLM's
-          ``{"structured_outputs": {...}}``, a ``response_format`` to replace the one built).
-          ``n`` other than 1 raises :class:`~sdk.StreamUsageError`: one stream reads one
-          choice.
+          (some JSON object, the schema checked by the client; llama.cpp, with
+          ``server="llamacpp"``, is sent its ``json_object`` + ``schema``), ``"tool"`` (a
+          forced function call; its arguments are the document), ``"none"`` (nothing sent:
+          a plain prompt); ``schema_name`` (default: the model's class name);
+          ``extra_body``: any other body parameter, merged at the top level last
+          (``{"stop": [...]}``, vLLM's ``{"structured_outputs": {...}}``, a
+          ``response_format`` to replace the one built). ``n`` other than 1 raises
+          :class:`~sdk.StreamUsageError`: one stream reads one choice.
 
         Every argument is checked here, before any request: an unknown one, or a value of the
         wrong kind, raises ``TypeError``/``ValueError`` naming it; an unusable schema raises
@@ -212,7 +218,9 @@ class Client:
             config = dataclasses.replace(config, retry=retry)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
-        compiled = compile_target(schema, tools, formats=config.formats)
+        compiled = compile_target(
+            schema, tools, formats=config.formats, tool_choice=request.pop("tool_choice", None)
+        )
         name = request.pop("schema_name", None)
         request.update(request_fields(compiled, request.get("mode")))
         template = GenerationRequest(
@@ -220,6 +228,7 @@ class Client:
             schema=compiled.schema_dict(),
             schema_name=compiled.name if name is None else schema_name(name),
             extra=extra,
+            lenient=config.lenient,
             **request,
         )
         check_request(self._backend, template)

@@ -33,10 +33,19 @@ __all__ = [
     "Tag",
     "TextConstraint",
     "Tool",
+    "ToolChoice",
+    "callable_tools",
+    "chosen_tool",
+    "tool_choice_of",
     "tools_of",
 ]
 
 GrammarSyntax: TypeAlias = Literal["gbnf", "ebnf", "lark"]
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | Mapping[str, Any]
+"""``tool_choice`` as openai-python takes it: ``"auto"`` (text or calls, the model's choice),
+``"none"`` (text only), ``"required"`` (one call or more), or one tool by name
+(``{"type": "function", "function": {"name": ...}}``, or the Responses API's
+``{"type": "function", "name": ...}``)."""
 
 # A GBNF / xgrammar-EBNF rule definition: `name ::= ...` at the start of a line.
 _GBNF_RULE = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9_.-]*)[ \t]*::=", re.M)
@@ -333,3 +342,47 @@ def tools_of(tools: Sequence[Tool] | Mapping[str, Any]) -> tuple[Tool, ...]:
     if twice:
         raise ValueError(f"tools: each name must be given once; repeated: {', '.join(twice)}")
     return items
+
+
+def tool_choice_of(choice: object, tools: tuple[Tool, ...]) -> ToolChoice:
+    """``tool_choice=`` checked against ``tools``: ``"auto"``, ``"none"``, ``"required"``, or a
+    named tool in Chat Completions' form (either API's form is accepted). Raises ``ValueError``
+    naming the value, or the tool that is not offered."""
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return choice  # type: ignore[return-value]
+        raise ValueError(
+            "tool_choice must be 'auto', 'none', 'required' or "
+            f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
+        )
+    name: object = None
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+    if not isinstance(name, str):
+        raise ValueError(
+            "a named tool_choice is {'type': 'function', 'function': {'name': ...}} (or the "
+            f"Responses API's {{'type': 'function', 'name': ...}}), not {choice!r}"
+        )
+    names = [t.name for t in tools]
+    if name not in names:
+        raise ValueError(
+            f"tool_choice names {name!r}, which is not one of the tools ({', '.join(names)})"
+        )
+    return {"type": "function", "function": {"name": name}}
+
+
+def chosen_tool(choice: ToolChoice | None) -> str | None:
+    """The tool a named ``tool_choice`` (as :func:`tool_choice_of` returns it) names, else
+    ``None``."""
+    if isinstance(choice, Mapping):
+        name = choice["function"]["name"]
+        assert isinstance(name, str)
+        return name
+    return None
+
+
+def callable_tools(tools: tuple[Tool, ...], choice: ToolChoice | None) -> tuple[Tool, ...]:
+    """The tools a call may be of: the one a named ``choice`` names, else all of ``tools``."""
+    name = chosen_tool(choice)
+    return tools if name is None else tuple(t for t in tools if t.name == name)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypedDict
 
+from sdk._constraints import ToolChoice
 from sdk._dispatch import CallbackErrorPolicy, OnField
 from sdk._retry import Retry
 from sdk._schema import Formats
@@ -60,6 +61,7 @@ class RequestOptions(StreamOptions, total=False):
     mode: Mode
     schema_name: str | None
     extra_body: Mapping[str, Any] | None
+    tool_choice: ToolChoice | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

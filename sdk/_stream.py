@@ -137,6 +137,15 @@ class Stream(Generic[T]):
         return None if attempt is None else attempt.view(tp)
 
     @property
+    def called_tools(self) -> bool:
+        """Whether the reply (of the attempt in progress, or the last one) called tools: its
+        values are the calls' arguments, one per call. ``False`` for a document, and for a
+        text answer under ``tool_choice="auto"`` or ``"none"`` (the value is then the text).
+        """
+        attempt = self._ledger.current
+        return attempt is not None and attempt.tool_mode
+
+    @property
     def error(self) -> BaseException | None:
         """The error the stream failed with, if it did."""
         return self._error

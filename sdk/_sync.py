@@ -248,6 +248,11 @@ class SyncStream(Generic[T]):
         return self._stream.attempt
 
     @property
+    def called_tools(self) -> bool:
+        """Whether the reply called tools (see :attr:`sdk.Stream.called_tools`)."""
+        return self._stream.called_tools
+
+    @property
     def error(self) -> BaseException | None:
         """The error the stream failed with, if it did."""
         return self._stream.error

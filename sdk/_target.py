@@ -24,10 +24,13 @@ from sdk._constraints import (
     StructuralTag,
     TextConstraint,
     Tool,
+    ToolChoice,
+    chosen_tool,
+    tool_choice_of,
     tools_of,
 )
 from sdk._errors import Path, SchemaViolation
-from sdk._events import TrackerEvent
+from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._schema import CompiledSchema, Formats, compile_schema
 from sdk._segments import SegmentTracker
 from sdk._text import TextTracker
@@ -36,6 +39,7 @@ from sdk._tracker import FieldTracker
 __all__ = [
     "Compiled",
     "Opts",
+    "ReplyText",
     "TaggedTarget",
     "TextTarget",
     "ToolsTarget",
@@ -131,12 +135,25 @@ class TaggedTarget(_MessageTarget):
 
 class ToolsTarget:
     """Several tools: each call's arguments are tracked against the schema of the tool it
-    names; message text next to the calls is prose."""
+    names. ``choice`` is the caller's ``tool_choice`` (``None``: a call is forced, one tool by
+    name, several ``"required"``): under a forced choice message text before any call is not
+    the answer (its first character that is not whitespace is a violation, as the reply then
+    calls no tool; in ``lenient`` mode it is prose, and a reply that ends with no call is the
+    violation); under ``"auto"`` or ``"none"`` it is the answer, streamed as text
+    (:class:`ReplyText`); under ``"none"`` or a named tool a call of another tool is a
+    violation at its first delta."""
 
-    def __init__(self, tools: tuple[Tool, ...], *, formats: Formats = "annotate") -> None:
+    def __init__(
+        self,
+        tools: tuple[Tool, ...],
+        *,
+        formats: Formats = "annotate",
+        choice: ToolChoice | None = None,
+    ) -> None:
         self.tools = tools
         self.by_name = {t.name: t for t in tools}
         self.name = "tools"
+        self.choice = choice
         # Each tool's schema as the stream asks for ``format``s (compiled once, here).
         self.compiled = {
             t.name: t.compiled
@@ -145,24 +162,52 @@ class ToolsTarget:
             for t in tools
         }
 
+    @property
+    def text_allowed(self) -> bool:
+        """Whether a text reply is an answer (``tool_choice`` ``"auto"`` or ``"none"``)."""
+        return self.choice in ("auto", "none")
+
     def schema_dict(self) -> dict[str, Any]:
-        """What each call's arguments satisfy: one of the tools' schemas."""
-        return {"anyOf": [t.compiled.schema_dict() for t in self.tools]}
+        """What each call's arguments satisfy: one of the tools' schemas (or, when the model
+        may answer in text, a string)."""
+        schemas = [t.compiled.schema_dict() for t in self.tools]
+        if self.choice == "none":
+            return {"type": "string"}
+        if self.text_allowed:
+            schemas.append({"type": "string"})
+        return {"anyOf": schemas}
 
     def tracker(
         self, call: int | None, name: str | None, opts: Opts, call_id: str | None = None
     ) -> Tracker:
         """The tracker of call ``call`` (of the tool ``name``, with id ``call_id`` when the
-        server sent one), or of the message's prose."""
+        server sent one), or of the message's text."""
         names = ", ".join(self.by_name)
         if call is None:
-            return _NoCall(names)
+            if self.text_allowed:
+                return ReplyText(opts.attempt)
+            return _NoCall(names, early=not opts.lenient)
+        if self.choice == "none":
+            raise SchemaViolation(
+                f"the model called {name!r} although tool_choice is 'none' (text only)",
+                keyword="tool_choice",
+                value=name,
+            )
+        chosen = chosen_tool(self.choice)
+        if name is None and chosen is not None:
+            name = chosen  # a server that does not name the call of the tool it was told
         if name is None and len(self.tools) == 1:
             tool = self.tools[0]  # a server that does not name the call of the only tool
         elif name is None or name not in self.by_name:
             raise SchemaViolation(
                 f"the model called {name!r}, which is not one of the tools offered ({names})",
                 keyword="tools",
+                value=name,
+            )
+        elif chosen is not None and name != chosen:
+            raise SchemaViolation(
+                f"the model called {name!r}, but tool_choice names {chosen!r}",
+                keyword="tool_choice",
                 value=name,
             )
         else:
@@ -179,12 +224,18 @@ class ToolsTarget:
 
 
 class _NoCall:
-    """The message's text in a stream of tool calls: prose, never parsed; if the output ends
-    and no call came, the model failed to call a tool."""
+    """The message's text in a stream whose reply must call a tool: a server that forces the
+    call streams nothing but the call, so the first character of text that is not whitespace
+    proves the reply calls no tool (a violation at once, not after ``max_tokens``). In
+    ``lenient`` mode (``early=False``: a server that does not constrain may write prose before
+    its calls) the text is kept, and only an output that ends with no call is a violation.
+    Text after the calls is prose, never parsed (it never reaches this tracker)."""
 
-    def __init__(self, names: str) -> None:
+    def __init__(self, names: str, *, early: bool = True) -> None:
         self._names = names
+        self._early = early
         self._text: list[str] = []
+        self._size = 0
 
     @property
     def snapshot(self) -> Any:
@@ -195,19 +246,78 @@ class _NoCall:
         return []
 
     def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        stripped = text.lstrip()
+        if stripped and self._early:
+            raise SchemaViolation(
+                f"the reply calls none of the tools ({self._names}); it writes text instead: "
+                f"{stripped[:200]!r}",
+                keyword="tool_calls",
+                value=stripped[:200],
+                offset=self._size + len(text) - len(stripped),
+            )
         self._text.append(text)
+        self._size += len(text)
         return []
 
     def finish(self) -> list[TrackerEvent]:
-        text = "".join(self._text)
+        text = "".join(self._text).strip()
         raise SchemaViolation(
             f"the reply calls none of the tools ({self._names})"
-            + (f"; it wrote text instead: {text[:200]!r}" if text.strip() else ""),
+            + (f"; it wrote text instead: {text[:200]!r}" if text else ""),
             keyword="tool_calls",
         )
 
     def close(self) -> Any:
         return self.finish()
+
+
+class ReplyText:
+    """The message's text where the model may answer in text instead of calling a tool
+    (``tool_choice`` ``"auto"`` or ``"none"``): each chunk is a :class:`~sdk.TextDelta` (path
+    ``()``), the end one :class:`~sdk.FieldEvent` with the whole text, which is the result. A
+    reply with neither text nor a call is a violation. When a call follows the text, the text
+    was prose before it: the attempt drops this tracker and the calls are the result."""
+
+    def __init__(self, attempt: int) -> None:
+        self._attempt = attempt
+        self._parts: list[str] = []
+        self._size = 0
+        self._finished = False
+
+    @property
+    def text(self) -> str:
+        """The text so far."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def snapshot(self) -> Any:
+        return self.text if self._parts else None
+
+    @property
+    def open_paths(self) -> list[Path]:
+        return [] if self._finished else [()]
+
+    def feed(self, text: str, *, forced: bool = False) -> list[TrackerEvent]:
+        self._parts.append(text)
+        self._size += len(text)
+        return [TextDelta((), text, self._attempt)]
+
+    def finish(self) -> list[TrackerEvent]:
+        if self._finished:
+            return []
+        text = self.text
+        if not text.strip():
+            raise SchemaViolation(
+                "the reply is empty: neither text nor a tool call", keyword="tool_calls"
+            )
+        self._finished = True
+        return [FieldEvent((), text, max(0, self._size - 1), self._attempt, 0)]
+
+    def close(self) -> Any:
+        self.finish()
+        return self.text
 
 
 Compiled: TypeAlias = "CompiledSchema | TextTarget | TaggedTarget | ToolsTarget"
@@ -219,24 +329,32 @@ def compile_target(
     tools: Sequence[Tool] | Mapping[str, Any] | None = None,
     *,
     formats: Formats = "annotate",
+    tool_choice: object = None,
 ) -> Compiled:
     """Compile what a stream's output must be: ``schema`` (a model, a type, a JSON Schema dict,
     or a constraint value) or ``tools``, exactly one of them. ``formats`` applies to JSON
     documents and tool arguments (a structural tag's segments treat ``format`` as an
-    annotation). Raises ``TypeError`` when both or neither are given,
-    :class:`~sdk.SchemaError` for an unusable schema."""
-    if tools is not None:
-        if schema is not None:
+    annotation); ``tool_choice`` (with ``tools`` only) as :class:`ToolsTarget` reads it.
+    Raises ``TypeError`` when both or neither are given, ``ValueError`` for a
+    ``tool_choice`` without tools or naming a tool not offered, :class:`~sdk.SchemaError` for
+    an unusable schema."""
+    if tool_choice is not None and tools is None and not isinstance(schema, Tool):
+        raise ValueError(
+            "tool_choice goes with tools=: a schema= is filled in by the reply itself (as a "
+            "forced tool call with mode='tool')"
+        )
+    if tools is not None or isinstance(schema, Tool):
+        if tools is not None and schema is not None:
             raise TypeError("give schema= or tools=, not both (each tool has its own schema)")
-        return ToolsTarget(tools_of(tools), formats=formats)
+        offered = tools_of(tools) if tools is not None else (schema,)
+        choice = None if tool_choice is None else tool_choice_of(tool_choice, offered)
+        return ToolsTarget(offered, formats=formats, choice=choice)
     if schema is None:
         raise TypeError("schema= is required (a model, a type, a JSON Schema dict, a constraint)")
     if isinstance(schema, (Choice, Regex, Grammar)):
         return TextTarget(schema)
     if isinstance(schema, StructuralTag):
         return TaggedTarget(schema)
-    if isinstance(schema, Tool):
-        return ToolsTarget((schema,), formats=formats)
     return compile_schema(schema, formats=formats)
 
 
@@ -276,7 +394,7 @@ def request_fields(target: Compiled, mode: object) -> dict[str, Any]:
             raise ValueError(
                 f"tools are sent as tools: mode must be 'tool' (the default), not {mode!r}"
             )
-        return {"tools": target.tools, "mode": "tool"}
+        return {"tools": target.tools, "mode": "tool", "tool_choice": target.choice}
     if isinstance(target, (TextTarget, TaggedTarget)):
         if mode not in (None, "json_schema", "none"):
             kind = type(target.constraint).__name__

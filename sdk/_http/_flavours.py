@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
-from sdk._constraints import Choice, Constraint, Grammar, Regex, Tool
+from sdk._constraints import Choice, Constraint, Grammar, Regex, chosen_tool
 from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
 from sdk._grammars import (
@@ -44,15 +45,20 @@ from sdk._grammars import (
     xgrammar_structural_tag,
 )
 from sdk._http._strict import strict_schema
+from sdk._schema import schema_name
 
 __all__ = [
     "SERVERS",
     "Api",
     "Server",
+    "calls_forced",
     "check_request",
     "check_server",
     "constraint_fields",
+    "function_tool",
+    "json_object_format",
     "special_fields",
+    "tool_choice",
     "tool_fields",
 ]
 
@@ -126,38 +132,84 @@ def _llamacpp(constraint: Constraint) -> str:
     return structural_tag_lark(constraint)
 
 
-def tool_fields(tools: tuple[Tool, ...], *, api: Api, strict: bool) -> dict[str, Any]:
-    """``tools`` and ``tool_choice`` for several tools (one named tool is forced by name;
-    several are ``"required"``: the model calls one or more). ``strict``: each tool's schema
-    made strict where it can be (:mod:`sdk._http._strict`); a schema whose root is not an
-    object (arguments are always one) is sent as it is, not strict."""
-    specs = []
-    for tool in tools:
-        schema = tool.compiled.schema_dict()
-        sent = strict_schema(schema) if strict else None
-        if sent is not None and not sent.wrapped:
-            schema, is_strict = sent.schema, sent.strict
-        else:
-            schema, is_strict = copy.deepcopy(schema), False
-        function: dict[str, Any] = {"name": tool.name}
-        if tool.description is not None:
-            function["description"] = tool.description
-        function.update(parameters=schema, strict=is_strict)
-        specs.append(
-            {"type": "function", **function}
-            if api == "responses"
-            else {"type": "function", "function": function}
-        )
-    if len(tools) == 1:
-        name = tools[0].name
-        choice: Any = (
-            {"type": "function", "name": name}
-            if api == "responses"
-            else {"type": "function", "function": {"name": name}}
-        )
+def tool_choice(
+    request: GenerationRequest, *, api: Api, server: Server | None
+) -> tuple[Any, str | None]:
+    """The ``tool_choice`` field for ``request``'s tools (or its one schema sent as a tool,
+    named ``schema_name``), and the one tool to send when only that one may be called.
+
+    By default a call is forced: one tool by name, several ``"required"``. A named tool is
+    written in each API's form (Chat Completions ``{"type": "function", "function": {"name"}}``,
+    Responses ``{"type": "function", "name"}``), except to llama.cpp, whose server reads
+    ``tool_choice`` as a string only (an object is taken as ``"auto"``): it is sent that tool
+    alone with ``"required"``.
+    """
+    choice = request.tool_choice
+    if request.tools:
+        name = chosen_tool(choice)
+        if choice is None and len(request.tools) == 1:
+            name = request.tools[0].name
+        elif choice is None:
+            return "required", None
+    else:  # one schema sent as a forced tool (mode="tool")
+        name = schema_name(request.schema_name)
+    if name is None:
+        return choice, None
+    if server == "llamacpp":
+        return "required", name
+    if api == "responses":
+        return {"type": "function", "name": name}, name
+    return {"type": "function", "function": {"name": name}}, name
+
+
+def calls_forced(request: GenerationRequest) -> bool:
+    """Whether ``request`` forces a tool call (its message text is then never the answer: the
+    decoders drop message text that is only whitespace)."""
+    return request.mode == "tool" and request.tool_choice not in ("auto", "none")
+
+
+def function_tool(
+    name: str, schema: Mapping[str, Any], description: str | None, *, api: Api, strict: bool
+) -> dict[str, Any]:
+    """One function tool in ``api``'s form (Chat Completions nests it under ``function``).
+    ``strict``: its schema made strict where it can be (:mod:`sdk._http._strict`); a schema
+    whose root is not an object (arguments are always one) is sent as it is, not strict."""
+    sent = strict_schema(dict(schema)) if strict else None
+    if sent is not None and not sent.wrapped:
+        parameters, is_strict = sent.schema, sent.strict
     else:
-        choice = "required"
+        parameters, is_strict = copy.deepcopy(dict(schema)), False
+    function: dict[str, Any] = {"name": name}
+    if description is not None:
+        function["description"] = description
+    function.update(parameters=parameters, strict=is_strict)
+    if api == "responses":
+        return {"type": "function", **function}
+    return {"type": "function", "function": function}
+
+
+def tool_fields(
+    request: GenerationRequest, *, api: Api, server: Server | None, strict: bool
+) -> dict[str, Any]:
+    """``tools`` and ``tool_choice`` for ``request.tools`` (see :func:`tool_choice`)."""
+    choice, only = tool_choice(request, api=api, server=server)
+    tools = [t for t in request.tools if only is None or server != "llamacpp" or t.name == only]
+    specs = [
+        function_tool(t.name, t.compiled.schema_dict(), t.description, api=api, strict=strict)
+        for t in tools
+    ]
     return {"tools": specs, "tool_choice": choice}
+
+
+def json_object_format(schema: Mapping[str, Any], server: Server | None) -> dict[str, Any]:
+    """``response_format`` for ``mode="json_object"``: llama.cpp reads a ``schema`` beside
+    ``"json_object"`` (its extension); OpenAI refuses one (``unknown_parameter``) and vLLM's
+    ``ResponseFormat`` has no such field (dropped), so everyone else is sent the plain form
+    (the client checks the schema either way). The plain form is not strict, so the caller's
+    schema is sent as it is."""
+    if server == "llamacpp":
+        return {"type": "json_object", "schema": copy.deepcopy(dict(schema))}
+    return {"type": "json_object"}
 
 
 def special_fields(
@@ -166,7 +218,7 @@ def special_fields(
     """The body fields of a request with several tools or a constraint (empty under
     ``mode="none"``, which sends no constraint)."""
     if request.tools:
-        return tool_fields(request.tools, api=api, strict=strict)
+        return tool_fields(request, api=api, server=server, strict=strict)
     if request.constraint is None or request.mode == "none":
         return {}
     return constraint_fields(request.constraint, server)

@@ -25,7 +25,7 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
-from sdk._http._flavours import Api, Server, check_request, check_server
+from sdk._http._flavours import Api, Server, calls_forced, check_request, check_server
 from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 from sdk._http._tool_ids import ToolIdDecoder
@@ -155,7 +155,9 @@ class OpenAIBackend:
         body, wrapped = chat_request(
             request, model=self.model, strict=self.strict, server=self.server
         )
-        decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
+        decoder = (
+            ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
+        )
         payload = encode_body(body)
         return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
 

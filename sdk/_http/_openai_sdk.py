@@ -25,7 +25,7 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._errors import MissingDependencyError, TransportError, retryable_status
 from sdk._http._chunks import ChunkDecoder, error_from_payload
 from sdk._http._deltas import EventDecoder, Opened, stream_deltas
-from sdk._http._flavours import Api, Server, check_request, check_server
+from sdk._http._flavours import Api, Server, calls_forced, check_request, check_server
 from sdk._http._request import chat_request
 from sdk._http._sse import retry_after_from
 from sdk._http._tool_ids import ToolIdDecoder
@@ -78,7 +78,9 @@ class OpenAISDKBackend:
         )
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
-        decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
+        decoder = (
+            ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
+        )
         return self._stream(
             lambda: self._client.chat.completions.with_streaming_response.create(
                 model=model, messages=messages, stream=True, extra_body=body

@@ -10,10 +10,12 @@ How the schema travels, by ``request.mode``:
 
 - ``"json_schema"``: ``response_format = {"type": "json_schema", "json_schema": {"name",
   "schema", "strict"}}`` (OpenAI, vLLM, SGLang, llama.cpp, Ollama).
-- ``"json_object"``: ``response_format = {"type": "json_object", "schema": ...}``, the variant
-  llama.cpp's server reads (OpenAI itself would only ask for *some* JSON object).
-- ``"tool"``: one function tool whose ``parameters`` are the schema, forced by ``tool_choice``;
-  the document streams as ``delta.tool_calls[i].function.arguments``.
+- ``"json_object"``: ``response_format = {"type": "json_object"}`` (some JSON object; the
+  client checks the schema); to llama.cpp ``{"type": "json_object", "schema": ...}``, the
+  variant its server reads (OpenAI refuses the ``schema`` key).
+- ``"tool"``: one function tool whose ``parameters`` are the schema, forced by ``tool_choice``
+  (by name; ``"required"`` to llama.cpp, which reads only a string there); the document
+  streams as ``delta.tool_calls[i].function.arguments``.
 - ``"none"``: no constraint is sent (a plain prompt, or a constraint given in ``extra``, such as
   vLLM's ``structured_outputs={"choice": [...]}`` / ``{"regex": ...}`` / ``{"grammar": ...}``).
 
@@ -31,7 +33,7 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._flavours import Server, special_fields
+from sdk._http._flavours import Server, json_object_format, special_fields, tool_choice
 from sdk._http._strict import schema_to_send
 from sdk._schema import schema_name
 
@@ -123,11 +125,8 @@ def chat_request(
             if isinstance(description, str):
                 function["description"] = description
             body["tools"] = [{"type": "function", "function": function}]
-            body["tool_choice"] = {"type": "function", "function": {"name": name}}
+            body["tool_choice"] = tool_choice(request, api="chat", server=server)[0]
     elif request.mode == "json_object":
-        # llama.cpp reads a schema next to "json_object"; the plain form is not strict anyway,
-        # so the caller's schema is sent as it is.
-        schema = schema_to_send(request.schema, strict=False).schema
-        body["response_format"] = {"type": "json_object", "schema": schema}
+        body["response_format"] = json_object_format(request.schema, server)
     body.update(request.extra)
     return body, wrapped

@@ -11,11 +11,17 @@ How the schema travels, by ``request.mode``: ``"json_schema"``: ``text.format = 
 "json_schema", "name", "schema", "strict"}`` (the strict rewrite of Chat Completions);
 ``"json_object"``: ``text.format = {"type": "json_object"}``; ``"tool"``: one function tool
 (``{"type": "function", "name", "parameters", "strict"}``) forced by ``tool_choice``, or several
-tools with ``tool_choice: "required"``; ``"none"``: nothing. Constraints other than JSON Schema
-go as for Chat Completions (vLLM ``structured_outputs``, llama.cpp ``grammar``). Messages are
-sent as ``input`` (chat messages are valid input items); ``max_tokens`` as
-``max_output_tokens``. llama.cpp's server reads ``/responses`` but not ``text.format``: give it
-its own ``json_schema`` in ``extra_body``.
+tools with ``tool_choice: "required"`` (or as the caller said); ``"none"``: nothing. Constraints
+other than JSON Schema go as for Chat Completions (vLLM ``structured_outputs``, llama.cpp
+``grammar``). Messages are sent as ``input`` (chat messages are valid input items);
+``max_tokens`` as ``max_output_tokens``.
+
+llama.cpp's server serves ``/responses`` by turning the body into a chat request: it ignores
+``text.format`` and reads ``tool_choice`` as a string only. With ``server="llamacpp"`` the schema
+goes as the ``response_format`` it reads (as for Chat Completions) and a named tool as
+``"required"`` with that tool alone. A server not named that writes something no JSON document
+begins with (a server that ignored ``text.format``) fails with an
+:class:`~sdk.OutputSyntaxError` that says so (:class:`_FormatIgnored`).
 """
 
 from __future__ import annotations
@@ -24,8 +30,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sdk._backend import Delta, GenerationRequest
+from sdk._errors import OutputSyntaxError
 from sdk._http._deltas import stream_deltas
-from sdk._http._flavours import Api, Server, special_fields
+from sdk._http._flavours import (
+    Api,
+    Server,
+    calls_forced,
+    json_object_format,
+    special_fields,
+    tool_choice,
+)
 from sdk._http._openai import OpenAIBackend, encode_body
 from sdk._http._openai_sdk import OpenAISDKBackend
 from sdk._http._request import check_single_choice
@@ -72,7 +86,13 @@ def responses_request(
         name = schema_name(request.schema_name)
         sent = schema_to_send(request.schema, strict)
         wrapped = sent.wrapped
-        if request.mode == "json_schema":
+        if request.mode == "json_schema" and server == "llamacpp":
+            # llama.cpp's /responses turns the body into a chat request and ignores `text`.
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
+            }
+        elif request.mode == "json_schema":
             body["text"] = {
                 "format": {
                     "type": "json_schema",
@@ -88,11 +108,72 @@ def responses_request(
                 function["description"] = description
             function.update(parameters=sent.schema, strict=sent.strict)
             body["tools"] = [function]
-            body["tool_choice"] = {"type": "function", "name": name}
+            body["tool_choice"] = tool_choice(request, api="responses", server=server)[0]
+    elif request.mode == "json_object" and server == "llamacpp":
+        body["response_format"] = json_object_format(request.schema, server)
     elif request.mode == "json_object":
         body["text"] = {"format": {"type": "json_object"}}
     body.update(request.extra)
     return body, wrapped
+
+
+# What a JSON document may begin with (after whitespace).
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+class _FormatIgnored:
+    """A :class:`~sdk._http._responses_events.ResponsesDecoder` for a JSON document from a
+    server not named: when the output's first character is one no JSON document begins with,
+    the server most likely ignored ``text.format`` (llama.cpp's does), and the
+    :class:`~sdk.OutputSyntaxError` says so, instead of the parser's bare "found 'R'"."""
+
+    def __init__(self, decoder: ResponsesDecoder) -> None:
+        self._decoder = decoder
+        self._seen = 0  # characters of message text before the first that is not whitespace
+        self._checked = False
+
+    @property
+    def done(self) -> bool:
+        return self._decoder.done
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        out = self._decoder.decode(event, data)
+        if not self._checked:
+            for text in (
+                [out] if isinstance(out, str) else [d.text for d in out if d.tool_call is None]
+            ):
+                self._check(text)
+        return out
+
+    def end(self) -> list[Delta]:
+        return self._decoder.end()
+
+    def _check(self, text: str) -> None:
+        stripped = text.lstrip()
+        if not stripped:
+            self._seen += len(text)
+            return
+        self._checked = True
+        if stripped[0] in _JSON_STARTS:
+            return
+        offset = self._seen + len(text) - len(stripped)
+        raise OutputSyntaxError(
+            f"the output is not JSON: it begins {stripped[:40]!r}. The server may have ignored "
+            "the format the Responses API sends (text.format); llama.cpp's does: say "
+            "Client(..., server='llamacpp') to send the schema the way it reads it",
+            offset=offset,
+        )
+
+
+def _decoder(
+    request: GenerationRequest, server: Server | None
+) -> ResponsesDecoder | _FormatIgnored:
+    decoder = ResponsesDecoder(tools=calls_forced(request))
+    json_document = request.mode in ("json_schema", "json_object") and not request.tools
+    # A lenient stream skips prose before the document itself: nothing to say there.
+    if server is None and json_document and request.constraint is None and not request.lenient:
+        return _FormatIgnored(decoder)
+    return decoder
 
 
 class ResponsesBackend(OpenAIBackend):
@@ -108,7 +189,7 @@ class ResponsesBackend(OpenAIBackend):
         body, wrapped = responses_request(
             request, model=self.model, strict=self.strict, server=self.server
         )
-        decoder = ResponsesDecoder(tools=request.mode == "tool")
+        decoder = _decoder(request, self.server)
         payload = encode_body(body)
         return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
 
@@ -130,6 +211,6 @@ class ResponsesSDKBackend(OpenAISDKBackend):
             lambda: self._client.responses.with_streaming_response.create(
                 model=model, input=items, stream=True, extra_body=body
             ),
-            ResponsesDecoder(tools=request.mode == "tool"),
+            _decoder(request, self.server),
             unwrap=wrapped,
         )

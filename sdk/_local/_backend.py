@@ -34,6 +34,7 @@ from functools import partial
 import anyio
 
 from sdk._backend import Delta, GenerationRequest, Rewound, Usage
+from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
 from sdk._local._constrain import check
 from sdk._local._decode import DecodeStats, Generation, Piece
@@ -152,7 +153,8 @@ class LocalBackend:
         """
         generation = LocalGeneration(self, request)
         if request.tools:
-            return LocalToolCalls(generation, [t.name for t in request.tools])
+            tools = callable_tools(request.tools, request.tool_choice)
+            return LocalToolCalls(generation, [t.name for t in tools])
         return generation
 
     async def aclose(self) -> None:

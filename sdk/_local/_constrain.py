@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sdk._backend import GenerationRequest
-from sdk._constraints import Choice, Grammar, Regex, StructuralTag
+from sdk._constraints import Choice, Grammar, Regex, StructuralTag, callable_tools
 from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
 from sdk._grammars import choice_gbnf, xgrammar_structural_tag
@@ -79,7 +79,8 @@ def spec_of(request: GenerationRequest) -> GrammarSpec | None:
     if request.mode == "none":
         return None
     if request.tools:
-        return GrammarSpec("structural_tag", _json(tools_structural_tag(request.tools)))
+        tools = callable_tools(request.tools, request.tool_choice)
+        return GrammarSpec("structural_tag", _json(tools_structural_tag(tools)))
     constraint = request.constraint
     if constraint is None:
         return GrammarSpec("json_schema", _json(request.schema))
@@ -122,6 +123,11 @@ def check(request: GenerationRequest) -> None:
     if request.tools and request.mode != "tool":
         raise UnsupportedConstraint(
             f"tools are decoded as tool calls: mode must be 'tool', not {request.mode!r}"
+        )
+    if request.tools and request.tool_choice in ("auto", "none"):
+        raise UnsupportedConstraint(
+            f"the local engine decodes tools as calls only: tool_choice={request.tool_choice!r} "
+            "(a text answer) is not supported; use 'required' or a named tool, or a server"
         )
     spec = spec_of(request)
     if spec is None or spec.kind == "json_schema":

@@ -93,15 +93,31 @@ def test_a_call_of_a_tool_not_offered_is_a_violation_at_its_first_delta() -> Non
     assert info.value.keyword == "tools" and info.value.value == "delete_all"
 
 
-def test_an_answer_that_calls_no_tool_is_a_violation_at_the_end() -> None:
+@pytest.mark.parametrize(
+    "choice", [None, "required", {"type": "function", "name": "get_stock_price"}]
+)
+def test_a_reply_that_calls_no_tool_where_one_is_required_fails_at_its_first_letter(
+    choice: Any,
+) -> None:
+    # Issue 20: reported only after max_tokens (13.4 s on llama.cpp's server). A server that
+    # forces the call streams nothing but the call: the first letter of text proves there is
+    # none, whatever follows.
+    state = AttemptState(1, compile_target(None, TOOLS, tool_choice=choice))
+    assert state.feed(Delta(text="\n ")) == []  # whitespace proves nothing yet
+    with pytest.raises(SchemaViolation, match=r"calls none of the tools.*'I'") as info:
+        state.feed(Delta(text="I"))
+    assert info.value.keyword == "tool_calls" and info.value.offset == 2
+
+
+def test_a_reply_with_nothing_at_all_calls_no_tool() -> None:
     state = AttemptState(1, compile_target(None, TOOLS))
-    assert state.feed(Delta(text="I'd rather not.")) == []
-    with pytest.raises(SchemaViolation, match=r"calls none of the tools.*I'd rather not"):
+    state.feed(Delta(finish_reason="stop"))
+    with pytest.raises(SchemaViolation, match=r"calls none of the tools"):
         state.finish()
 
 
-def test_prose_before_the_calls_is_kept_but_not_parsed() -> None:
-    state = AttemptState(1, compile_target(None, TOOLS))
+def test_prose_before_the_calls_is_kept_but_not_parsed_under_auto() -> None:
+    state = AttemptState(1, compile_target(None, TOOLS, tool_choice="auto"))
     state.feed(Delta(text="Let me look that up. "))
     state.feed(
         Delta(text='{"ticker": "X", "exchange": "Y"}', tool_call=0, tool_name="get_stock_price")
@@ -185,3 +201,18 @@ async def test_exactly_once_is_keyed_by_the_call_and_its_tool_across_retries() -
     assert values == [GetStockPrice(**good), GetStockPrice(**good)]
     assert fired == [(0, "get_stock_price", good), (1, "get_stock_price", good)]
     assert [a.tool_calls[0].id for a in s.attempts] == ["a1", "b1"]
+
+
+def test_lenient_keeps_prose_before_the_calls_where_one_is_forced() -> None:
+    # A server that does not constrain may write prose before its calls: lenient reads past it.
+    state = AttemptState(1, compile_target(None, TOOLS), lenient=True)
+    assert state.feed(Delta(text="Let me look that up. ")) == []
+    state.feed(
+        Delta(text='{"ticker": "X", "exchange": "Y"}', tool_call=0, tool_name="get_stock_price")
+    )
+    state.finish()
+    assert state.close() == [GetStockPrice(ticker="X", exchange="Y")]
+    lone = AttemptState(1, compile_target(None, TOOLS), lenient=True)
+    lone.feed(Delta(text="I'd rather not."))
+    with pytest.raises(SchemaViolation, match=r"calls none of the tools.*I'd rather not"):
+        lone.finish()

@@ -148,9 +148,12 @@ def test_strict_schema_walks_anyof_items_and_prefix_items() -> None:
     assert out["anyOf"][1]["items"]["additionalProperties"] is False
 
 
-def test_json_object_mode_is_llama_cpp_variant_with_the_schema_unchanged() -> None:
-    body = chat_body(request(mode="json_object"), model="m")
+def test_json_object_mode_sends_the_schema_to_llama_cpp_only_and_unchanged() -> None:
+    body = chat_body(request(mode="json_object"), model="m", server="llamacpp")
     assert body["response_format"] == {"type": "json_object", "schema": PERSON}
+    for server in (None, "openai", "vllm"):
+        body = chat_body(request(mode="json_object"), model="m", server=server)
+        assert body["response_format"] == {"type": "json_object"}
 
 
 def test_tool_mode_forces_one_function_tool() -> None:

@@ -23,6 +23,7 @@ from sdk import (
     Client,
     ContentFilteredError,
     FieldEvent,
+    OutputSyntaxError,
     RefusedError,
     Regex,
     Retry,
@@ -242,3 +243,60 @@ async def test_through_the_callers_openai_client(mock: respx.MockRouter) -> None
     ):
         await s.result()
     assert json.loads(sent.content) == json.loads(route.calls.last.request.content)
+
+
+def text_events(*pieces: str) -> httpx.Response:
+    """A response whose output text is ``pieces`` (as llama.cpp's /responses streams it)."""
+    events = [{"type": "response.output_text.delta", "delta": p} for p in pieces]
+    events.append({"type": "response.completed", "response": {"status": "completed"}})
+    body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+    return httpx.Response(200, headers=SSE, content=body)
+
+
+async def test_a_server_not_named_that_ignored_text_format_is_said_so(
+    mock: respx.MockRouter,
+) -> None:
+    # Issue 20: llama.cpp's /responses ignores text.format; the model writes prose, and the
+    # error was the parser's bare "found 'R'".
+    mock.post("/responses").mock(return_value=text_events("\n", "Rome is", " sunny."))
+    async with client() as c, c.stream(messages=MESSAGES, schema=Weather) as s:
+        with pytest.raises(
+            OutputSyntaxError, match=r"ignored.*text\.format.*server='llamacpp'"
+        ) as info:
+            await s.result()
+    assert info.value.offset == 1
+
+
+async def test_a_server_not_named_that_writes_json_is_read_as_before(
+    mock: respx.MockRouter,
+) -> None:
+    doc = {"city": "Rome", "temperature_c": 20, "conditions": "sunny"}
+    mock.post("/responses").mock(
+        return_value=text_events(" ", json.dumps(doc)[:9], json.dumps(doc)[9:])
+    )
+    async with client() as c, c.stream(messages=MESSAGES, schema=Weather) as s:
+        assert await s.result() == Weather(**doc)
+
+
+async def test_llama_cpp_on_responses_is_sent_the_response_format_it_reads(
+    mock: respx.MockRouter,
+) -> None:
+    doc = {"city": "Rome", "temperature_c": 20, "conditions": "sunny"}
+    route = mock.post("/responses").mock(return_value=text_events(json.dumps(doc)))
+    async with client(server="llamacpp") as c, c.stream(messages=MESSAGES, schema=Weather) as s:
+        assert await s.result() == Weather(**doc)
+    body = json.loads(route.calls.last.request.content)
+    assert "text" not in body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == [
+        "city",
+        "temperature_c",
+        "conditions",
+    ]
+
+
+async def test_a_lenient_stream_skips_the_prose_itself(mock: respx.MockRouter) -> None:
+    doc = {"city": "Rome", "temperature_c": 20, "conditions": "sunny"}
+    mock.post("/responses").mock(return_value=text_events("Here it is: ", json.dumps(doc)))
+    async with client() as c, c.stream(messages=MESSAGES, schema=Weather, lenient=True) as s:
+        assert await s.result() == Weather(**doc)

@@ -1,0 +1,94 @@
+"""What llama.cpp's server (xllamacpp, SmolLM2-135M) does with the bodies sent to
+``server="llamacpp"``: ``tool_choice`` (a text answer under ``"auto"``; one tool forced as
+``"required"``, since its server reads a named choice as ``"auto"``; a reply that calls no tool
+refused at its first word, as this server does not constrain tool calls), and the Responses API's
+schema as the ``response_format`` it reads there. Greedy decoding, small ``max_tokens``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from llama_server import LlamaServer
+from pydantic import BaseModel, Field
+
+from sdk import Client, FieldEvent, OutputSyntaxError, SchemaViolation, TextDelta, Tool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # one event loop is enough against a real server: time is the budget
+
+
+class Weather(BaseModel):
+    city: str = Field(max_length=30)
+
+
+class Person(BaseModel):
+    name: str = Field(max_length=30)
+    age: int = Field(ge=0, le=150)
+
+
+WEATHER = [Tool("get_weather", Weather, description="The current weather in a city.")]
+HELLO = [{"role": "user", "content": "Say hello to me in one short sentence."}]
+OSLO = [{"role": "user", "content": "What is the weather in Oslo?"}]
+ANN = [{"role": "user", "content": "Ann is a 34 year old engineer. Give her as JSON."}]
+
+
+async def test_auto_lets_the_model_answer_in_text(llama_server: LlamaServer) -> None:
+    async with Client(base_url=llama_server.base_url, server="llamacpp") as client:
+        async with client.stream(
+            messages=HELLO, tools=WEATHER, tool_choice="auto", max_tokens=30, temperature=0
+        ) as s:
+            events = [ev async for ev in s]
+            answer = await s.result()
+    assert not s.called_tools
+    assert isinstance(answer, str) and answer.strip()
+    assert all(isinstance(e, TextDelta) for e in events[:-1]) and len(events) > 2
+    assert isinstance(events[-1], FieldEvent) and events[-1].value == answer
+
+
+async def test_a_reply_that_calls_no_tool_fails_at_its_first_word(
+    llama_server: LlamaServer,
+) -> None:
+    # Issue 20: this server does not constrain tool calls (its streams are plain content even
+    # under "required"); the reply that called no tool was reported only after max_tokens
+    # (13.4 s). Now the first word is enough.
+    sent: list[dict[str, Any]] = []
+
+    async def keep(request: httpx.Request) -> None:
+        sent.append(json.loads(request.content))
+
+    http = httpx.AsyncClient(timeout=120, event_hooks={"request": [keep]})
+    async with Client(base_url=llama_server.base_url, server="llamacpp", http_client=http) as c:
+        with pytest.raises(SchemaViolation, match="calls none of the tools") as info:
+            async with c.stream(messages=OSLO, tools=WEATHER, max_tokens=200, temperature=0) as s:
+                await s.result()
+    await http.aclose()
+    assert info.value.keyword == "tool_calls"
+    assert sent[0]["tool_choice"] == "required"  # one tool: not a named object (read as "auto")
+    text = s.attempts[0].text
+    assert text.strip() and len(text.split()) <= 2, text  # read up to the first word only
+
+
+async def test_the_responses_api_with_server_llamacpp_needs_no_extra_body(
+    llama_server: LlamaServer,
+) -> None:
+    async with Client(base_url=llama_server.base_url, api="responses", server="llamacpp") as c:
+        async with c.stream(messages=ANN, schema=Person, max_tokens=60, temperature=0) as s:
+            person = await s.result()
+    assert isinstance(person, Person)
+
+
+async def test_the_responses_api_on_a_server_not_named_says_the_format_was_ignored(
+    llama_server: LlamaServer,
+) -> None:
+    prose = [{"role": "user", "content": "Tell me about Ann, a 34 year old engineer."}]
+    async with Client(base_url=llama_server.base_url, api="responses", max_retries=0) as c:
+        with pytest.raises(OutputSyntaxError, match="may have ignored"):
+            async with c.stream(messages=prose, schema=Person, max_tokens=30, temperature=0) as s:
+                await s.result()

@@ -51,8 +51,8 @@ class BatchInputError(ValueError):
 class BatchRequest:
     """One request of a batch."""
 
-    id: str
-    """The caller's identifier, echoed in its result."""
+    id: str | int
+    """The caller's identifier (a string or an integer), echoed as it came in its result."""
     messages: Sequence[Message]
     """The conversation for this request."""
 
@@ -61,8 +61,8 @@ class BatchRequest:
 class BatchResult(Generic[T]):
     """The outcome of one request: ``value`` or ``error``."""
 
-    id: str | None
-    """The request's id (``None`` only for input that had none)."""
+    id: str | int | None
+    """The request's id, as it came (``None`` only for input that had no usable one)."""
     value: T | None = None
     """The validated result (when ``error`` is ``None``)."""
     error: BaseException | None = None
@@ -83,7 +83,8 @@ class BatchResult(Generic[T]):
 def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
     """``item`` as a :class:`BatchRequest`: one already, or a mapping with ``id`` and either
     ``prompt`` (a user message, after ``system`` when given) or ``messages``. Raises
-    :class:`BatchInputError` saying what is missing."""
+    :class:`BatchInputError` saying what is missing. The id is kept as it came (``7`` stays an
+    integer, ``"7"`` a string: two different ids)."""
     if isinstance(item, BatchRequest):
         return item
     if not isinstance(item, Mapping):
@@ -91,7 +92,7 @@ def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
     raw_id = item.get("id")
     if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or raw_id == "":
         raise BatchInputError('a request needs an "id" (a string or an integer)')
-    rid = str(raw_id)
+    rid: str | int = raw_id
     messages = item.get("messages")
     prompt = item.get("prompt")
     if (messages is None) == (prompt is None):
@@ -151,16 +152,16 @@ async def _feed(
     """Start one task per request, at most ``concurrency`` at a time; close ``send`` when the
     last has reported."""
     limiter = anyio.Semaphore(concurrency)
-    seen: set[str] = set()
+    seen: set[str | int] = set()
     async with send, anyio.create_task_group() as tg:
         async for item in _aiter(requests):
+            request: BatchRequest | None = None
             try:
                 request = as_request(item, system=system)
                 if request.id in seen:
                     raise BatchInputError(f"request id {request.id!r} is repeated")
             except BatchInputError as exc:
-                rid = item.get("id") if isinstance(item, Mapping) else None
-                await send.send(BatchResult(None if rid is None else str(rid), error=exc))
+                await send.send(BatchResult(_id_of(item, request), error=exc))
                 continue
             seen.add(request.id)
             await limiter.acquire()  # read the next request only when there is room
@@ -207,6 +208,16 @@ async def _one(
             )
         finally:
             limiter.release()
+
+
+def _id_of(item: Any, request: BatchRequest | None) -> str | int | None:
+    """The id to report a bad request under: its own, when it has a usable one."""
+    if request is not None:
+        return request.id
+    rid = item.get("id") if isinstance(item, Mapping) else None
+    if isinstance(rid, (str, int)) and not isinstance(rid, bool) and rid != "":
+        return rid
+    return None
 
 
 async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

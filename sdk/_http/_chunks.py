@@ -12,7 +12,8 @@ What it relies on and what it reports:
   (OpenRouter, newer vLLM) -> ``Delta(reasoning=...)``;
   ``delta.tool_calls[i].function.arguments`` -> ``Delta(text=..., tool_call=index)``, the call's
   ``function.name`` on the first delta that has it (not always the call's first), and, when
-  ids are asked for (``ids=True``), its ``id`` likewise. With ids asked for, a call's deltas
+  ids are asked for (``ids=True``), its ``id`` likewise. Arguments sent as a JSON object
+  rather than its text are taken as that object's text. With ids asked for, a call's deltas
   wait until its id arrives (some servers send it after the call's first entry), so every
   event of the call can carry it; a call that never gets one is let go, without an id, when
   another call starts, the finish reason arrives, or the stream ends. Logprobs and other
@@ -20,8 +21,11 @@ What it relies on and what it reports:
 - Which call a ``tool_calls`` entry belongs to: its ``index`` when it has one. Without one
   (Gemini's OpenAI-compatible endpoint sends none), its ``id`` decides: an id seen before is
   that call's, a new id starts a new call (the next index), except that an id for a call that
-  has none yet is the current call's own id arriving late; an entry with neither continues the
-  current call (the first entry of a chunk) or follows the entry before it in the same chunk.
+  has none yet is the current call's own id arriving late. Without an id, a name other than
+  the current call's starts a new call too (the same name again continues it: two calls of
+  one tool in a row are told apart only by an index or an id). An entry with none of them
+  continues the current call (the first entry of a chunk) or follows the entry before it in
+  the same chunk.
 - ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``.
   The usage chunk (``"choices": []``, asked for by ``stream_options.include_usage``) follows the
   finish chunk, so the last delta is sent once both are known, at ``[DONE]``, or at the end of
@@ -68,7 +72,7 @@ class ChunkDecoder:
     def __init__(self, *, tools: bool = False, ids: bool = False) -> None:
         self._tools = tools
         self._report_ids = ids
-        self._named: set[int] = set()
+        self._named: dict[int, str] = {}  # call index -> its name, once seen
         self._ids: dict[int, str] = {}  # call index -> its id, once seen
         self._by_id: dict[str, int] = {}
         self._current: int | None = None  # the call the last tool_calls entry went to
@@ -213,21 +217,24 @@ class ChunkDecoder:
         raw_id = call.get("id")
         call_id = raw_id if isinstance(raw_id, str) and raw_id else None
         index = call.get("index")
+        function = call.get("function") or {}
+        name = function.get("name") if isinstance(function, Mapping) else None
+        name = name if isinstance(name, str) and name else None
         if isinstance(index, bool) or not isinstance(index, int):
-            index = self._index_of(position, call_id)
+            index = self._index_of(position, call_id, name)
         self._current = index
         new_id = None
         if call_id is not None and index not in self._ids:
             self._ids[index] = call_id
             self._by_id.setdefault(call_id, index)
             new_id = call_id if self._report_ids else None
-        function = call.get("function") or {}
-        name = function.get("name") if isinstance(function, Mapping) else None
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if isinstance(arguments, Mapping):  # an object, not its text: some servers send one
+            arguments = json.dumps(arguments, ensure_ascii=False)
         text = arguments if isinstance(arguments, str) else ""
         new_name = None
-        if index not in self._named and isinstance(name, str) and name:
-            self._named.add(index)
+        if index not in self._named and name is not None:
+            self._named[index] = name
             new_name = name
         out = self._let_go(but=index) if self._waiting else []
         if self._report_ids and index not in self._ids:
@@ -245,7 +252,7 @@ class ChunkDecoder:
         out.append(Delta(text=text, tool_call=index, tool_name=new_name, tool_call_id=new_id))
         return out
 
-    def _index_of(self, position: int, call_id: str | None) -> int:
+    def _index_of(self, position: int, call_id: str | None, name: str | None) -> int:
         """The call an entry without an ``index`` belongs to (see the module docstring)."""
         current = self._current
         if call_id is not None:
@@ -257,6 +264,8 @@ class ChunkDecoder:
             return self._next_index()
         if current is None:
             return position
+        if position == 0 and name is not None and self._named.get(current, name) != name:
+            return self._next_index()  # another tool's name: another call
         return current if position == 0 else current + 1
 
     def _next_index(self) -> int:

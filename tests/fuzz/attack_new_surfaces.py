@@ -68,6 +68,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 TOOLS = [Tool(name, schema) for name, schema in TOOL_SCHEMAS.items()]
 TARGET = compile_target(None, TOOLS)
+COUNTS: Counter[str] = Counter()  # cases checked against openai-python, broken calls...
 ALPHABET = string.ascii_letters + ' "\\/\n\té€😀{}[],:'
 
 
@@ -185,6 +186,7 @@ def chat_case(rng: random.Random) -> str | None:
     except StreamError as exc:
         error = exc
     if broken is not None:
+        COUNTS["chat: a call broke its schema"] += 1
         name, call_id, _ = calls[broken]
         if error is None:
             return f"call {broken} broke its schema; no error"
@@ -212,6 +214,7 @@ def _openai_agrees(chunks: list[dict[str, Any]], want: list[tuple[str, str, Any]
     from openai.lib.streaming.chat._completions import ChatCompletionStreamState
     from openai.types.chat import ChatCompletionChunk
 
+    COUNTS["chat: also read by openai-python"] += 1
     state = ChatCompletionStreamState()
     for n, c in enumerate(chunks):
         full = {"id": "x", "object": "chat.completion.chunk", "created": n, "model": "m", **c}
@@ -275,6 +278,7 @@ def responses_case(rng: random.Random) -> str | None:
     except StreamError as exc:
         error = exc
     if broken is not None:
+        COUNTS["responses: a call broke its schema"] += 1
         name, call_id, _ = calls[broken]
         if error is None:
             return f"call {broken} broke its schema; no error"
@@ -336,6 +340,7 @@ def batch_case(rng: random.Random) -> str | None:
         source, target = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
         source.write_bytes(b"\n".join(lines) + b"\n")
         for run_number in range(rng.randint(2, 4)):
+            COUNTS["batch: runs"] += 1
             failing = {p for p in good.values() if rng.random() < 0.33}
             kept = set()  # ids whose result survived the runs (and crashes) before: skipped
             if target.exists():
@@ -498,6 +503,8 @@ def main() -> None:
         print(f"{name}: {tried} cases, {len(found)} disagreements ({seconds:.1f} s)")
         for n, problem in found[:5]:
             print(f"  case {n}: {problem[:400]}")
+    for what, n in sorted(COUNTS.items()):
+        print(f"{what}: {n}")
 
 
 if __name__ == "__main__":

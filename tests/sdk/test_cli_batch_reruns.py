@@ -211,3 +211,21 @@ def test_sigterm_ends_with_a_summary_line_and_exit_143(tmp_path: Path, mode: str
     else:
         assert last["event"] == "error" and last["exit_code"] == 143
     assert b"Traceback" not in err
+
+
+def test_stdin_input_with_a_line_that_is_not_utf8(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    stdin = io.TextIOWrapper(
+        io.BytesIO(b'{"id": 1, "prompt": "Ann"}\n{"id": 2, "prompt": "\xff"}\n')
+    )
+    code = run(
+        ["-s", PERSON, "--input", "-", "--output", str(target), "--retries", "0"],
+        make_backend=lambda args, report: Backend(),
+        stdin=stdin,
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    assert code == 1
+    written = [json.loads(line) for line in target.read_text().splitlines()]
+    got = [(w["id"], w.get("line"), "result" in w) for w in written]
+    assert sorted(got, key=repr) == sorted([(None, 2, False), (1, None, True)], key=repr)

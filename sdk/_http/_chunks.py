@@ -26,7 +26,8 @@ What it relies on and what it reports:
   one tool in a row are told apart only by an index or an id). An entry with none of them
   continues the current call (the first entry of a chunk) or follows the entry before it in
   the same chunk.
-- ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``.
+- ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``;
+  content or tool calls sent after the finish reason are not output and are dropped.
   The usage chunk (``"choices": []``, asked for by ``stream_options.include_usage``) follows the
   finish chunk, so the last delta is sent once both are known, at ``[DONE]``, or at the end of
   the stream, whichever comes first.
@@ -131,6 +132,7 @@ class ChunkDecoder:
             and content
             and choice.get("index", 0) == 0
             and choice.get("finish_reason") is None
+            and self._finish_reason is None
             and chunk.get("usage") is None
             and chunk.get("error") is None
             and not delta.get("refusal")
@@ -168,7 +170,9 @@ class ChunkDecoder:
                     "(do not ask for n > 1)"
                 )
             delta = choice.get("delta") or {}
-            if isinstance(delta, Mapping):
+            # After the finish reason only usage may come (the attempt reads nothing more);
+            # the last delta waits for the usage, so what follows is dropped here.
+            if isinstance(delta, Mapping) and self._finish_reason is None:
                 out.extend(self._delta(delta))
             reason = choice.get("finish_reason")
             if reason:

@@ -443,6 +443,15 @@ HOSTILE: dict[str, tuple[list[dict[str, Any]], str]] = {
         [_stock("{", id="a"), _entry(id="a", function={"arguments": "}"})],
         "ok 1",
     ),
+    "arguments after the finish reason": (
+        [
+            _stock(index=0, id="a"),
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            _entry(index=0, function={"arguments": "xx"}),
+            {"choices": [{"index": 0, "delta": {"content": "more"}}]},
+        ],
+        "ok 1",
+    ),
     "1000 calls": ([_stock(index=i, id=f"c{i}") for i in range(1000)], "ok 1000"),
     "1000 calls without index": ([_stock(id=f"c{i}") for i in range(1000)], "ok 1000"),
 }

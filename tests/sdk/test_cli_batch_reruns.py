@@ -229,3 +229,41 @@ def test_stdin_input_with_a_line_that_is_not_utf8(tmp_path: Path) -> None:
     written = [json.loads(line) for line in target.read_text().splitlines()]
     got = [(w["id"], w.get("line"), "result" in w) for w in written]
     assert sorted(got, key=repr) == sorted([(None, 2, False), (1, None, True)], key=repr)
+
+
+_FULL_MIDWAY = """
+import io, resource, signal, sys
+sys.path[:0] = sys.argv[1:3]
+from test_cli_batch import PERSON, Backend
+from sdk._cli._main import run
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, a write fails (EFBIG)
+resource.setrlimit(resource.RLIMIT_FSIZE, (700, 700))
+err = io.StringIO()
+code = run(["-s", PERSON, "--input", sys.argv[3], "--output", sys.argv[4], "--retries", "0",
+            "--concurrency", "1"], make_backend=lambda a, r: Backend(), stdout=io.StringIO(),
+           stderr=err)
+sys.stderr.write(err.getvalue())
+sys.exit(code)
+"""
+
+
+def test_a_disk_that_fills_midway_stops_the_batch_and_a_rerun_resumes(tmp_path: Path) -> None:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    ids = [f"id{i}" for i in range(12)]
+    source.write_text("".join(json.dumps({"id": i, "prompt": i}) + "\n" for i in ids))
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", _FULL_MIDWAY, str(ROOT), str(ROOT / "tests" / "sdk")),
+            *(str(source), str(target)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to" in done.stderr and "Traceback" not in done.stderr
+    assert 0 < target.stat().st_size <= 700  # some lines written, the last perhaps cut short
+    code, written, _, backend = batch(tmp_path, [source.read_text().rstrip("\n")])
+    assert code == 0
+    assert sorted(w["id"] for w in written) == sorted(ids)  # one line each, nothing lost or doubled
+    assert len(backend.prompts) < len(ids)  # what was written before was not run again

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -34,8 +34,8 @@ from sdk._options import split_options
 from sdk._schema import compile_schema
 
 if TYPE_CHECKING:
-    from sdk._client import Client
     from sdk._options import RequestOptions
+    from sdk._stream import Stream
 
 __all__ = ["BatchInputError", "BatchRequest", "BatchResult", "run_batch"]
 
@@ -114,7 +114,7 @@ def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
 
 @asynccontextmanager
 async def run_batch(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     requests: Iterable[Any] | AsyncIterable[Any],
     *,
     schema: Any,
@@ -122,7 +122,9 @@ async def run_batch(
     system: str | None = None,
     options: RequestOptions,
 ) -> AsyncIterator[AsyncIterator[BatchResult[Any]]]:
-    """What :meth:`sdk.Client.batch` returns (see the module docstring)."""
+    """What :meth:`sdk.Client.batch` returns (see the module docstring). ``open_stream`` is
+    the client's ``stream`` method (passed, not the client, so that this module does not
+    import the one that imports it)."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be an int >= 1, not {concurrency!r}")
     if not isinstance(requests, (Iterable, AsyncIterable)) or isinstance(requests, (str, bytes)):
@@ -132,7 +134,7 @@ async def run_batch(
     compile_schema(schema, formats=config.formats)
     send, receive = anyio.create_memory_object_stream[BatchResult[Any]](math.inf)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_feed, client, requests, schema, concurrency, system, options, send)
+        tg.start_soon(_feed, open_stream, requests, schema, concurrency, system, options, send)
         try:
             async with receive:
                 yield receive
@@ -141,7 +143,7 @@ async def run_batch(
 
 
 async def _feed(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     requests: Iterable[Any] | AsyncIterable[Any],
     schema: Any,
     concurrency: int,
@@ -165,11 +167,11 @@ async def _feed(
                 continue
             seen.add(request.id)
             await limiter.acquire()  # read the next request only when there is room
-            tg.start_soon(_one, client, request, schema, options, limiter, send.clone())
+            tg.start_soon(_one, open_stream, request, schema, options, limiter, send.clone())
 
 
 async def _one(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     request: BatchRequest,
     schema: Any,
     options: RequestOptions,
@@ -179,7 +181,7 @@ async def _one(
     started = time.monotonic()
     async with send:
         try:
-            stream = client.stream(messages=request.messages, schema=schema, **options)
+            stream = open_stream(messages=request.messages, schema=schema, **options)
         except Exception as exc:  # this request's messages, say: its result, not the batch's
             try:
                 await send.send(BatchResult(request.id, error=exc))

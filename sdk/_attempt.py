@@ -5,7 +5,11 @@ event loop and no connection, so every rule below is tested by feeding it values
 
 - ``Delta.text`` goes to the tracker of its ``tool_call`` (``None``: the message's document; an
   index: that tool call's arguments, one tracker each, against the schema of the tool the call
-  names when there are several; its name and id are stamped on its events). What kind of
+  names when there are several; its name and id are stamped on its events, an id that comes
+  after the call's first delta from then on). When the tool must be known to choose the schema
+  (several tools), a call's text waits until its name arrives (it may come on a later delta),
+  or until the output ends. An error in a call's arguments says which call it is
+  (:meth:`~sdk.StreamError.attribute`: index, tool name, id). What kind of
   tracker reads a part is the target's choice (:func:`sdk._target.new_tracker`): a JSON
   Schema's :class:`~sdk.FieldTracker`, a text constraint's, a structural tag's. Message text
   next to tool calls is prose: kept in the attempt's text, never parsed (text seen before the
@@ -30,13 +34,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdk._backend import Delta, Usage
-from sdk._errors import ContentFilteredError, RefusedError, StreamUsageError, TruncatedError
+from sdk._errors import (
+    ContentFilteredError,
+    RefusedError,
+    StreamError,
+    StreamUsageError,
+    TruncatedError,
+)
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._partial_view import partial_view
 from sdk._pieces import Pieces
 from sdk._retry import JSON_DOCUMENT, AttemptInfo, ToolCallText
-from sdk._target import Compiled, Tracker, new_tracker
+from sdk._target import Compiled, ToolsTarget, Tracker, new_tracker
 from sdk._think import ThinkSplitter
+from sdk._tracker import FieldTracker
 
 __all__ = ["AttemptEvent", "AttemptState"]
 
@@ -70,6 +81,7 @@ class AttemptState:
         "_last_tracker",
         "_lenient",
         "_names",
+        "_needs_name",
         "_reasoning",
         "_refusal",
         "_reported",
@@ -104,6 +116,8 @@ class AttemptState:
         self._texts: dict[int | None, Pieces] = {}
         self._names: dict[int, str | None] = {}
         self._ids: dict[int, str] = {}
+        # Several tools: a call's schema is its tool's, so its text waits for its name.
+        self._needs_name = isinstance(compiled, ToolsTarget) and len(compiled.tools) > 1
         self._refusal: list[str] = []
         self._reasoning: list[str] = []
         self._want_reasoning = reasoning
@@ -195,7 +209,7 @@ class AttemptState:
             tracker = self._last_tracker
             if self._last_key is None and tracker is not None:  # where the last text went
                 self._last_texts.add(chunk)
-                return tracker.feed(chunk)
+                return tracker.feed(chunk)  # the message's document: no call to name
             return self._text(chunk, False, None)
         if type(chunk) is Delta:
             if (
@@ -220,10 +234,11 @@ class AttemptState:
             self._refusal.append(chunk.refusal)
         thoughts = self._thought(chunk.reasoning) if chunk.reasoning else []
         key = chunk.tool_call
-        if key is not None and chunk.tool_name is not None:
-            self._names[key] = chunk.tool_name
-        if key is not None and chunk.tool_call_id is not None:
-            self._ids[key] = chunk.tool_call_id
+        held: Sequence[AttemptEvent] = ()
+        if key is not None:
+            held = self._identify(key, chunk.tool_name, chunk.tool_call_id)
+            if held:
+                thoughts = [*thoughts, *held]
         text = chunk.text
         if not text or self._finish_reason is not None:
             if chunk.finish_reason is not None and self._finish_reason is None:
@@ -278,6 +293,10 @@ class AttemptState:
                 events.extend(self._thought(thought))
             if content:
                 events.extend(self._document(content, False, None))
+        for waiting in sorted(k for k in self._texts if k is not None and k not in self._trackers):
+            # Calls still waiting for a name: none will come now (an unnamed call of one of
+            # several tools is a violation, said by the target).
+            events.extend(self._start_call(waiting))
         if not self._trackers:
             self._trackers[None] = self._new_tracker(None)
         for key in self._keys():
@@ -285,19 +304,32 @@ class AttemptState:
                 events.extend(self._trackers[key].finish())
             except TruncatedError as exc:
                 if self._finish_reason != "length":
+                    self._attribute(exc, key)
                     raise
-                raise TruncatedError(
+                error = TruncatedError(
                     "the output hit the token limit (finish_reason 'length') before the "
                     "document ended",
                     snapshot=exc.snapshot,
                     open_paths=exc.open_paths,
                     reason="length",
-                ) from exc.__cause__
+                )
+                self._attribute(error, key)
+                raise error from exc.__cause__
+            except StreamError as exc:
+                self._attribute(exc, key)
+                raise
         return events
 
     def close(self) -> list[Any]:
         """Validate every document whole (after :meth:`finish`); their values, in order."""
-        return [self._trackers[key].close() for key in self._keys()]
+        values = []
+        for key in self._keys():
+            try:
+                values.append(self._trackers[key].close())
+            except StreamError as exc:
+                self._attribute(exc, key)
+                raise
+        return values
 
     def record(self, error: BaseException | None) -> AttemptInfo:
         """The attempt's record: its error (``None`` for success), usage and text."""
@@ -340,11 +372,47 @@ class AttemptState:
         self._reasoning.append(text)
         return [ReasoningDelta(text, self.number)] if self._want_reasoning else []
 
+    def _identify(self, key: int, name: str | None, call_id: str | None) -> Sequence[AttemptEvent]:
+        """Call ``key``'s name or id arrived: stamp it on the call's tracker if there is one
+        (its later events carry it), or start the tracker of a call whose text waited for its
+        name (the events of that text)."""
+        tracker = self._trackers.get(key)
+        if name is not None and key not in self._names:
+            self._names[key] = name
+            if isinstance(tracker, FieldTracker) and tracker.tool_name is None:
+                tracker.tool_name = name
+        if call_id is not None and key not in self._ids:
+            self._ids[key] = call_id
+            if isinstance(tracker, FieldTracker) and tracker.tool_call_id is None:
+                tracker.tool_call_id = call_id
+        if tracker is None and name is not None and key in self._texts:
+            return self._start_call(key)
+        return ()
+
+    def _start_call(self, key: int) -> Sequence[AttemptEvent]:
+        """Make call ``key``'s tracker and feed it the text that waited for the call's name."""
+        try:
+            tracker = self._trackers[key] = self._new_tracker(key)
+            return tracker.feed(self._joined(key))
+        except StreamError as exc:
+            self._attribute(exc, key)
+            raise
+
+    def _attribute(self, error: StreamError, key: int | None) -> None:
+        if key is not None:
+            error.attribute(key, self._names.get(key), self._ids.get(key))
+
     def _text(self, text: str, forced: bool, key: int | None) -> Sequence[AttemptEvent]:
         tracker = self._last_tracker
         if key == self._last_key and tracker is not None:  # where the last text went
             self._last_texts.add(text)
-            return tracker.feed(text, forced=forced)
+            if key is None:
+                return tracker.feed(text, forced=forced)
+            try:
+                return tracker.feed(text, forced=forced)
+            except StreamError as exc:
+                self._attribute(exc, key)
+                raise
         think = self._think
         if think is not None and key is None:
             thought, text = think.feed(text)
@@ -370,10 +438,23 @@ class AttemptState:
                 # The first tool call: message text before it was prose, not the document.
                 self._tool_mode = True
                 self._trackers.pop(None, None)
+            if key is not None and self._needs_name and key not in self._names:
+                return []  # held until the call's name says which tool's schema it follows
+            if key is not None:
+                events = self._start_call(key)
+                self._last_key, self._last_texts = key, texts
+                self._last_tracker = self._trackers[key]
+                return events
             tracker = self._trackers[key] = self._new_tracker(key)
         if key is not None or self._think is None or self._think.done:
             self._last_key, self._last_texts, self._last_tracker = key, texts, tracker
-        return tracker.feed(text, forced=forced)
+        if key is None:
+            return tracker.feed(text, forced=forced)
+        try:
+            return tracker.feed(text, forced=forced)
+        except StreamError as exc:
+            self._attribute(exc, key)
+            raise
 
     def _new_tracker(self, key: int | None) -> Tracker:
         return new_tracker(

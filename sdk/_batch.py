@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -34,8 +34,8 @@ from sdk._options import split_options
 from sdk._schema import compile_schema
 
 if TYPE_CHECKING:
-    from sdk._client import Client
     from sdk._options import RequestOptions
+    from sdk._stream import Stream
 
 __all__ = ["BatchInputError", "BatchRequest", "BatchResult", "run_batch"]
 
@@ -51,8 +51,8 @@ class BatchInputError(ValueError):
 class BatchRequest:
     """One request of a batch."""
 
-    id: str
-    """The caller's identifier, echoed in its result."""
+    id: str | int
+    """The caller's identifier (a string or an integer), echoed as it came in its result."""
     messages: Sequence[Message]
     """The conversation for this request."""
 
@@ -61,8 +61,8 @@ class BatchRequest:
 class BatchResult(Generic[T]):
     """The outcome of one request: ``value`` or ``error``."""
 
-    id: str | None
-    """The request's id (``None`` only for input that had none)."""
+    id: str | int | None
+    """The request's id, as it came (``None`` only for input that had no usable one)."""
     value: T | None = None
     """The validated result (when ``error`` is ``None``)."""
     error: BaseException | None = None
@@ -83,7 +83,8 @@ class BatchResult(Generic[T]):
 def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
     """``item`` as a :class:`BatchRequest`: one already, or a mapping with ``id`` and either
     ``prompt`` (a user message, after ``system`` when given) or ``messages``. Raises
-    :class:`BatchInputError` saying what is missing."""
+    :class:`BatchInputError` saying what is missing. The id is kept as it came (``7`` stays an
+    integer, ``"7"`` a string: two different ids)."""
     if isinstance(item, BatchRequest):
         return item
     if not isinstance(item, Mapping):
@@ -91,7 +92,7 @@ def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
     raw_id = item.get("id")
     if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or raw_id == "":
         raise BatchInputError('a request needs an "id" (a string or an integer)')
-    rid = str(raw_id)
+    rid: str | int = raw_id
     messages = item.get("messages")
     prompt = item.get("prompt")
     if (messages is None) == (prompt is None):
@@ -113,7 +114,7 @@ def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
 
 @asynccontextmanager
 async def run_batch(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     requests: Iterable[Any] | AsyncIterable[Any],
     *,
     schema: Any,
@@ -121,7 +122,9 @@ async def run_batch(
     system: str | None = None,
     options: RequestOptions,
 ) -> AsyncIterator[AsyncIterator[BatchResult[Any]]]:
-    """What :meth:`sdk.Client.batch` returns (see the module docstring)."""
+    """What :meth:`sdk.Client.batch` returns (see the module docstring). ``open_stream`` is
+    the client's ``stream`` method (passed, not the client, so that this module does not
+    import the one that imports it)."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be an int >= 1, not {concurrency!r}")
     if not isinstance(requests, (Iterable, AsyncIterable)) or isinstance(requests, (str, bytes)):
@@ -131,7 +134,7 @@ async def run_batch(
     compile_schema(schema, formats=config.formats)
     send, receive = anyio.create_memory_object_stream[BatchResult[Any]](math.inf)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_feed, client, requests, schema, concurrency, system, options, send)
+        tg.start_soon(_feed, open_stream, requests, schema, concurrency, system, options, send)
         try:
             async with receive:
                 yield receive
@@ -140,7 +143,7 @@ async def run_batch(
 
 
 async def _feed(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     requests: Iterable[Any] | AsyncIterable[Any],
     schema: Any,
     concurrency: int,
@@ -151,24 +154,24 @@ async def _feed(
     """Start one task per request, at most ``concurrency`` at a time; close ``send`` when the
     last has reported."""
     limiter = anyio.Semaphore(concurrency)
-    seen: set[str] = set()
+    seen: set[str | int] = set()
     async with send, anyio.create_task_group() as tg:
         async for item in _aiter(requests):
+            request: BatchRequest | None = None
             try:
                 request = as_request(item, system=system)
                 if request.id in seen:
                     raise BatchInputError(f"request id {request.id!r} is repeated")
             except BatchInputError as exc:
-                rid = item.get("id") if isinstance(item, Mapping) else None
-                await send.send(BatchResult(None if rid is None else str(rid), error=exc))
+                await send.send(BatchResult(_id_of(item, request), error=exc))
                 continue
             seen.add(request.id)
             await limiter.acquire()  # read the next request only when there is room
-            tg.start_soon(_one, client, request, schema, options, limiter, send.clone())
+            tg.start_soon(_one, open_stream, request, schema, options, limiter, send.clone())
 
 
 async def _one(
-    client: Client,
+    open_stream: Callable[..., Stream[Any]],
     request: BatchRequest,
     schema: Any,
     options: RequestOptions,
@@ -178,7 +181,7 @@ async def _one(
     started = time.monotonic()
     async with send:
         try:
-            stream = client.stream(messages=request.messages, schema=schema, **options)
+            stream = open_stream(messages=request.messages, schema=schema, **options)
         except Exception as exc:  # this request's messages, say: its result, not the batch's
             try:
                 await send.send(BatchResult(request.id, error=exc))
@@ -207,6 +210,16 @@ async def _one(
             )
         finally:
             limiter.release()
+
+
+def _id_of(item: Any, request: BatchRequest | None) -> str | int | None:
+    """The id to report a bad request under: its own, when it has a usable one."""
+    if request is not None:
+        return request.id
+    rid = item.get("id") if isinstance(item, Mapping) else None
+    if isinstance(rid, (str, int)) and not isinstance(rid, bool) and rid != "":
+        return rid
+    return None
 
 
 async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

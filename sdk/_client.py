@@ -274,7 +274,12 @@ class Client:
         and ``seconds``. Leaving the block early cancels what still runs.
         """
         return run_batch(
-            self, requests, schema=schema, concurrency=concurrency, system=system, options=options
+            self.stream,
+            requests,
+            schema=schema,
+            concurrency=concurrency,
+            system=system,
+            options=options,
         )
 
     async def aclose(self) -> None:

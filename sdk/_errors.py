@@ -64,9 +64,47 @@ class StreamError(Exception):
     """Root of every error about a stream's output or its transport.
 
     ``retryable`` says whether a fresh attempt may succeed (a retry policy consults it).
+
+    An error in one tool call's arguments (a :class:`SchemaViolation`, an
+    :class:`OutputSyntaxError`, a :class:`TruncatedError`, a call of a tool not offered) says
+    which call broke: ``tool_call`` (the call's index in the reply, 0-based), ``tool_name`` and
+    ``tool_call_id`` (when the server sent them); its message starts with them, e.g.
+    ``tool call 1 ('search', id 'call_b'): /query: ...``. All three are ``None`` for an error
+    in the message's own document, or one that is no call's.
     """
 
     retryable: bool = True
+    tool_call: int | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+    def attribute(self, call: int, name: str | None, call_id: str | None) -> None:
+        """Say that this error is tool call ``call``'s (named ``name``, with id ``call_id``);
+        what was already said is kept (the first call to say it wins)."""
+        if self.tool_call is None:
+            self.tool_call = call
+        if self.tool_name is None:
+            self.tool_name = name
+        if self.tool_call_id is None:
+            self.tool_call_id = call_id
+
+    @property
+    def which_call(self) -> str:
+        """The call this error is about, in words (``"tool call 1 ('search', id 'call_b')"``),
+        or ``""`` when it is no tool call's."""
+        if self.tool_call is None:
+            return ""
+        details = [repr(self.tool_name)] if self.tool_name is not None else []
+        if self.tool_call_id is not None:
+            details.append(f"id {self.tool_call_id!r}")
+        return f"tool call {self.tool_call}" + (f" ({', '.join(details)})" if details else "")
+
+    def _call_prefix(self) -> str:
+        which = self.which_call
+        return f"{which}: " if which else ""
+
+    def __str__(self) -> str:
+        return self._call_prefix() + super().__str__()
 
 
 class OutputSyntaxError(StreamError):
@@ -112,7 +150,7 @@ class SchemaViolation(StreamError):
     def __str__(self) -> str:
         where = self.pointer or "/"
         at = f" (at offset {self.offset})" if self.offset is not None else ""
-        return f"{where}: {self.message}{at}"
+        return f"{self._call_prefix()}{where}: {self.message}{at}"
 
 
 class ValidationFailed(SchemaViolation):

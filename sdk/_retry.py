@@ -135,6 +135,8 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
     if isinstance(error, SchemaViolation):
         where = error.pointer or "the root (/)"
         parts = [f"At {where}: {error.message}." if json_output else f"{error.message}."]
+        if error.which_call:
+            parts.insert(0, f"In {error.which_call}:")
         if error.keyword and json_output:
             parts.append(f"The JSON Schema keyword broken is {error.keyword!r}.")
         if error.value is not None:
@@ -144,8 +146,9 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
             parts.append(f"Your output went wrong at the last character of `{excerpt}`.")
         return " ".join(parts)
     if isinstance(error, TruncatedError):
+        which = f" ({error.which_call})" if error.which_call else ""
         return (
-            f"Your reply was cut off before {expected} ended"
+            f"Your reply was cut off before {expected}{which} ended"
             + (" (the token limit was reached)" if error.reason == "length" else "")
             + ". Reply with a complete, shorter one."
         )
@@ -159,19 +162,27 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
 
 def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
     """The feedback for a failed attempt: the assistant's output so far (as an assistant
-    message; for a tool-call stream, the arguments texts), then a user message stating the
-    violation and asking for a corrected document. Empty for a transport error (nothing the
-    model did wrong)."""
+    message; for a tool-call stream, the arguments texts, each under its tool's name, call
+    index and id when there are several), then a user message stating the violation (which
+    call broke, where, what) and asking for a corrected document. Empty for a transport error
+    (nothing the model did wrong)."""
     error = info.error
     if error is None or isinstance(error, TransportError):
         return ()
     output = info.text
+    shown = output
     if not output and info.tool_calls:
-        output = "\n".join(c.arguments for c in info.tool_calls)
+        if len(info.tool_calls) == 1:
+            output = shown = info.tool_calls[0].arguments
+        else:
+            # Each call's arguments under its name: the model sees which is which.
+            output = "\n".join(f"{_call_label(c)}: {c.arguments}" for c in info.tool_calls)
+            broken = getattr(error, "tool_call", None)
+            # Offsets in a call's error are offsets in that call's own arguments.
+            shown = next((c.arguments for c in info.tool_calls if c.index == broken), "")
     messages: list[Message] = []
     if output:
         messages.append({"role": "assistant", "content": output})
-    shown = output if info.text or len(info.tool_calls) == 1 else ""
     expected = info.expected
     required = "the required JSON schema" if expected == JSON_DOCUMENT else "what is required"
     messages.append(
@@ -184,6 +195,12 @@ def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
         }
     )
     return tuple(messages)
+
+
+def _call_label(call: ToolCallText) -> str:
+    """``"search (call 1, id call_b)"``: a call's name, index and id, for feedback."""
+    where = f"call {call.index}" + (f", id {call.id}" if call.id else "")
+    return f"{call.name or 'unnamed tool'} ({where})"
 
 
 async def _sleep(seconds: float) -> None:

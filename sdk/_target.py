@@ -198,7 +198,12 @@ class ToolsTarget:
             name = chosen  # a server that does not name the call of the tool it was told
         if name is None and len(self.tools) == 1:
             tool = self.tools[0]  # a server that does not name the call of the only tool
-        elif name is None or name not in self.by_name:
+        elif name is None:
+            raise SchemaViolation(
+                f"the call names no tool (the server sent no name); the tools offered: {names}",
+                keyword="tools",
+            )
+        elif name not in self.by_name:
             raise SchemaViolation(
                 f"the model called {name!r}, which is not one of the tools offered ({names})",
                 keyword="tools",

@@ -36,9 +36,11 @@ output format:
 exit codes:
   0    success: the document was complete and valid
   1    the output failed: schema violation after every retry, truncated, refused, not JSON
-  2    usage error: bad arguments, schema not found or unusable, no prompt
+  2    usage error: bad arguments, schema not found or unusable, no prompt; a batch
+       whose files cannot be read or written (a full disk)
   3    backend unavailable: server unreachable or HTTP error, missing extra, model not loadable
-  130  interrupted
+  130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM)
 
 examples:
   fieldstream --schema examples/models.py:Person "Describe a fictional person"

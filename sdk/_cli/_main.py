@@ -23,7 +23,16 @@ Exit codes (scripts may rely on them; see :mod:`sdk._cli._exit`):
 - 1: the output failed (schema violation after every retry, truncated, refused, not JSON);
 - 2: usage error (bad arguments, a schema that cannot be found, read or used, no prompt);
 - 3: backend unavailable (server unreachable or HTTP error, missing extra, model not loadable);
-- 130: interrupted.
+- 130: interrupted; 143: terminated (SIGTERM).
+
+Errors: every error found once the arguments are parsed (no prompt or an empty one, options that
+do not go together, a schema that cannot be found, read or used, a failed run) is said the same
+way: an ``error`` event with its ``exit_code`` as the last JSON line on stdout (or the live
+view's last frame), and ``fieldstream: error: ...`` on stderr (after the usage line, for a
+mistake in the arguments). Only what argparse itself refuses (an unknown option, a missing
+value) is argparse's usage message and exit status 2 alone. Interrupted (Ctrl-C) or terminated
+(SIGTERM), the run ends the same orderly way, with its ``error`` event (a batch: its summary
+line, ``"stopped"``).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from sdk._cli._backends import BackendFactory, open_backend, request_options
 from sdk._cli._exit import ExitCode, exit_code_for
 from sdk._cli._report import JsonLinesReport, Report, RunSummary
 from sdk._cli._schema_source import SchemaSourceError, load_schema
+from sdk._cli._signals import terminate_on_sigterm, until_sigterm
 from sdk._client import Client
 from sdk._errors import SchemaError, StreamError
 from sdk._events import AttemptFailed, FieldEvent
@@ -61,8 +71,13 @@ _DEFAULT_SYSTEM = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command with ``argv`` (default: ``sys.argv[1:]``); return its exit code."""
-    return run(argv)
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); return its exit code.
+    SIGTERM, while it runs, ends it as Ctrl-C does (exit code 143)."""
+    restore = terminate_on_sigterm()
+    try:
+        return run(argv)
+    finally:
+        restore()
 
 
 def run(
@@ -83,17 +98,15 @@ def run(
         args = parse(parser, argv, stdout, stderr)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    clock = _Clock()
+    rate = _Rate(clock)
+    report = _make_report(args, stdout, stderr, rate)
     try:
         prompt = read_prompt(args, stdin)
         check_combinations(args)
     except UsageError as exc:
         parser.print_usage(stderr)
-        stderr.write(f"fieldstream: error: {exc}\n")
-        return ExitCode.USAGE
-
-    clock = _Clock()
-    rate = _Rate(clock)
-    report = _make_report(args, stdout, stderr, rate)
+        return _fail(report, exc, ExitCode.USAGE, clock)
     try:
         schema = load_schema(args.schema)
         # Compiled now, so an unusable schema is a usage error before any model loads.
@@ -105,9 +118,12 @@ def run(
         return _batch(args, schema, system, make_backend, stdin, stdout, stderr)
     messages = _messages(system, prompt)
     try:
-        return anyio.run(_run, args, schema, messages, report, make_backend, clock, rate)
-    except KeyboardInterrupt as exc:
-        return _fail(report, exc, ExitCode.INTERRUPTED, clock, rate.stream)
+        return anyio.run(
+            until_sigterm,
+            lambda: _run(args, schema, messages, report, make_backend, clock, rate),
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        return _fail(report, exc, exit_code_for(exc), clock, rate.stream)
 
 
 def _batch(

@@ -33,6 +33,7 @@ from sdk._backend import Usage
 from sdk._errors import (
     RetriesExhausted,
     SchemaViolation,
+    StreamError,
     TransportError,
     TruncatedError,
     pointer,
@@ -50,6 +51,10 @@ def jsonable(value: Any) -> Any:
 def error_info(error: BaseException) -> dict[str, Any]:
     """What a script may want to know about ``error``, as JSON data."""
     info: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
+    if isinstance(error, StreamError) and error.tool_call is not None:
+        info.update(
+            tool_call=error.tool_call, tool_name=error.tool_name, tool_call_id=error.tool_call_id
+        )
     if isinstance(error, SchemaViolation):
         info.update(
             pointer=error.pointer,

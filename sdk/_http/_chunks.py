@@ -11,8 +11,23 @@ What it relies on and what it reports:
   ``delta.reasoning_content`` (vLLM, SGLang, llama.cpp, DeepSeek) or ``delta.reasoning``
   (OpenRouter, newer vLLM) -> ``Delta(reasoning=...)``;
   ``delta.tool_calls[i].function.arguments`` -> ``Delta(text=..., tool_call=index)``, the call's
-  ``function.name`` on the first delta of that index. Logprobs and other fields are ignored.
-- ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``.
+  ``function.name`` on the first delta that has it (not always the call's first), and, when
+  ids are asked for (``ids=True``), its ``id`` likewise. Arguments sent as a JSON object
+  rather than its text are taken as that object's text. With ids asked for, a call's deltas
+  wait until its id arrives (some servers send it after the call's first entry), so every
+  event of the call can carry it; a call that never gets one is let go, without an id, when
+  another call starts, the finish reason arrives, or the stream ends. Logprobs and other
+  fields are ignored.
+- Which call a ``tool_calls`` entry belongs to: its ``index`` when it has one. Without one
+  (Gemini's OpenAI-compatible endpoint sends none), its ``id`` decides: an id seen before is
+  that call's, a new id starts a new call (the next index), except that an id for a call that
+  has none yet is the current call's own id arriving late. Without an id, a name other than
+  the current call's starts a new call too (the same name again continues it: two calls of
+  one tool in a row are told apart only by an index or an id). An entry with none of them
+  continues the current call (the first entry of a chunk) or follows the entry before it in
+  the same chunk.
+- ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``;
+  content or tool calls sent after the finish reason are not output and are dropped.
   The usage chunk (``"choices": []``, asked for by ``stream_options.include_usage``) follows the
   finish chunk, so the last delta is sent once both are known, at ``[DONE]``, or at the end of
   the stream, whichever comes first.
@@ -51,12 +66,19 @@ class ChunkDecoder:
 
     ``tools`` says the request forced a tool call: message ``content`` that is only whitespace
     is then dropped (some servers send a newline before the call), while any other content is
-    passed on as it is, for the stream layer to judge.
+    passed on as it is, for the stream layer to judge. ``ids``: each tool call's ``id`` is put
+    on the first delta that carries it (``Delta.tool_call_id``).
     """
 
-    def __init__(self, *, tools: bool = False) -> None:
+    def __init__(self, *, tools: bool = False, ids: bool = False) -> None:
         self._tools = tools
-        self._named: set[int] = set()
+        self._report_ids = ids
+        self._named: dict[int, str] = {}  # call index -> its name, once seen
+        self._ids: dict[int, str] = {}  # call index -> its id, once seen
+        self._by_id: dict[str, int] = {}
+        self._current: int | None = None  # the call the last tool_calls entry went to
+        # With ids asked for: calls whose id has not come yet -> (their text, their name).
+        self._waiting: dict[int, tuple[list[str], str | None]] = {}
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
         self._ended = False
@@ -110,6 +132,7 @@ class ChunkDecoder:
             and content
             and choice.get("index", 0) == 0
             and choice.get("finish_reason") is None
+            and self._finish_reason is None
             and chunk.get("usage") is None
             and chunk.get("error") is None
             and not delta.get("refusal")
@@ -147,21 +170,34 @@ class ChunkDecoder:
                     "(do not ask for n > 1)"
                 )
             delta = choice.get("delta") or {}
-            if isinstance(delta, Mapping):
+            # After the finish reason only usage may come (the attempt reads nothing more);
+            # the last delta waits for the usage, so what follows is dropped here.
+            if isinstance(delta, Mapping) and self._finish_reason is None:
                 out.extend(self._delta(delta))
             reason = choice.get("finish_reason")
             if reason:
                 self._finish_reason = str(reason)
+                out.extend(self._let_go())
         if self._finish_reason is not None and self._usage is not None:
             out.extend(self.end())
         return out
 
     def end(self) -> list[Delta]:
         """The stream is over (``[DONE]`` or end of body): the last delta, if not sent yet."""
+        waited = self._let_go()
         if self._ended or (self._finish_reason is None and self._usage is None):
-            return []
+            return waited
         self._ended = True
-        return [Delta(finish_reason=self._finish_reason, usage=self._usage)]
+        return [*waited, Delta(finish_reason=self._finish_reason, usage=self._usage)]
+
+    def _let_go(self, but: int | None = None) -> list[Delta]:
+        """The calls still waiting for their id (all of them, or all but call ``but``): their
+        text and name, without an id."""
+        out = []
+        for index in [i for i in self._waiting if i != but]:
+            texts, name = self._waiting.pop(index)
+            out.append(Delta(text="".join(texts), tool_call=index, tool_name=name))
+        return out
 
     def _delta(self, delta: Mapping[str, Any]) -> list[Delta]:
         out: list[Delta] = []
@@ -182,19 +218,65 @@ class ChunkDecoder:
         return out
 
     def _tool_delta(self, position: int, call: Mapping[str, Any]) -> list[Delta]:
+        raw_id = call.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
         index = call.get("index")
-        if not isinstance(index, int):
-            index = position  # some servers leave out the index of a lone call
         function = call.get("function") or {}
         name = function.get("name") if isinstance(function, Mapping) else None
+        name = name if isinstance(name, str) and name else None
+        if isinstance(index, bool) or not isinstance(index, int):
+            index = self._index_of(position, call_id, name)
+        self._current = index
+        new_id = None
+        if call_id is not None and index not in self._ids:
+            self._ids[index] = call_id
+            self._by_id.setdefault(call_id, index)
+            new_id = call_id if self._report_ids else None
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if isinstance(arguments, Mapping):  # an object, not its text: some servers send one
+            arguments = json.dumps(arguments, ensure_ascii=False)
         text = arguments if isinstance(arguments, str) else ""
-        if index not in self._named and isinstance(name, str) and name:
-            self._named.add(index)
-            return [Delta(text=text, tool_call=index, tool_name=name)]
-        if not text:
-            return []
-        return [Delta(text=text, tool_call=index)]
+        new_name = None
+        if index not in self._named and name is not None:
+            self._named[index] = name
+            new_name = name
+        out = self._let_go(but=index) if self._waiting else []
+        if self._report_ids and index not in self._ids:
+            texts, held_name = self._waiting.setdefault(index, ([], None))
+            texts.append(text)
+            if new_name is not None:
+                self._waiting[index] = (texts, new_name)
+            return out  # waits for its id
+        if index in self._waiting:
+            texts, held_name = self._waiting.pop(index)
+            text = "".join(texts) + text
+            new_name = held_name or new_name
+        if not text and new_name is None and new_id is None:
+            return out
+        out.append(Delta(text=text, tool_call=index, tool_name=new_name, tool_call_id=new_id))
+        return out
+
+    def _index_of(self, position: int, call_id: str | None, name: str | None) -> int:
+        """The call an entry without an ``index`` belongs to (see the module docstring)."""
+        current = self._current
+        if call_id is not None:
+            known = self._by_id.get(call_id)
+            if known is not None:
+                return known
+            if current is not None and current not in self._ids and position == 0:
+                return current  # the current call's id, sent after its first entry
+            return self._next_index()
+        if current is None:
+            return position
+        if position == 0 and name is not None and self._named.get(current, name) != name:
+            return self._next_index()  # another tool's name: another call
+        return current if position == 0 else current + 1
+
+    def _next_index(self) -> int:
+        seen = [*self._named, *self._ids]
+        if self._current is not None:
+            seen.append(self._current)
+        return max(seen) + 1 if seen else 0
 
 
 def error_from_payload(payload: Any, *, default: str) -> TransportError:

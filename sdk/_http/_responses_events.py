@@ -11,7 +11,10 @@ the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. E
 - ``response.output_item.added`` with a ``function_call`` item -> the call's first delta:
   ``Delta(tool_call=k, tool_name=name, tool_call_id=call_id)`` where ``k`` counts the function
   calls of the response (0, 1, ...); ``response.function_call_arguments.delta`` -> that call's
-  ``Delta(text=delta, tool_call=k)`` (found by ``item_id``, else ``output_index``).
+  ``Delta(text=delta, tool_call=k)`` (found by ``item_id``, else ``output_index``). An
+  ``output_item.added`` for an item already added (the same item ``id``; without one, the same
+  ``call_id``; without either, the same ``output_index``) is the same call said twice: it adds
+  no call, and its arguments, if any, are the call's text so far, not new text.
 - ``response.completed`` -> the last ``Delta(finish_reason, usage)``: ``"tool_calls"`` when
   the response called a function, else ``"stop"``; usage from ``response.usage``
   (``input_tokens``, ``output_tokens``). ``response.incomplete`` -> the same with the finish
@@ -50,7 +53,9 @@ class ResponsesDecoder:
 
     def __init__(self, *, tools: bool = False) -> None:
         self._tools = tools
-        self._calls: dict[str, int] = {}  # item id (and output index) -> call number
+        # "item:<id>", "call:<call_id>", "index:<output_index>" -> call number
+        self._calls: dict[str, int] = {}
+        self._sent: dict[int, int] = {}  # call number -> characters of arguments given
         self._count = 0  # function calls so far
         self._ended = False
         self.done = False
@@ -131,16 +136,33 @@ class ResponsesDecoder:
         item = payload.get("item")
         if not isinstance(item, Mapping) or item.get("type") != "function_call":
             return []
+        arguments = item.get("arguments")
+        text = arguments if isinstance(arguments, str) else ""
+        keys = [
+            f"{kind}:{value}"
+            for kind, value in (
+                ("item", item.get("id")),
+                ("call", item.get("call_id")),
+                ("index", payload.get("output_index")),
+            )
+            if value is not None
+        ]
+        if keys and keys[0] in self._calls:  # the same item, said again
+            call = self._calls[keys[0]]
+            sent = self._sent.get(call, 0)
+            # Only arguments that go on from what was given are new.
+            extra = text[sent:] if len(text) > sent else ""
+            self._sent[call] = sent + len(extra)
+            return [Delta(text=extra, tool_call=call)] if extra else []
         call = self._count
         self._count += 1
-        for key in (item.get("id"), payload.get("output_index")):
-            if key is not None:
-                self._calls[str(key)] = call
+        for key in keys:
+            self._calls.setdefault(key, call)
+        self._sent[call] = len(text)
         name, call_id = item.get("name"), item.get("call_id")
-        arguments = item.get("arguments")
         return [
             Delta(
-                text=arguments if isinstance(arguments, str) else "",
+                text=text,
                 tool_call=call,
                 tool_name=name if isinstance(name, str) else None,
                 tool_call_id=call_id if isinstance(call_id, str) else None,
@@ -148,9 +170,16 @@ class ResponsesDecoder:
         ]
 
     def _call_of(self, payload: Mapping[str, Any]) -> int | None:
-        for key in (payload.get("item_id"), payload.get("output_index")):
-            if key is not None and str(key) in self._calls:
-                return self._calls[str(key)]
+        for kind, value in (
+            ("item", payload.get("item_id")),
+            ("index", payload.get("output_index")),
+        ):
+            call = self._calls.get(f"{kind}:{value}") if value is not None else None
+            if call is not None:
+                delta = payload.get("delta")
+                if isinstance(delta, str):
+                    self._sent[call] = self._sent.get(call, 0) + len(delta)
+                return call
         return None
 
     def _terminal(self, kind: str, payload: Mapping[str, Any]) -> list[Delta]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sdk._backend import Delta
 from sdk._errors import BackendError
@@ -32,10 +32,9 @@ from sdk._extent import JsonExtent
 from sdk._local._tools import CALL_END, CALL_SEPARATOR, TOOLS_CLOSE, TOOLS_OPEN, call_begin
 
 if TYPE_CHECKING:
-    from sdk._local._backend import LocalGeneration
     from sdk._local._decode import DecodeStats
 
-__all__ = ["LocalToolCalls", "ToolCallSplitter", "new_call_id"]
+__all__ = ["Generation", "LocalToolCalls", "ToolCallSplitter", "new_call_id"]
 
 
 def new_call_id() -> str:
@@ -145,6 +144,19 @@ class ToolCallSplitter:
         )
 
 
+class Generation(Protocol):
+    """What :class:`LocalToolCalls` reads: a generation's deltas, its counters, its close
+    (a :class:`~sdk._local.LocalGeneration`). A protocol, so that this module does not import
+    the backend that imports it: the dependency goes one way, ``_backend`` -> ``_tool_calls``."""
+
+    @property
+    def stats(self) -> DecodeStats: ...
+
+    async def __anext__(self) -> Delta: ...
+
+    async def aclose(self) -> None: ...
+
+
 class LocalToolCalls:
     """A local generation of a ``tools`` request: its text read back into tool-call deltas.
 
@@ -152,7 +164,7 @@ class LocalToolCalls:
     the engine within one step), but not rewindable (see the module docstring).
     """
 
-    def __init__(self, generation: LocalGeneration, names: Sequence[str]) -> None:
+    def __init__(self, generation: Generation, names: Sequence[str]) -> None:
         self._generation = generation
         self._splitter = ToolCallSplitter(names)
         self._out: deque[Delta] = deque()

@@ -170,6 +170,7 @@ def test_batch_input_errors_say_what_is_missing() -> None:
 
     with pytest.raises(BatchInputError, match='"prompt" or "messages"'):
         as_request({"id": 1})
+    # The id is given back as it came: 7 stays an integer.
     assert as_request({"id": 7, "prompt": "hi"}) == BatchRequest(
-        "7", [{"role": "user", "content": "hi"}]
+        7, [{"role": "user", "content": "hi"}]
     )

@@ -166,7 +166,12 @@ def test_bad_arguments_exit_2(argv: list[str], message: str) -> None:
     result = cli(*argv, backend=backend)
     assert result.code == 2
     assert message in result.err
-    assert result.out == ""
+    # What argparse refuses is its message alone; every later usage error is said as any
+    # error is: one error event as the last JSON line, and the message on stderr.
+    if result.out:
+        [line] = result.lines
+        assert line["event"] == "error" and line["exit_code"] == 2
+        assert message in line["error"]["message"]
     assert backend.requests == []
 
 

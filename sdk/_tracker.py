@@ -11,7 +11,7 @@ attempt.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import partial
 from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
@@ -23,11 +23,16 @@ from sdk._errors import (
     StreamUsageError,
     TruncatedError,
 )
-from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
+from sdk._schema._states import NO_INSTANCE
 
-__all__ = ["FieldTracker"]
+__all__ = ["Dispatch", "FieldTracker"]
+
+Dispatch: TypeAlias = Literal["validated", "eager"]
+"""When a field's event goes out: after pydantic's checks that can judge it (``"validated"``,
+the default), or as soon as it is final (``"eager"``)."""
 
 
 class FieldTracker:
@@ -71,11 +76,14 @@ class FieldTracker:
         "_error",
         "_finished",
         "_forced",
+        "_holds",
         "_parser",
         "_result",
+        "_root_held",
         "_root_start",
         "attempt",
         "deltas",
+        "dispatch",
         "tool_call",
         "tool_call_id",
         "tool_name",
@@ -94,7 +102,10 @@ class FieldTracker:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         formats: Formats | None = None,
+        dispatch: Dispatch = "validated",
     ) -> None:
+        if dispatch not in ("validated", "eager"):
+            raise ValueError(f"dispatch must be 'validated' or 'eager', not {dispatch!r}")
         if isinstance(schema, CompiledSchema):
             if formats is not None and formats != schema.formats:
                 raise ValueError(
@@ -107,7 +118,19 @@ class FieldTracker:
         self._parser = partial.Parser(
             lenient=lenient, max_depth=max_depth, max_bytes=max_bytes, detail=True
         )
-        self._checker = SchemaChecker(self._compiled.root, early_models=self._compiled.models)
+        self._checker = SchemaChecker(
+            self._compiled.root,
+            early_models=self._compiled.models,
+            field_checks=dispatch == "validated",
+        )
+        self.dispatch: Dispatch = dispatch
+        """``"validated"``: field validators run before a field's event, and a model validator
+        holds its fields' events until it passed; ``"eager"``: every event as soon as the
+        value is final and passed the JSON Schema checks (pydantic judges later)."""
+        # The values whose members' events wait for their validation, innermost last: (path,
+        # the events held). The root model's wait for the final validation (_root_held).
+        self._holds: list[tuple[Path, list[TrackerEvent]]] = []
+        self._root_held: list[TrackerEvent] | None = None
         self.attempt = attempt
         """The attempt number stamped on events (1-based)."""
         self.deltas = deltas
@@ -230,6 +253,11 @@ class FieldTracker:
             ) from exc
         out = self._handle(events)
         self._finished = True
+        held = self._root_held
+        if held is not None:  # the root model has a model validator: it judges first
+            self._validate()
+            self._root_held = None
+            out.extend(held)
         return out
 
     def close(self) -> Any:
@@ -246,6 +274,12 @@ class FieldTracker:
         if self._closed:
             return self._result
         self.finish()
+        if not self._closed:
+            self._validate()
+        return self._result
+
+    def _validate(self) -> None:
+        """The final validation (the result, or the sticky error)."""
         value = self._parser.close()
         try:
             self._result = self._compiled.finish(
@@ -255,7 +289,6 @@ class FieldTracker:
             self._error = exc
             raise
         self._closed = True
-        return self._result
 
     # ------------------------------------------------------------------ internals
 
@@ -280,29 +313,43 @@ class FieldTracker:
                             )
                         )
                 elif type(ev) is ValueDone:
-                    start, kind, instance = checker.value_done(ev.path, ev.offset, ev.value)
+                    start, kind, instance, validated = checker.value_done(
+                        ev.path, ev.offset, ev.value
+                    )
                     n = 0
                     if forced is not None:
                         # A number ends before the character that finished it.
                         stop = ev.offset if kind == "number" else ev.offset + 1
                         n = forced.count(start, stop)
-                    out.append(
-                        FieldEvent(
-                            ev.path,
-                            ev.value,
-                            ev.offset,
-                            attempt,
-                            n,
-                            self.tool_call,
-                            self.tool_name,
-                            self.tool_call_id,
-                            instance=instance,
-                        )
+                    event = FieldEvent(
+                        ev.path,
+                        ev.value,
+                        ev.offset,
+                        attempt,
+                        n,
+                        self.tool_call,
+                        self.tool_name,
+                        self.tool_call_id,
+                        instance=instance,
+                        _validated=_UNCHANGED if validated is NO_INSTANCE else validated,
                     )
+                    holds = self._holds
+                    if not holds:
+                        out.append(event)
+                    elif holds[-1][0] == ev.path:  # a held value passed: release its members
+                        path, held = holds.pop()
+                        held.append(event)
+                        if not path:  # the root model: at the end, once pydantic passed it
+                            self._root_held = held
+                        else:
+                            (holds[-1][1] if holds else out).extend(held)
+                    else:
+                        holds[-1][1].append(event)
                 elif type(ev) is ValueStart:
                     if not ev.path:
                         self._root_start = ev.offset
-                    checker.value_start(ev.path, ev.offset, ev.kind.value)
+                    if checker.value_start(ev.path, ev.offset, ev.kind.value):
+                        self._holds.append((ev.path, []))
                 elif type(ev) is Key:
                     checker.key(ev.path, ev.offset)
                 elif type(ev) is KeyDelta:

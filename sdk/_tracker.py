@@ -121,7 +121,7 @@ class FieldTracker:
         self._checker = SchemaChecker(
             self._compiled.root,
             early_models=self._compiled.models,
-            field_checks=dispatch == "validated",
+            field_checks=dispatch == "validated" and self._compiled.field_checks,
         )
         self.dispatch: Dispatch = dispatch
         """``"validated"``: field validators run before a field's event, and a model validator

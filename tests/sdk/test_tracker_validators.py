@@ -4,6 +4,10 @@ passed. Tracker level; the stream's side is in test_stream_validated.py."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -120,6 +124,29 @@ def test_eager_dispatch_sends_the_value_before_the_error_as_before(
     events, error = run(schema, doc, dispatch="eager")
     assert isinstance(error, SchemaViolation) and message in str(error)
     assert refused in pointers(events)
+
+
+def test_what_each_mode_dispatches_before_the_error() -> None:
+    """The table of docs/events.md."""
+    got = {}
+    for schema, doc, _, _ in TABLE:
+        for mode in ("eager", "validated"):
+            events, error = run(schema, doc, dispatch=mode)
+            assert isinstance(error, SchemaViolation)
+            got[schema.__name__, doc[:12], mode] = (pointers(events), error.path)
+    assert got == {
+        ("Person", '{"name": "Bo', "eager"): (
+            ["/name", "/hobbies/0/name", "/hobbies/0", "/hobbies", ""],
+            ("name",),  # at the end: the root's validators ran only there
+        ),
+        ("Person", '{"name": "Bo', "validated"): ([], ("name",)),
+        ("Person", '{"name": "an', "eager"): (["/name", "/hobbies/0/name"], ("hobbies", 0, "name")),
+        ("Person", '{"name": "an', "validated"): (["/name"], ("hobbies", 0, "name")),
+        ("Tagged", '{"tag": "ABC', "eager"): (["/tag", "/n", ""], ("tag",)),
+        ("Tagged", '{"tag": "ABC', "validated"): ([], ("tag",)),
+        ("Ranges", '{"ranges": [', "eager"): (["/ranges/0/lo"], ("ranges", 0)),
+        ("Ranges", '{"ranges": [', "validated"): ([], ("ranges", 0)),
+    }
 
 
 def test_the_error_is_raised_where_the_field_ends() -> None:
@@ -409,3 +436,28 @@ def test_nested_holds_release_only_when_the_outermost_passed() -> None:
     events, error = run(Boxes, '{"boxes": [{"inner": {"lo": 1, "hi": 5}, "size": 3}]}')
     assert isinstance(error, SchemaViolation) and "does not fit" in str(error)
     assert events == []
+
+
+# ---------------------------------------------------------------- docs/events.md
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "events.md"
+SNIPPETS = [
+    b
+    for b in re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    if "Client.local()" not in b
+]
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_the_docs_snippets_run_and_print_what_they_say(code: str) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(DOCS), "exec", dont_inherit=True), {"__name__": "__docs__"})
+    for line in code.splitlines():
+        if line.lstrip().startswith("print(") and "  # " in line:
+            expected = line.split("  # ", 1)[1].split(", judged")[0]
+            assert expected in out.getvalue()
+
+
+def test_the_docs_have_their_snippets() -> None:
+    assert len(SNIPPETS) == 3

@@ -461,3 +461,47 @@ def test_the_docs_snippets_run_and_print_what_they_say(code: str) -> None:
 
 def test_the_docs_have_their_snippets() -> None:
     assert len(SNIPPETS) == 3
+
+
+class Shifted(pydantic.BaseModel):
+    lo: int
+    hi: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _swap(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("lo", 0) > data.get("hi", 0):
+            raise ValueError("lo > hi")
+        return data
+
+
+class ShiftedList(pydantic.BaseModel):
+    items: list[Shifted]
+
+
+class WrappedRoot(pydantic.BaseModel):
+    a: int
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check(cls, data: Any, handler: Any) -> WrappedRoot:
+        out = handler(data)
+        if out.a < 0:
+            raise ValueError("a >= 0")
+        return out  # type: ignore[no-any-return]
+
+
+def test_a_before_model_validator_holds_its_fields_too() -> None:
+    t = FieldTracker(ShiftedList)
+    assert t.feed('{"items": [{"lo": 1, "hi": 2') == []
+    assert [e.pointer for e in t.feed("}")] == ["/items/0/lo", "/items/0/hi", "/items/0"]
+    events, error = run(ShiftedList, '{"items": [{"lo": 3, "hi": 2}]}')
+    assert isinstance(error, SchemaViolation) and events == []
+
+
+def test_a_root_wrap_model_validator_holds_until_the_end() -> None:
+    events, error = run(WrappedRoot, '{"a": -1}')
+    assert isinstance(error, ValidationFailed) and events == []
+    t = FieldTracker(WrappedRoot)
+    assert t.feed('{"a": 1}') == []
+    assert [e.pointer for e in t.finish()] == ["/a", ""]

@@ -26,7 +26,7 @@ from sdk._errors import (
 from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
-from sdk._schema._states import NO_INSTANCE
+from sdk._schema._states import NO_INSTANCE, UNDECIDED
 
 __all__ = ["Dispatch", "FieldTracker"]
 
@@ -331,10 +331,14 @@ class FieldTracker:
                         self.tool_name,
                         self.tool_call_id,
                         instance=instance,
-                        _validated=_UNCHANGED if validated is NO_INSTANCE else validated,
+                        _validated=_UNCHANGED
+                        if validated is NO_INSTANCE or validated is UNDECIDED
+                        else validated,
                     )
                     holds = self._holds
-                    if not holds:
+                    if validated is UNDECIDED:
+                        self._defer(ev.path, event)
+                    elif not holds:
                         out.append(event)
                     elif holds[-1][0] == ev.path:  # a held value passed: release its members
                         path, held = holds.pop()
@@ -364,6 +368,22 @@ class FieldTracker:
             self._error = exc
             raise
         return out
+
+    def _defer(self, path: Path, event: FieldEvent) -> None:
+        """The field at ``path`` could not be judged alone: its event (with its members', if
+        they were held for it) and those of the fields after it wait for its object's
+        validation, in document order."""
+        holds = self._holds
+        if holds and holds[-1][0] == path:
+            held = holds.pop()[1]
+            held.append(event)
+        else:
+            held = [event]
+        parent = path[:-1]
+        if holds and holds[-1][0] == parent:
+            holds[-1][1].extend(held)
+        else:
+            holds.append((parent, held))
 
     def _fail(self, err: StreamError, cause: BaseException) -> StreamError:
         err.__cause__ = cause

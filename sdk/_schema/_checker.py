@@ -27,6 +27,7 @@ from sdk._schema._finals import check_close
 from sdk._schema._pydantic import ModelCheck, substitute
 from sdk._schema._states import (
     NO_INSTANCE,
+    UNDECIDED,
     ContainsSlot,
     DepGroup,
     Frame,
@@ -256,7 +257,8 @@ class SchemaChecker:
         """A value is final. Returns its start offset and kind (for the caller's bookkeeping),
         the pydantic model instance it validated to when it is a nested model that was
         validated early (else ``None``), and, with ``field_checks``, the value as its field's
-        validators returned it when they changed it (else :data:`NO_INSTANCE`)."""
+        validators returned it when they changed it (else :data:`NO_INSTANCE`;
+        :data:`UNDECIDED` when they could not judge it alone)."""
         stack = self._stack
         frame = stack[-1]
         if frame.states:
@@ -342,6 +344,8 @@ class SchemaChecker:
                 continue
             if validated is NO_INSTANCE:
                 data[check.name] = given
+                if member.validated is NO_INSTANCE:
+                    member.validated = UNDECIDED
                 continue
             data[check.name] = validated
             if member.validated is NO_INSTANCE and not (

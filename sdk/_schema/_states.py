@@ -18,6 +18,7 @@ from sdk._schema._conj import Conj
 
 __all__ = [
     "NO_INSTANCE",
+    "UNDECIDED",
     "AnyGroup",
     "ContainsSlot",
     "DepGroup",
@@ -36,6 +37,10 @@ __all__ = [
 
 NO_INSTANCE: Any = object()
 """No model instance stands for this value (see :mod:`sdk._schema._pydantic`)."""
+
+UNDECIDED: Any = object()
+"""A field's validators could not judge it alone (``Frame.validated``): its object's
+validation will, and its event waits for that."""
 
 
 class Reason:

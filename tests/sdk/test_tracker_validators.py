@@ -357,13 +357,34 @@ class Seen(pydantic.BaseModel):
         return v
 
 
+class Seens(pydantic.BaseModel):
+    seen: list[Seen]
+    n: int = 0
+
+
 def test_info_data_shows_the_fields_that_came_before() -> None:
     events, error = run(Seen, '{"a": 2, "b": 1}')
     assert isinstance(error, SchemaViolation) and error.path == ("b",)
     assert pointers(events) == ["/a"]
-    # b before a: its validator cannot judge alone; the final validation does.
+    # b before a: its validator cannot judge alone; the final validation does, and b (and
+    # what follows it in its object) waits for it.
     events, error = run(Seen, '{"b": 1, "a": 2}')
-    assert isinstance(error, ValidationFailed)
+    assert isinstance(error, ValidationFailed) and events == []
+    events, error = run(Seen, '{"b": 3, "a": 2}')
+    assert error is None and pointers(events) == ["/b", "/a", ""]
+
+
+def test_a_field_that_cannot_be_judged_alone_waits_for_its_object() -> None:
+    t = FieldTracker(Seens)
+    assert t.feed('{"seen": [{"b": 3, "a": 2') == []
+    assert pointers(fields_of(t.feed("}"))) == ["/seen/0/b", "/seen/0/a", "/seen/0"]
+    events, error = run(Seens, '{"seen": [{"b": 1, "a": 2}], "n": 1}')
+    assert isinstance(error, SchemaViolation) and error.path == ("seen", 0, "b")
+    assert events == []
+
+
+def fields_of(events: list[Any]) -> list[FieldEvent]:
+    return [e for e in events if isinstance(e, FieldEvent)]
 
 
 # ---------------------------------------------------------------- model validators hold

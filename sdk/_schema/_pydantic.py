@@ -21,9 +21,10 @@ differently (a before/wrap/plain validator, a JSON-or-Python type, a callable di
 validated from its plain JSON instead, exactly as ``validate_json`` would.
 
 Field-level validators (``field_validator`` in any mode, ``Annotated[..., AfterValidator(...)]``
-and the other function validators, anywhere in a field's type but inside a nested model) run
-when their **field** is final (:class:`FieldCheck`), so that a field's event goes out only after
-them. A model with a model validator (:attr:`ModelInfo.holds`) has its fields' events held until
+and the other function validators, anywhere in a field's type but inside a nested model), and
+pydantic's own checks that the tracker's schema does not make (dates, decimals, URLs, UUIDs,
+transformed strings), run when their **field** is final (:class:`FieldCheck`), so that a field's
+event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has its fields' events held until
 its object closes and the validator passed (the tracker holds them; see ``sdk._tracker``).
 """
 
@@ -104,7 +105,7 @@ class FieldCheck:
         ``info.data`` shows: the object's fields that came before, by name. Lax Python mode,
         never stricter than the final JSON-mode validation."""
         try:
-            result = self._validator.validate_assignment(dict(data), self.name, value)
+            result = self._validator.validate_assignment(dict(data), self.name, value, strict=False)
         except pydantic.ValidationError as exc:
             return NO_INSTANCE, list(exc.errors(include_url=False))
         except Exception:  # the user's validator cannot judge alone; the final validation will
@@ -135,10 +136,11 @@ def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
     if not isinstance(fields_node, dict) or fields_node.get("type") != "model-fields":
         return {}  # a before model validator around the fields: the model holds its events
     by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
+    transforms = isinstance(config, dict) and any(config.get(k) for k in _STR_TRANSFORMS_CONFIG)
     checked = [
         name
         for name, field in fields_node["fields"].items()
-        if _has_validator(field["schema"], by_ref)
+        if _has_validator(field["schema"], by_ref, transforms)
     ]
     if not checked:
         return {}
@@ -179,9 +181,20 @@ _FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "f
 _NOT_VALIDATION = frozenset({"metadata", "serialization"})
 
 
-def _has_validator(schema: Any, by_ref: dict[str, Any]) -> bool:
-    """Whether a field's core schema holds a validator function outside nested models
-    (their own validation runs them); an explicit stack, definitions followed once."""
+_OPAQUE = frozenset(
+    {"date", "datetime", "time", "timedelta", "decimal", "url", "multi-host-url", "uuid"}
+)
+"""Types whose pydantic check the tracker's JSON Schema does not make (their ``format`` is
+pydantic's to judge; date bounds, decimal digits, URL rules...)."""
+_STR_TRANSFORMS = ("strip_whitespace", "to_lower", "to_upper")
+_STR_TRANSFORMS_CONFIG = ("str_strip_whitespace", "str_to_lower", "str_to_upper")
+
+
+def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False) -> bool:
+    """Whether a field's core schema holds something the tracker's checks do not judge as
+    pydantic does, outside nested models (their own validation runs them): a validator
+    function, a type of :data:`_OPAQUE`, a string pydantic transforms (``transforms``: the
+    model's config transforms every string). An explicit stack, definitions followed once."""
     stack = [schema]
     seen: set[str] = set()
     while stack:
@@ -194,6 +207,10 @@ def _has_validator(schema: Any, by_ref: dict[str, Any]) -> bool:
         kind = node.get("type")
         if kind == "model":
             continue
+        if kind in _OPAQUE:
+            return True
+        if kind == "str" and (transforms or any(node.get(k) for k in _STR_TRANSFORMS)):
+            return True
         if kind in _FUNCTIONS:
             inner = node.get("schema")
             if not (isinstance(inner, dict) and _is_model(inner, by_ref)):

@@ -65,9 +65,13 @@ def test_formats_are_pydantics_even_when_asserted() -> None:
     )
     t.feed(doc)
     assert isinstance(t.close(), Stamped)
-    with pytest.raises(ValidationFailed) as info:  # pydantic's verdict, at close
-        t = FieldTracker(Stamped)
-        t.feed(doc.replace("a8098c1af86e11dabd1a00112444be1e", "not-a-uuid"))
+    bad = doc.replace("a8098c1af86e11dabd1a00112444be1e", "not-a-uuid")
+    with pytest.raises(SchemaViolation) as early:  # pydantic's verdict, when the field is final
+        FieldTracker(Stamped).feed(bad)
+    assert early.value.path == ("id",) and early.value.keyword == "uuid_parsing"
+    with pytest.raises(ValidationFailed) as info:  # eager: pydantic's verdict, at close
+        t = FieldTracker(Stamped, dispatch="eager")
+        t.feed(bad)
         t.close()
     assert info.value.path == ("id",)
 

@@ -5,6 +5,7 @@ passed. Tracker level; the stream's side is in test_stream_validated.py."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import re
 from pathlib import Path
@@ -526,3 +527,30 @@ def test_a_root_wrap_model_validator_holds_until_the_end() -> None:
     t = FieldTracker(WrappedRoot)
     assert t.feed('{"a": 1}') == []
     assert [e.pointer for e in t.finish()] == ["/a", ""]
+
+
+class Dated(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(str_to_lower=True)
+
+    when: datetime.date
+    code: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, max_length=3)]
+    name: str = ""
+    n: int = 0
+
+
+def test_pydantic_s_own_checks_on_a_field_run_before_its_event() -> None:
+    events, error = run(Dated, '{"when": "2024-02-30", "code": "ab"}')
+    assert isinstance(error, SchemaViolation) and error.path == ("when",)
+    assert events == []
+    events, error = run(Dated, '{"when": "2024-02-03", "code": "  abcd "}')
+    assert isinstance(error, SchemaViolation) and error.path == ("code",)
+    assert pointers(events) == ["/when"]
+    events, error = run(Dated, '{"when": "2024-02-03", "code": " ab ", "name": "Ada", "n": 1}')
+    assert error is None
+    got = {e.pointer: (e.validated, e.changed) for e in events if e.path}
+    assert got == {
+        "/when": (datetime.date(2024, 2, 3), True),
+        "/code": ("ab", True),
+        "/name": ("ada", True),  # the model's str_to_lower
+        "/n": (1, False),  # no pydantic call for a plain int
+    }

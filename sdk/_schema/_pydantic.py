@@ -24,8 +24,9 @@ Field-level validators (``field_validator`` in any mode, ``Annotated[..., AfterV
 and the other function validators, anywhere in a field's type but inside a nested model), and
 pydantic's own checks that the tracker's schema does not make (dates, decimals, URLs, UUIDs,
 transformed strings), run when their **field** is final (:class:`FieldCheck`), so that a field's
-event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has its fields' events held until
-its object closes and the validator passed (the tracker holds them; see ``sdk._tracker``).
+event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has
+its fields' events held until its object closes and the validator passed (the tracker holds
+them; see ``sdk._tracker``).
 """
 
 from __future__ import annotations

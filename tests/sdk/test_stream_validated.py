@@ -16,6 +16,7 @@ from sdk._errors import CallbackError, RetriesExhausted, SchemaViolation, Valida
 from sdk._events import FieldEvent
 from sdk._retry import Retry
 from sdk._structured import stream_structured
+from sdk._tracker import FieldTracker
 
 pytestmark = pytest.mark.anyio
 
@@ -157,3 +158,10 @@ async def test_a_refused_field_fails_the_stream_before_a_callback_raises() -> No
         with pytest.raises(SchemaViolation) as info:
             await s.result()
     assert not isinstance(info.value, CallbackError)
+
+
+async def test_an_unknown_dispatch_mode_fails_at_the_call() -> None:
+    with pytest.raises(ValueError, match="dispatch must be one of 'validated', 'eager'"):
+        stream_structured(Scripted([]), schema=Tagged, dispatch="later")  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match="dispatch must be 'validated' or 'eager'"):
+        FieldTracker(Tagged, dispatch="later")  # type: ignore[arg-type]

@@ -61,6 +61,15 @@ class FieldTracker:
     model validators included — when its object closes, so a validator's error raises there;
     the root model's own validators (cross-field ones included) run in :meth:`close`.
 
+    ``dispatch`` says when a pydantic type's field events are returned. ``"validated"`` (the
+    default): a field's own validators (``field_validator``, ``Annotated`` validators, and the
+    checks the JSON Schema cannot make: dates, decimals, URLs, UUIDs, transformed strings) run
+    when the field is final, before its event (a refusal is a :class:`~sdk.SchemaViolation` at
+    the field; :attr:`FieldEvent.validated` is what they returned); the events inside an
+    object whose model has a model validator are held until the object closed and passed, then
+    returned in document order — for the root model, by :meth:`finish`, after the whole value
+    passed pydantic. ``"eager"``: each event as soon as its value is final.
+
     Duplicate keys are refused: the second occurrence of a key in one object is a
     :class:`~sdk.SchemaViolation` (keyword ``"duplicateKey"``) at its closing quote, so the
     value checked early is always the value that ends up in the result.
@@ -227,7 +236,9 @@ class FieldTracker:
         """End the input and return its last events (a root number is final only at the end).
 
         :meth:`close` calls it when needed; call it yourself to receive those events. Raises
-        :class:`~sdk.TruncatedError` if the document is not complete.
+        :class:`~sdk.TruncatedError` if the document is not complete. When the root model has a
+        model validator (``dispatch="validated"``), the whole value is validated here first (the
+        events held until now come after it passed; :class:`~sdk.ValidationFailed` if not).
         """
         if self._error is not None:
             raise self._error

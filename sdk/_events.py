@@ -68,8 +68,8 @@ class FieldEvent(_PathEvent):
     container (so a container's event comes after all of its members' events). For a pydantic
     schema (``dispatch="validated"``, the default), the field's own validators ran before it,
     and a model's fields wait for its model validator, if it has one (docs/events.md).
-    ``value`` is the plain JSON value (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``); containers
-    are shared with the parser's result, so treat them as read-only.
+    ``value`` is the plain JSON value (``dict``/``list``/``str``/``int``/``float``/``bool``/
+    ``None``); containers are shared with the parser's result, so treat them as read-only.
     """
 
     value: Any

@@ -325,7 +325,7 @@ class SchemaChecker:
             check = info.fields.get(key)
             if check is None:
                 if isinstance(key, str):
-                    data[key] = given
+                    data[info.names.get(key, key)] = given
                 continue
             validated, errors = check.validate(given, data)
             if errors:

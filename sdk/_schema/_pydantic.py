@@ -55,7 +55,7 @@ __all__ = [
 class ModelInfo:
     """One pydantic model met in a type's schema, and how to validate it early."""
 
-    __slots__ = ("_adapter", "cls", "fields", "holds", "safe")
+    __slots__ = ("_adapter", "cls", "fields", "holds", "names", "safe")
 
     def __init__(self, cls: type[Any]) -> None:
         self.cls = cls
@@ -67,8 +67,11 @@ class ModelInfo:
             decorators.model_validators or decorators.root_validators
         )
         """Whether it has a model validator: its fields' events wait for its validation."""
-        self.fields: dict[str, FieldCheck] = field_checks(cls)
-        """The fields with a field-level validator, by the key that stands for each in JSON."""
+        self.fields: dict[str, FieldCheck]
+        self.names: dict[str, str]
+        self.fields, self.names = field_checks(cls)
+        """The fields with a field-level validator, by the key that stands for each in JSON
+        (``names``: every field's name by its keys, when some field has a check)."""
 
     def validate(self, raw: Any, stand_in: Any) -> tuple[Any, list[Any] | None]:
         """``(instance, None)``, ``(NO_INSTANCE, errors)``, or ``(NO_INSTANCE, None)`` when
@@ -115,14 +118,15 @@ class FieldCheck:
         return fields[self.name], None
 
 
-def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
+def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]:
     """The :class:`FieldCheck` of each field of model ``cls`` that has a validator of its own
-    (a function node in its core schema outside nested models), by each key that can stand for
-    it in JSON (its alias or validation alias, single-key alias choices, its name when no alias
-    or when the model validates by name). Empty for a model without such fields."""
+        (a function node in its core schema outside nested models), by each key that can stand for
+        it in JSON (its alias or validation alias, single-key alias choices, its name when no alias
+        or when the model validates by name), and the name of every field by those keys (what
+    ``info.data`` is keyed by). Both empty for a model without such fields."""
     top = getattr(cls, "__pydantic_core_schema__", None)
     if not isinstance(top, dict):
-        return {}
+        return {}, {}
     definitions: list[Any] = []
     node: Any = top
     if node.get("type") == "definitions":
@@ -131,11 +135,11 @@ def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
     while isinstance(node, dict) and node.get("type") != "model" and "schema" in node:
         node = node["schema"]  # the model validators around the model
     if not isinstance(node, dict) or node.get("type") != "model" or node.get("root_model"):
-        return {}
+        return {}, {}
     config = node.get("config")
     fields_node: Any = node["schema"]
     if not isinstance(fields_node, dict) or fields_node.get("type") != "model-fields":
-        return {}  # a before model validator around the fields: the model holds its events
+        return {}, {}  # a before model validator around the fields: the model holds its events
     by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
     transforms = isinstance(config, dict) and any(config.get(k) for k in _STR_TRANSFORMS_CONFIG)
     checked = [
@@ -144,7 +148,7 @@ def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
         if _has_validator(field["schema"], by_ref, transforms)
     ]
     if not checked:
-        return {}
+        return {}, {}
     by_name = bool(
         cls.model_config.get("validate_by_name") or cls.model_config.get("populate_by_name")
     )
@@ -154,10 +158,12 @@ def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
     try:
         validator = SchemaValidator(schema, config)
     except Exception:
-        return {}
+        return {}, {}
+    wanted = set(checked)
     out: dict[str, FieldCheck] = {}
-    for name in checked:
-        check = FieldCheck(name, validator)
+    names: dict[str, str] = {}
+    for name in fields_node["fields"]:
+        check = FieldCheck(name, validator) if name in wanted else None
         alias = fields_node["fields"][name].get("validation_alias")
         keys: list[str] = []
         if alias is None:
@@ -172,8 +178,10 @@ def field_checks(cls: type[Any]) -> dict[str, FieldCheck]:
         if by_name:
             keys.append(name)
         for key in keys:
-            out.setdefault(key, check)
-    return out
+            names.setdefault(key, name)
+            if check is not None:
+                out.setdefault(key, check)
+    return out, names
 
 
 _FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "function-plain"})

@@ -554,3 +554,22 @@ def test_pydantic_s_own_checks_on_a_field_run_before_its_event() -> None:
         "/name": ("ada", True),  # the model's str_to_lower
         "/n": (1, False),  # no pydantic call for a plain int
     }
+
+
+class AliasSeen(pydantic.BaseModel):
+    low: int = Field(alias="Low")
+    high: int
+
+    @field_validator("high")
+    @classmethod
+    def _above(cls, v: int, info: pydantic.ValidationInfo) -> int:
+        if v <= info.data["low"]:
+            raise ValueError("high > low")
+        return v
+
+
+def test_info_data_is_keyed_by_field_name_even_for_an_aliased_field() -> None:
+    events, error = run(AliasSeen, '{"Low": 5, "high": 3}')
+    assert isinstance(error, SchemaViolation) and error.path == ("high",)
+    assert not isinstance(error, ValidationFailed)  # judged when /high closed, not at the end
+    assert pointers(events) == ["/Low"]

@@ -47,7 +47,7 @@ from sdk._pieces import Pieces
 from sdk._retry import JSON_DOCUMENT, AttemptInfo, ToolCallText
 from sdk._target import Compiled, ToolsTarget, Tracker, new_tracker
 from sdk._think import ThinkSplitter
-from sdk._tracker import FieldTracker
+from sdk._tracker import Dispatch, FieldTracker
 
 __all__ = ["AttemptEvent", "AttemptState"]
 
@@ -71,6 +71,7 @@ class AttemptState:
         "_compiled",
         "_counted",
         "_deltas",
+        "_dispatch",
         "_estimated",
         "_finish_reason",
         "_first_output",
@@ -103,6 +104,7 @@ class AttemptState:
         lenient: bool = False,
         deltas: bool = False,
         reasoning: bool = False,
+        dispatch: Dispatch = "validated",
         clock: Callable[[], float] = time.monotonic,
         usage_base: Usage = Usage(),  # noqa: B008 - frozen, so one shared zero is fine
     ) -> None:
@@ -111,6 +113,7 @@ class AttemptState:
         self._compiled = compiled
         self._lenient = lenient
         self._deltas = deltas
+        self._dispatch: Dispatch = dispatch
         self._trackers: dict[int | None, Tracker] = {}
         self._tool_mode = False  # a tool call arrived: message text is prose from now on
         self._texts: dict[int | None, Pieces] = {}
@@ -465,6 +468,7 @@ class AttemptState:
             attempt=self.number,
             lenient=self._lenient,
             deltas=self._deltas,
+            dispatch=self._dispatch,
         )
 
     def _tool_keys(self) -> list[int]:

@@ -20,7 +20,7 @@ for (``reasoning=True``). A plain ``async for event in stream`` yields field eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sdk._backend import Usage
@@ -37,6 +37,10 @@ __all__ = [
     "TrackerEvent",
     "UsageReported",
 ]
+
+
+_UNCHANGED: Any = object()
+"""``FieldEvent._validated`` when the field's validators did not change the value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +66,11 @@ class FieldEvent(_PathEvent):
     """A value is final and passed every check that can be made on it alone.
 
     Fires exactly once per value of the document, in document order, children before their
-    container (so a container's event comes after all of its members' events). ``value`` is the
-    plain JSON value (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``); containers
-    are shared with the parser's result, so treat them as read-only.
+    container (so a container's event comes after all of its members' events). For a pydantic
+    schema (``dispatch="validated"``, the default), the field's own validators ran before it,
+    and a model's fields wait for its model validator, if it has one (docs/events.md).
+    ``value`` is the plain JSON value (``dict``/``list``/``str``/``int``/``float``/``bool``/
+    ``None``); containers are shared with the parser's result, so treat them as read-only.
     """
 
     value: Any
@@ -94,6 +100,22 @@ class FieldEvent(_PathEvent):
     model (an item of ``list[Item]``, a field typed ``Address``...): validated the moment its
     object closed, validators included. ``None`` otherwise; the root's model instance is
     :meth:`~sdk.Stream.result`."""
+    _validated: Any = field(default=_UNCHANGED, repr=False)
+    # What the field's pydantic validators returned, when it differs from ``value``.
+
+    @property
+    def validated(self) -> Any:
+        """The value as the field's own pydantic validators returned it (a
+        ``field_validator``, an ``Annotated[..., AfterValidator(...)]``...: they ran before
+        this event), when they changed it; else the same as :attr:`value`."""
+        validated = self._validated
+        return self.value if validated is _UNCHANGED else validated
+
+    @property
+    def changed(self) -> bool:
+        """Whether the field's validators returned something else than :attr:`value` (then
+        :attr:`validated` is what they returned)."""
+        return self._validated is not _UNCHANGED
 
     @property
     def part(self) -> tuple[int | None, str | None, int | None, str | None]:

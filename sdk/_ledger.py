@@ -98,5 +98,6 @@ class Ledger:
             lenient=config.lenient,
             deltas=config.deltas,
             reasoning=config.reasoning,
+            dispatch=config.dispatch,
             usage_base=base,
         )

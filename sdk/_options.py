@@ -18,6 +18,7 @@ from sdk._constraints import ToolChoice
 from sdk._dispatch import CallbackErrorPolicy, OnField
 from sdk._retry import Retry
 from sdk._schema import Formats
+from sdk._tracker import Dispatch
 
 __all__ = [
     "Mode",
@@ -49,6 +50,7 @@ class StreamOptions(TypedDict, total=False):
     progress: bool
     reasoning: bool
     formats: Formats
+    dispatch: Dispatch
 
 
 class RequestOptions(StreamOptions, total=False):
@@ -97,6 +99,13 @@ class StreamConfig:
     """JSON Schema's ``format``: an annotation (``"annotate"``, Draft 2020-12's default), or
     checked (``"assert"``: ``date``, ``date-time``, ``uuid``... with jsonschema's checkers,
     and their prefixes while they stream). A pydantic type's formats are pydantic's to judge."""
+    dispatch: Dispatch = "validated"
+    """When a field's event goes out (iterator and ``on_field`` alike): ``"validated"`` (the
+    default) runs the field's own pydantic validators first, and holds the events of a model
+    that has a model validator until its object closed and the validator passed (the root
+    model's: until the end); ``"eager"`` sends each one as soon as the value is final and
+    passed the JSON Schema checks, so a callback may see a value a validator refuses a moment
+    later (see docs/events.md)."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
@@ -104,6 +113,7 @@ class StreamConfig:
         _choice("on_callback_error", self.on_callback_error, _CALLBACK_POLICIES)
         _choice("pending_callbacks", self.pending_callbacks, _PENDING)
         _choice("formats", self.formats, ("annotate", "assert"))
+        _choice("dispatch", self.dispatch, ("validated", "eager"))
         if (
             not isinstance(self.max_concurrency, int)
             or isinstance(self.max_concurrency, bool)

@@ -32,7 +32,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._extent import JsonExtent
-from sdk._tracker import FieldTracker
+from sdk._tracker import Dispatch, FieldTracker
 
 __all__ = ["Segment", "SegmentTracker", "TaggedText"]
 
@@ -82,9 +82,15 @@ class SegmentTracker:
     sticky."""
 
     def __init__(
-        self, constraint: StructuralTag, *, attempt: int = 1, deltas: bool = False
+        self,
+        constraint: StructuralTag,
+        *,
+        attempt: int = 1,
+        deltas: bool = False,
+        dispatch: Dispatch = "validated",
     ) -> None:
         self._constraint = constraint
+        self._dispatch: Dispatch = dispatch
         self.attempt = attempt
         self._deltas = deltas
         self._triggers = constraint.triggers
@@ -251,7 +257,7 @@ class SegmentTracker:
             if tag.begin == self._opening:  # no begin is a prefix of another: this is the tag
                 self._tag = tag
                 self._tracker = FieldTracker(
-                    tag.compiled, attempt=self.attempt, deltas=self._deltas
+                    tag.compiled, attempt=self.attempt, deltas=self._deltas, dispatch=self._dispatch
                 )
                 self._extent = JsonExtent()
                 self._base = self._offset

@@ -34,7 +34,7 @@ from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._schema import CompiledSchema, Formats, compile_schema
 from sdk._segments import SegmentTracker
 from sdk._text import TextTracker
-from sdk._tracker import FieldTracker
+from sdk._tracker import Dispatch, FieldTracker
 
 __all__ = [
     "Compiled",
@@ -69,11 +69,13 @@ class Tracker(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Opts:
-    """How an attempt's trackers are made: its number, lenient parsing, string deltas."""
+    """How an attempt's trackers are made: its number, lenient parsing, string deltas, when
+    field events go out."""
 
     attempt: int
     lenient: bool = False
     deltas: bool = False
+    dispatch: Dispatch = "validated"
 
 
 class _MessageTarget:
@@ -130,7 +132,9 @@ class TaggedTarget(_MessageTarget):
         return {"anyOf": [t.compiled.schema_dict() for t in self.constraint.structures]}
 
     def _tracker(self, opts: Opts) -> Tracker:
-        return SegmentTracker(self.constraint, attempt=opts.attempt, deltas=opts.deltas)
+        return SegmentTracker(
+            self.constraint, attempt=opts.attempt, deltas=opts.deltas, dispatch=opts.dispatch
+        )
 
 
 class ToolsTarget:
@@ -225,6 +229,7 @@ class ToolsTarget:
             tool_call=call,
             tool_name=name,
             tool_call_id=call_id,
+            dispatch=opts.dispatch,
         )
 
 
@@ -372,6 +377,7 @@ def new_tracker(
     attempt: int,
     lenient: bool,
     deltas: bool,
+    dispatch: Dispatch = "validated",
 ) -> Tracker:
     """The tracker for one part of attempt ``attempt``'s output: the message's document
     (``tool_call is None``) or one tool call's arguments (named ``tool_name``, with id
@@ -385,8 +391,10 @@ def new_tracker(
             tool_call=tool_call,
             tool_name=tool_name,
             tool_call_id=tool_call_id,
+            dispatch=dispatch,
         )
-    return target.tracker(tool_call, tool_name, Opts(attempt, lenient, deltas), tool_call_id)
+    opts = Opts(attempt, lenient, deltas, dispatch)
+    return target.tracker(tool_call, tool_name, opts, tool_call_id)
 
 
 def request_fields(target: Compiled, mode: object) -> dict[str, Any]:

@@ -11,7 +11,7 @@ attempt.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import partial
 from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
@@ -23,11 +23,16 @@ from sdk._errors import (
     StreamUsageError,
     TruncatedError,
 )
-from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
+from sdk._schema._states import NO_INSTANCE, UNDECIDED
 
-__all__ = ["FieldTracker"]
+__all__ = ["Dispatch", "FieldTracker"]
+
+Dispatch: TypeAlias = Literal["validated", "eager"]
+"""When a field's event goes out: after pydantic's checks that can judge it (``"validated"``,
+the default), or as soon as it is final (``"eager"``)."""
 
 
 class FieldTracker:
@@ -57,6 +62,15 @@ class FieldTracker:
     model validators included — when its object closes, so a validator's error raises there;
     the root model's own validators (cross-field ones included) run in :meth:`close`.
 
+    ``dispatch`` says when a pydantic type's field events are returned. ``"validated"`` (the
+    default): a field's own validators (``field_validator``, ``Annotated`` validators, and the
+    checks the JSON Schema cannot make: dates, decimals, URLs, UUIDs, transformed strings) run
+    when the field is final, before its event (a refusal is a :class:`~sdk.SchemaViolation` at
+    the field; :attr:`FieldEvent.validated` is what they returned); the events inside an
+    object whose model has a model validator are held until the object closed and passed, then
+    returned in document order — for the root model, by :meth:`finish`, after the whole value
+    passed pydantic. ``"eager"``: each event as soon as its value is final.
+
     Duplicate keys are refused: the second occurrence of a key in one object is a
     :class:`~sdk.SchemaViolation` (keyword ``"duplicateKey"``) at its closing quote, so the
     value checked early is always the value that ends up in the result.
@@ -72,11 +86,14 @@ class FieldTracker:
         "_error",
         "_finished",
         "_forced",
+        "_holds",
         "_parser",
         "_result",
+        "_root_held",
         "_root_start",
         "attempt",
         "deltas",
+        "dispatch",
         "tool_call",
         "tool_call_id",
         "tool_name",
@@ -95,7 +112,10 @@ class FieldTracker:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         formats: Formats | None = None,
+        dispatch: Dispatch = "validated",
     ) -> None:
+        if dispatch not in ("validated", "eager"):
+            raise ValueError(f"dispatch must be 'validated' or 'eager', not {dispatch!r}")
         if isinstance(schema, CompiledSchema):
             if formats is not None and formats != schema.formats:
                 raise ValueError(
@@ -108,7 +128,19 @@ class FieldTracker:
         self._parser = partial.Parser(
             lenient=lenient, max_depth=max_depth, max_bytes=max_bytes, detail=True
         )
-        self._checker = SchemaChecker(self._compiled.root, early_models=self._compiled.models)
+        self._checker = SchemaChecker(
+            self._compiled.root,
+            early_models=self._compiled.models,
+            field_checks=dispatch == "validated" and self._compiled.field_checks,
+        )
+        self.dispatch: Dispatch = dispatch
+        """``"validated"``: field validators run before a field's event, and a model validator
+        holds its fields' events until it passed; ``"eager"``: every event as soon as the
+        value is final and passed the JSON Schema checks (pydantic judges later)."""
+        # The values whose members' events wait for their validation, innermost last: (path,
+        # the events held). The root model's wait for the final validation (_root_held).
+        self._holds: list[tuple[Path, list[TrackerEvent]]] = []
+        self._root_held: list[TrackerEvent] | None = None
         self.attempt = attempt
         """The attempt number stamped on events (1-based)."""
         self.deltas = deltas
@@ -205,7 +237,9 @@ class FieldTracker:
         """End the input and return its last events (a root number is final only at the end).
 
         :meth:`close` calls it when needed; call it yourself to receive those events. Raises
-        :class:`~sdk.TruncatedError` if the document is not complete.
+        :class:`~sdk.TruncatedError` if the document is not complete. When the root model has a
+        model validator (``dispatch="validated"``), the whole value is validated here first (the
+        events held until now come after it passed; :class:`~sdk.ValidationFailed` if not).
         """
         if self._error is not None:
             raise self._error
@@ -231,6 +265,11 @@ class FieldTracker:
             ) from exc
         out = self._handle(events)
         self._finished = True
+        held = self._root_held
+        if held is not None:  # the root model has a model validator: it judges first
+            self._validate()
+            self._root_held = None
+            out.extend(held)
         return out
 
     def close(self) -> Any:
@@ -247,6 +286,12 @@ class FieldTracker:
         if self._closed:
             return self._result
         self.finish()
+        if not self._closed:
+            self._validate()
+        return self._result
+
+    def _validate(self) -> None:
+        """The final validation (the result, or the sticky error)."""
         value = self._parser.close()
         try:
             self._result = self._compiled.finish(
@@ -256,7 +301,6 @@ class FieldTracker:
             self._error = exc
             raise
         self._closed = True
-        return self._result
 
     # ------------------------------------------------------------------ internals
 
@@ -281,29 +325,47 @@ class FieldTracker:
                             )
                         )
                 elif type(ev) is ValueDone:
-                    start, kind, instance = checker.value_done(ev.path, ev.offset, ev.value)
+                    start, kind, instance, validated = checker.value_done(
+                        ev.path, ev.offset, ev.value
+                    )
                     n = 0
                     if forced is not None:
                         # A number ends before the character that finished it.
                         stop = ev.offset if kind == "number" else ev.offset + 1
                         n = forced.count(start, stop)
-                    out.append(
-                        FieldEvent(
-                            ev.path,
-                            ev.value,
-                            ev.offset,
-                            attempt,
-                            n,
-                            self.tool_call,
-                            self.tool_name,
-                            self.tool_call_id,
-                            instance=instance,
-                        )
+                    event = FieldEvent(
+                        ev.path,
+                        ev.value,
+                        ev.offset,
+                        attempt,
+                        n,
+                        self.tool_call,
+                        self.tool_name,
+                        self.tool_call_id,
+                        instance=instance,
+                        _validated=_UNCHANGED
+                        if validated is NO_INSTANCE or validated is UNDECIDED
+                        else validated,
                     )
+                    holds = self._holds
+                    if validated is UNDECIDED:
+                        self._defer(ev.path, event)
+                    elif not holds:
+                        out.append(event)
+                    elif holds[-1][0] == ev.path:  # a held value passed: release its members
+                        path, held = holds.pop()
+                        held.append(event)
+                        if not path:  # the root model: at the end, once pydantic passed it
+                            self._root_held = held
+                        else:
+                            (holds[-1][1] if holds else out).extend(held)
+                    else:
+                        holds[-1][1].append(event)
                 elif type(ev) is ValueStart:
                     if not ev.path:
                         self._root_start = ev.offset
-                    checker.value_start(ev.path, ev.offset, ev.kind.value)
+                    if checker.value_start(ev.path, ev.offset, ev.kind.value):
+                        self._holds.append((ev.path, []))
                 elif type(ev) is Key:
                     checker.key(ev.path, ev.offset)
                 elif type(ev) is KeyDelta:
@@ -318,6 +380,22 @@ class FieldTracker:
             self._error = exc
             raise
         return out
+
+    def _defer(self, path: Path, event: FieldEvent) -> None:
+        """The field at ``path`` could not be judged alone: its event (with its members', if
+        they were held for it) and those of the fields after it wait for its object's
+        validation, in document order."""
+        holds = self._holds
+        if holds and holds[-1][0] == path:
+            held = holds.pop()[1]
+            held.append(event)
+        else:
+            held = [event]
+        parent = path[:-1]
+        if holds and holds[-1][0] == parent:
+            holds[-1][1].extend(held)
+        else:
+            holds.append((parent, held))
 
     def _fail(self, err: StreamError, cause: BaseException) -> StreamError:
         err.__cause__ = cause

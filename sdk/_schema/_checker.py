@@ -27,6 +27,7 @@ from sdk._schema._finals import check_close
 from sdk._schema._pydantic import ModelCheck, substitute
 from sdk._schema._states import (
     NO_INSTANCE,
+    UNDECIDED,
     ContainsSlot,
     DepGroup,
     Frame,
@@ -58,17 +59,22 @@ class SchemaChecker:
     Call the methods in the order of the parser's events (``Parser(detail=True)``); each
     raises :class:`~sdk.SchemaViolation` at the first event after which the document can no
     longer be valid. After a violation the checker must not be used again (its owner stops
-    feeding it). ``early_models`` enables pydantic validation of nested models at their close.
+    feeding it). ``early_models`` enables pydantic validation of nested models at their close;
+    ``field_checks`` runs each model field's own validators when the field is final (before
+    its event) and says which values hold their members' events (see :meth:`value_start`).
     """
 
-    __slots__ = ("_canon", "_models", "_root", "_root_state", "_stack")
+    __slots__ = ("_canon", "_fields", "_models", "_root", "_root_state", "_stack")
 
-    def __init__(self, root: Conj | None, *, early_models: bool = False) -> None:
+    def __init__(
+        self, root: Conj | None, *, early_models: bool = False, field_checks: bool = False
+    ) -> None:
         self._root = root
         self._root_state: State | None = None
         self._stack: list[Frame] = []
         self._canon: Canon | None = None
         self._models = early_models
+        self._fields = field_checks and early_models
 
     @property
     def open_paths(self) -> list[Path]:
@@ -78,8 +84,11 @@ class SchemaChecker:
 
     # ------------------------------------------------------------------ events
 
-    def value_start(self, path: Path, offset: int, kind: str) -> None:
-        """A value began; ``kind`` is its JSON Schema type name (``"number"`` for any number)."""
+    def value_start(self, path: Path, offset: int, kind: str) -> bool:
+        """A value began; ``kind`` is its JSON Schema type name (``"number"`` for any number).
+        True when the events of its members must wait until it is validated (with
+        ``field_checks``: an object of a model with a model validator, or a container that is
+        a field with validators of its own)."""
         stack = self._stack
         if stack and stack[-1].kind is None:  # an object member: its frame came with its key
             frame = stack[-1]
@@ -95,8 +104,10 @@ class SchemaChecker:
         if kind == "object":
             frame.keys = set()
         if not frame.states:
-            return
+            return False
         self._kinds(frame, kind, offset)
+        if self._fields and (kind == "object" or kind == "array"):
+            self._prepare(frame, kind)
         if kind == "string":
             string_begun(frame)
         elif kind == "array":
@@ -106,6 +117,7 @@ class SchemaChecker:
                     frame.seen = set()
                 if conj.contains:
                     s.counts = [0] * len(conj.contains)
+        return frame.holds
 
     def key_start(self, offset: int) -> None:
         """A key's opening quote: the object will have one more member."""
@@ -241,10 +253,12 @@ class SchemaChecker:
         else:
             frame.length += len(text)
 
-    def value_done(self, path: Path, offset: int, value: Any) -> tuple[int, str, Any]:
+    def value_done(self, path: Path, offset: int, value: Any) -> tuple[int, str, Any, Any]:
         """A value is final. Returns its start offset and kind (for the caller's bookkeeping),
-        and the pydantic model instance it validated to when it is a nested model that was
-        validated early (else ``None``)."""
+        the pydantic model instance it validated to when it is a nested model that was
+        validated early (else ``None``), and, with ``field_checks``, the value as its field's
+        validators returned it when they changed it (else :data:`NO_INSTANCE`;
+        :data:`UNDECIDED` when they could not judge it alone)."""
         stack = self._stack
         frame = stack[-1]
         if frame.states:
@@ -254,11 +268,90 @@ class SchemaChecker:
             parent = stack[-1]
             if parent.seen is not None or frame.contains is not None:
                 self._member_done(parent, frame, offset, value)
+            if parent.checks is not None:
+                self._check_field(parent, frame, offset, value)
             if self._models:
                 substitute(parent, frame, value)
         assert frame.kind is not None
         instance = frame.instance
-        return frame.start, frame.kind, (None if instance is NO_INSTANCE else instance)
+        return (
+            frame.start,
+            frame.kind,
+            (None if instance is NO_INSTANCE else instance),
+            frame.validated,
+        )
+
+    # ------------------------------------------------------------------ pydantic fields
+
+    def _prepare(self, frame: Frame, kind: str) -> None:
+        """A container began: does it hold its members' events, and which of its states'
+        models check its fields one by one."""
+        stack = self._stack
+        holds = False
+        if len(stack) > 1:
+            parent = stack[-2]
+            if parent.checks is not None:
+                key = frame.path[-1]
+                holds = any(s.alive and key in info.fields for s, info in parent.checks)
+        if kind == "object":
+            checks: list[tuple[State, Any]] | None = None
+            for s in frame.states:
+                if not s.alive:
+                    continue
+                for info in s.conj.models:
+                    holds = holds or info.holds
+                    if info.fields:
+                        if checks is None:
+                            checks = []
+                        checks.append((s, info))
+            if checks is not None:
+                frame.checks = checks
+                frame.data = {}
+        frame.holds = holds
+
+    def _check_field(self, parent: Frame, member: Frame, offset: int, value: Any) -> None:
+        """A member of an object whose model checks fields is final: run its field's
+        validators (each model of the object's live states, once), kill the states whose
+        model refuses it, and keep what ``info.data`` shows the fields after it."""
+        assert parent.checks is not None and parent.data is not None
+        key = member.path[-1]
+        given = value if member.instance is NO_INSTANCE else member.instance
+        for s, info in parent.checks:
+            if not s.alive:
+                continue
+            data = parent.data.get(info)
+            if data is None:
+                data = parent.data[info] = {}
+            check = info.fields.get(key)
+            if check is None:
+                if isinstance(key, str):
+                    data[info.names.get(key, key)] = given
+                continue
+            validated, errors = check.validate(given, data)
+            if errors:
+                first = errors[0]
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                loc = tuple(first.get("loc", ()))[1:]
+                reason = Reason(
+                    (*member.path, *loc),
+                    str(first.get("type", "")),
+                    f"{first.get('msg', '')}{more}",
+                    first.get("input"),
+                    offset,
+                    member.start,
+                )
+                self._kill(s, reason)
+                continue
+            if validated is NO_INSTANCE:
+                data[check.name] = given
+                if member.validated is NO_INSTANCE:
+                    member.validated = UNDECIDED
+                continue
+            data[check.name] = validated
+            if member.validated is NO_INSTANCE and not (
+                validated is given or (type(validated) is type(value) and validated == value)
+            ):
+                member.validated = validated
 
     # ------------------------------------------------------------------ states
 

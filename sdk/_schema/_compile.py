@@ -44,7 +44,16 @@ _cache_lock = threading.Lock()
 class CompiledSchema:
     """Everything the tracker needs about one schema. Immutable once built; shared."""
 
-    __slots__ = ("adapter", "conjs", "formats", "json_schema", "models", "name", "root")
+    __slots__ = (
+        "adapter",
+        "conjs",
+        "field_checks",
+        "formats",
+        "json_schema",
+        "models",
+        "name",
+        "root",
+    )
 
     def __init__(
         self,
@@ -72,6 +81,9 @@ class CompiledSchema:
             checked, models = tracker_schema(adapter)
         self.models = bool(models)
         """Whether nested pydantic models are validated early (see ``_pydantic``)."""
+        self.field_checks = any(m.holds or m.fields for m in models)
+        """Whether some model has a field validator or a model validator: only then does the
+        tracker check fields one by one and hold events (``dispatch="validated"``)."""
         compiler = NodeCompiler(
             checked, assert_formats=formats == "assert" and adapter is None, models=models
         )

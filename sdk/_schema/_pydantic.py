@@ -19,6 +19,14 @@ replaced by the instances they already validated to (``revalidate_instances`` de
 pydantic looks again). A model whose own fields hold something that could see such an instance
 differently (a before/wrap/plain validator, a JSON-or-Python type, a callable discriminator) is
 validated from its plain JSON instead, exactly as ``validate_json`` would.
+
+Field-level validators (``field_validator`` in any mode, ``Annotated[..., AfterValidator(...)]``
+and the other function validators, anywhere in a field's type but inside a nested model), and
+pydantic's own checks that the tracker's schema does not make (dates, decimals, URLs, UUIDs,
+transformed strings), run when their **field** is final (:class:`FieldCheck`), so that a field's
+event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has
+its fields' events held until its object closes and the validator passed (the tracker holds
+them; see ``sdk._tracker``).
 """
 
 from __future__ import annotations
@@ -28,13 +36,14 @@ from typing import Any
 
 import pydantic
 from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import core_schema
+from pydantic_core import SchemaValidator, core_schema
 
 from sdk._ecma_regex import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
 __all__ = [
+    "FieldCheck",
     "ModelCheck",
     "ModelInfo",
     "TrackerJsonSchema",
@@ -47,13 +56,23 @@ __all__ = [
 class ModelInfo:
     """One pydantic model met in a type's schema, and how to validate it early."""
 
-    __slots__ = ("_adapter", "cls", "safe")
+    __slots__ = ("_adapter", "cls", "fields", "holds", "names", "safe")
 
     def __init__(self, cls: type[Any]) -> None:
         self.cls = cls
         self.safe = True
         """Whether its dict may hold already-validated instances of nested models."""
         self._adapter: pydantic.TypeAdapter[Any] | None = None
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        self.holds = decorators is not None and bool(
+            decorators.model_validators or decorators.root_validators
+        )
+        """Whether it has a model validator: its fields' events wait for its validation."""
+        self.fields: dict[str, FieldCheck]
+        self.names: dict[str, str]
+        self.fields, self.names = field_checks(cls)
+        """The fields with a field-level validator, by the key that stands for each in JSON
+        (``names``: every field's name by its keys, when some field has a check)."""
 
     def validate(self, raw: Any, stand_in: Any) -> tuple[Any, list[Any] | None]:
         """``(instance, None)``, ``(NO_INSTANCE, errors)``, or ``(NO_INSTANCE, None)`` when
@@ -69,6 +88,163 @@ class ModelInfo:
             return NO_INSTANCE, list(exc.errors(include_url=False))
         except (RecursionError, ValueError, TypeError):
             return NO_INSTANCE, None
+
+
+class FieldCheck:
+    """Runs one model field's validators on the field's final value, as pydantic does inside
+    the model (``validate_assignment`` on the model's fields: the field validators, the
+    ``Annotated`` ones, the field's constraints; never the model validators)."""
+
+    __slots__ = ("_validator", "name")
+
+    def __init__(self, name: str, validator: SchemaValidator) -> None:
+        self.name = name
+        """The field's name (what ``info.field_name`` says)."""
+        self._validator = validator
+
+    def validate(self, value: Any, data: dict[str, Any]) -> tuple[Any, list[Any] | None]:
+        """``(validated, None)``, ``(NO_INSTANCE, errors)`` (their ``loc`` starts with the
+        field's name), or ``(NO_INSTANCE, None)`` when it cannot tell now (a validator raised
+        something pydantic does not turn into an error, e.g. reading ``info.data`` for a field
+        that has not arrived: the object's validation will judge). ``data`` is what
+        ``info.data`` shows: the object's fields that came before, by name. Lax Python mode,
+        never stricter than the final JSON-mode validation."""
+        try:
+            result = self._validator.validate_assignment(dict(data), self.name, value, strict=False)
+        except pydantic.ValidationError as exc:
+            return NO_INSTANCE, list(exc.errors(include_url=False))
+        except Exception:  # the user's validator cannot judge alone; the final validation will
+            return NO_INSTANCE, None
+        fields = result[0] if isinstance(result, tuple) else result  # (fields, extra, set)
+        return fields[self.name], None
+
+
+def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]:
+    """The :class:`FieldCheck` of each field of model ``cls`` that has a validator of its own
+        (a function node in its core schema outside nested models), by each key that can stand for
+        it in JSON (its alias or validation alias, single-key alias choices, its name when no alias
+        or when the model validates by name), and the name of every field by those keys (what
+    ``info.data`` is keyed by). Both empty for a model without such fields."""
+    top = getattr(cls, "__pydantic_core_schema__", None)
+    if not isinstance(top, dict):
+        return {}, {}
+    definitions: list[Any] = []
+    node: Any = top
+    if node.get("type") == "definitions":
+        definitions = list(node["definitions"])
+        node = node["schema"]
+    while isinstance(node, dict) and node.get("type") != "model" and "schema" in node:
+        node = node["schema"]  # the model validators around the model
+    if not isinstance(node, dict) or node.get("type") != "model" or node.get("root_model"):
+        return {}, {}
+    config = node.get("config")
+    fields_node: Any = node["schema"]
+    if not isinstance(fields_node, dict) or fields_node.get("type") != "model-fields":
+        return {}, {}  # a before model validator around the fields: the model holds its events
+    by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
+    transforms = isinstance(config, dict) and any(config.get(k) for k in _STR_TRANSFORMS_CONFIG)
+    checked = [
+        name
+        for name, field in fields_node["fields"].items()
+        if _has_validator(field["schema"], by_ref, transforms)
+    ]
+    if not checked:
+        return {}, {}
+    by_name = bool(
+        cls.model_config.get("validate_by_name") or cls.model_config.get("populate_by_name")
+    )
+    schema = (
+        core_schema.definitions_schema(fields_node, definitions) if definitions else fields_node
+    )
+    try:
+        validator = SchemaValidator(schema, config)
+    except Exception:
+        return {}, {}
+    wanted = set(checked)
+    out: dict[str, FieldCheck] = {}
+    names: dict[str, str] = {}
+    for name in fields_node["fields"]:
+        check = FieldCheck(name, validator) if name in wanted else None
+        alias = fields_node["fields"][name].get("validation_alias")
+        keys: list[str] = []
+        if alias is None:
+            keys.append(name)
+        elif isinstance(alias, str):
+            keys.append(alias)
+        else:
+            for choice in alias:
+                path = choice if isinstance(choice, list) else [choice]
+                if len(path) == 1 and isinstance(path[0], str):
+                    keys.append(path[0])
+        if by_name:
+            keys.append(name)
+        for key in keys:
+            names.setdefault(key, name)
+            if check is not None:
+                out.setdefault(key, check)
+    return out, names
+
+
+_FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "function-plain"})
+
+
+_NOT_VALIDATION = frozenset({"metadata", "serialization"})
+
+
+_OPAQUE = frozenset(
+    {"date", "datetime", "time", "timedelta", "decimal", "url", "multi-host-url", "uuid"}
+)
+"""Types whose pydantic check the tracker's JSON Schema does not make (their ``format`` is
+pydantic's to judge; date bounds, decimal digits, URL rules...)."""
+_STR_TRANSFORMS = ("strip_whitespace", "to_lower", "to_upper")
+_STR_TRANSFORMS_CONFIG = ("str_strip_whitespace", "str_to_lower", "str_to_upper")
+
+
+def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False) -> bool:
+    """Whether a field's core schema holds something the tracker's checks do not judge as
+    pydantic does, outside nested models (their own validation runs them): a validator
+    function, a type of :data:`_OPAQUE`, a string pydantic transforms (``transforms``: the
+    model's config transforms every string). An explicit stack, definitions followed once."""
+    stack = [schema]
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "model":
+            continue
+        if kind in _OPAQUE:
+            return True
+        if kind == "str" and (transforms or any(node.get(k) for k in _STR_TRANSFORMS)):
+            return True
+        if kind in _FUNCTIONS:
+            inner = node.get("schema")
+            if not (isinstance(inner, dict) and _is_model(inner, by_ref)):
+                return True  # (one around a model is that model's own validator)
+        if kind == "definition-ref":
+            ref = node.get("schema_ref")
+            if isinstance(ref, str) and ref not in seen and ref in by_ref:
+                seen.add(ref)
+                stack.append(by_ref[ref])
+            continue
+        for key, value in node.items():
+            if key not in _NOT_VALIDATION and isinstance(value, (dict, list)):
+                stack.append(value)
+    return False
+
+
+def _is_model(node: dict[str, Any], by_ref: dict[str, Any]) -> bool:
+    if node.get("type") == "definition-ref":
+        target = by_ref.get(node.get("schema_ref", ""))
+        return isinstance(target, dict) and _is_model(target, {})
+    if node.get("type") in _FUNCTIONS:
+        inner = node.get("schema")
+        return isinstance(inner, dict) and _is_model(inner, by_ref)
+    return node.get("type") == "model"
 
 
 class ModelCheck:
@@ -207,6 +383,15 @@ class TrackerJsonSchema(GenerateJsonSchema):
 
     def function_wrap_schema(self, schema: core_schema.WrapValidatorFunctionSchema) -> Any:
         self._unsafe()
+        inner = schema.get("schema")
+        if isinstance(inner, dict) and inner.get("type") == "model":
+            # A wrap model validator: the value is opaque, but still that model's, validated
+            # (and holding its fields' events) when it closes.
+            info = ModelInfo(inner["cls"])
+            info.safe = False
+            info.holds = True
+            self.models.append(info)
+            return {MODEL_KEY: len(self.models) - 1}
         return {}
 
     def function_plain_schema(self, schema: core_schema.PlainValidatorFunctionSchema) -> Any:

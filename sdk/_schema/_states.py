@@ -18,6 +18,7 @@ from sdk._schema._conj import Conj
 
 __all__ = [
     "NO_INSTANCE",
+    "UNDECIDED",
     "AnyGroup",
     "ContainsSlot",
     "DepGroup",
@@ -36,6 +37,10 @@ __all__ = [
 
 NO_INSTANCE: Any = object()
 """No model instance stands for this value (see :mod:`sdk._schema._pydantic`)."""
+
+UNDECIDED: Any = object()
+"""A field's validators could not judge it alone (``Frame.validated``): its object's
+validation will, and its event waits for that."""
 
 
 class Reason:
@@ -244,8 +249,11 @@ class Frame:
 
     __slots__ = (
         "checked",
+        "checks",
         "contains",
         "count",
+        "data",
+        "holds",
         "instance",
         "key_checked",
         "key_frame",
@@ -263,6 +271,7 @@ class Frame:
         "start",
         "states",
         "subs",
+        "validated",
         "watch",
     )
 
@@ -288,6 +297,12 @@ class Frame:
         self.contains: list[tuple[Any, State]] | None = None  # an element's contains states
         self.subs: dict[str | int, Any] | None = None  # members' stand-ins (pydantic: models)
         self.instance: Any = NO_INSTANCE  # the model instance this value validated to
+        # pydantic field checks: (state, model) pairs whose model checks some of this
+        # object's fields, and per model the fields so far (what ``info.data`` shows)
+        self.checks: list[tuple[State, Any]] | None = None
+        self.data: dict[Any, dict[str, Any]] | None = None
+        self.holds = False  # its members' events wait until it is validated
+        self.validated: Any = NO_INSTANCE  # the value as its field's validators returned it
 
 
 class ContainsSlot:

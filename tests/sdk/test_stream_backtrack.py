@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio.lowlevel
+import pydantic
 import pytest
 
 from sdk import AttemptFailed, AttemptStarted, FieldEvent, Retry, SchemaViolation
@@ -172,3 +173,49 @@ async def test_a_source_that_cannot_rewind_gets_a_fresh_attempt() -> None:
     async with stream_structured(source, schema=SCHEMA, retry=Retry(backtrack=True)) as s:
         assert await s.result() == {"name": "Ada", "tags": ["red"]}
     assert "uniqueItems" in s.attempts[1 - 1].error.keyword  # type: ignore[union-attr]
+
+
+class _Item(pydantic.BaseModel):
+    a: int
+    tag: str
+
+    @pydantic.field_validator("tag")
+    @classmethod
+    def _lower(cls, v: str) -> str:
+        if v != v.lower():
+            raise ValueError("a tag is lower case")
+        return v
+
+    @pydantic.model_validator(mode="after")
+    def _positive(self) -> _Item:
+        if self.a < 0:
+            raise ValueError("a >= 0")
+        return self
+
+
+class _Items(pydantic.BaseModel):
+    items: list[_Item]
+
+
+async def test_a_held_event_in_the_kept_text_goes_out_once_after_the_rewind() -> None:
+    # /items/0/a is held (its _Item has a model validator) when the tag is refused; the rewind
+    # keeps it, and it goes out once its _Item passes in the next attempt.
+    first = '{"items": [{"a": 1, "tag": "ABC"}]}'
+    gen = Generation(first, ['"abc"}]}'])
+    fired: list[tuple[str, Any, int]] = []
+    async with stream_structured(
+        lambda attempt: gen,
+        schema=_Items,
+        retry=Retry(max_attempts=3, backtrack=True),
+        on_field=lambda ev: fired.append((ev.pointer, ev.value, ev.attempt)),
+    ) as s:
+        result = await s.result()
+    assert gen.rewinds == [first.index('"ABC"')]
+    assert result == _Items(items=[_Item(a=1, tag="abc")])
+    assert fired == [
+        ("/items/0/a", 1, 2),
+        ("/items/0/tag", "abc", 2),
+        ("/items/0", {"a": 1, "tag": "abc"}, 2),
+        ("/items", [{"a": 1, "tag": "abc"}], 2),
+        ("", {"items": [{"a": 1, "tag": "abc"}]}, 2),
+    ]

@@ -48,7 +48,7 @@ def fields(events: list[TrackerEvent]) -> list[FieldEvent]:
 
 
 def test_every_value_fires_once_children_first() -> None:
-    t = FieldTracker(Order)
+    t = FieldTracker(Order, dispatch="eager")
     events = fields(feed_chunks(t, list(ORDER)))
     paths = [e.path for e in events]
     assert paths == [
@@ -72,8 +72,26 @@ def test_events_do_not_depend_on_chunking() -> None:
     assert whole == by_char
 
 
+def test_a_root_model_validator_holds_every_event_until_the_document_passed_it() -> None:
+    t = FieldTracker(Order)
+    assert fields(feed_chunks(t, list(ORDER))) == []  # Order has a model validator
+    events = fields(t.finish())
+    eager = FieldTracker(Order, dispatch="eager")
+    assert events == fields([*feed_chunks(eager, list(ORDER)), *eager.finish()])
+    assert isinstance(t.close(), Order)
+
+
+def test_a_root_model_validator_that_fails_lets_no_event_out() -> None:
+    t = FieldTracker(Order)
+    assert t.feed('{"id": "o1", "status": "shipped", "items": []}') == []
+    with pytest.raises(ValidationFailed, match="a shipped order has items"):
+        t.finish()
+    with pytest.raises(ValidationFailed):
+        t.close()
+
+
 def test_attempt_is_stamped() -> None:
-    events = FieldTracker(Order, attempt=3).feed(ORDER)
+    events = FieldTracker(Order, attempt=3, dispatch="eager").feed(ORDER)
     assert {e.attempt for e in events} == {3}
 
 

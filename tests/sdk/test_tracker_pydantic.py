@@ -65,9 +65,13 @@ def test_formats_are_pydantics_even_when_asserted() -> None:
     )
     t.feed(doc)
     assert isinstance(t.close(), Stamped)
-    with pytest.raises(ValidationFailed) as info:  # pydantic's verdict, at close
-        t = FieldTracker(Stamped)
-        t.feed(doc.replace("a8098c1af86e11dabd1a00112444be1e", "not-a-uuid"))
+    bad = doc.replace("a8098c1af86e11dabd1a00112444be1e", "not-a-uuid")
+    with pytest.raises(SchemaViolation) as early:  # pydantic's verdict, when the field is final
+        FieldTracker(Stamped).feed(bad)
+    assert early.value.path == ("id",) and early.value.keyword == "uuid_parsing"
+    with pytest.raises(ValidationFailed) as info:  # eager: pydantic's verdict, at close
+        t = FieldTracker(Stamped, dispatch="eager")
+        t.feed(bad)
         t.close()
     assert info.value.path == ("id",)
 
@@ -212,13 +216,23 @@ def first_error(doc: str) -> tuple[int, SchemaViolation]:
     raise AssertionError("no violation")
 
 
-def test_a_nested_field_validator_raises_when_its_object_closes() -> None:
+def test_a_nested_field_validator_raises_when_its_field_closes() -> None:
     doc = '{"branches": [{"leaves": [{"name": "ok"}, {"name": "bad"}, {"name": "x"}]}], "size": 3}'
     at, exc = first_error(doc)
-    assert at == doc.index('"bad"}') + len('"bad"')  # the leaf's closing brace
+    assert at == doc.index('"bad"}') + len('"bad"') - 1  # the string's closing quote
     assert (exc.path, exc.keyword) == (("branches", 0, "leaves", 1, "name"), "value_error")
     assert "a leaf must not be bad" in exc.message
-    assert exc.offset == at and exc.start == doc.index('{"name": "bad"')
+    assert exc.offset == at and exc.start == doc.index('"bad"')
+
+
+def test_eager_dispatch_runs_a_nested_field_validator_when_its_object_closes() -> None:
+    doc = '{"branches": [{"leaves": [{"name": "ok"}, {"name": "bad"}, {"name": "x"}]}], "size": 3}'
+    t = FieldTracker(Tree, dispatch="eager")
+    with pytest.raises(SchemaViolation) as info:
+        for ch in doc:
+            t.feed(ch)
+    assert info.value.offset == doc.index('"bad"}') + len('"bad"')  # the leaf's closing brace
+    assert info.value.start == doc.index('{"name": "bad"')
 
 
 def test_a_nested_model_validator_raises_when_its_object_closes() -> None:
@@ -244,11 +258,16 @@ def test_each_nested_model_is_validated_once_before_close() -> None:
     calls.clear()
     t = FieldTracker(Tree)
     feed_chunks(t, list(doc))
-    # Each leaf's field validator once (a branch is validated with its leaves' instances, so
-    # their fields are not validated again); each branch once; the root not yet.
-    assert calls == Counter({"leaf": 12, "branch": 4})
+    # Each leaf's field validator twice: when its field is final (before its event) and when
+    # its leaf is validated (a branch is validated with its leaves' instances, so their fields
+    # are not validated again); each branch once; the root not yet.
+    assert calls == Counter({"leaf": 24, "branch": 4})
     t.close()  # pydantic reads the whole document once more, as validate_json would
-    assert calls == Counter({"leaf": 24, "branch": 8, "tree": 1})
+    assert calls == Counter({"leaf": 36, "branch": 8, "tree": 1})
+    calls.clear()
+    t = FieldTracker(Tree, dispatch="eager")  # no field checks: each leaf's validator once
+    feed_chunks(t, list(doc))
+    assert calls == Counter({"leaf": 12, "branch": 4})
 
 
 def test_a_union_branch_refused_by_pydantic_leaves_the_other() -> None:

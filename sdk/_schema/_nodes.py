@@ -1,15 +1,18 @@
-"""A JSON Schema (Draft 2020-12) compiled into :class:`Node` objects, one per sub-schema.
+"""A JSON Schema in the canonical form (Draft 2020-12, :mod:`sdk._schema._dialects`) compiled
+into :class:`Node` objects, one per sub-schema.
 
 A node holds its schema's keywords in the form the checker uses them: the kinds ``type`` allows,
 ``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled with
 the ``regex`` package (which accepts ``\\p{L}`` and can match a prefix partially), the format
 check when formats are asserted, the schemas members must follow, and the applicators
 (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
-``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (local
-JSON Pointers, ``$id``, ``$anchor``); a reference outside the document is refused.
+``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (JSON
+Pointers, ``$id``, ``$anchor``): the canonical form is self-contained (remote resources were
+embedded by the translation).
 
-Anything else that is not an annotation raises :class:`~sdk.SchemaError` at compile time, so no
-keyword is ever silently ignored.
+The translation already dropped the keywords its dialect does not define and vetted every value;
+a keyword this module cannot check is still refused here, so that none is ever ignored by
+mistake.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ ANNOTATIONS = frozenset(
         "$dynamicAnchor",
         "$defs",
         "definitions",
+        "$vocabulary",
     }
 )
 KEYWORDS = frozenset(
@@ -95,12 +99,10 @@ KEYWORDS = frozenset(
         "if",
         "then",
         "else",
-        "$schema",
     }
 )
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
-DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 _Resolver = Any  # referencing.Resolver (it does not export the class)
 _SPEC = referencing.jsonschema.DRAFT202012
 
@@ -271,12 +273,6 @@ class NodeCompiler:
                 keyword=key,
                 pointer=where,
             )
-        if "$schema" in raw and raw["$schema"].rstrip("#") != DRAFT_2020_12:
-            raise SchemaError(
-                f"only JSON Schema Draft 2020-12 is supported, not {raw['$schema']!r}",
-                keyword="$schema",
-                pointer=where,
-            )
         sub = self._sub_compiler(node, resolver)
         if "type" in raw:
             t = raw["type"]
@@ -368,8 +364,8 @@ class NodeCompiler:
             resolved = resolver.lookup(ref)
         except referencing.exceptions.Unresolvable:
             raise SchemaError(
-                f"$ref {ref!r} (at {where or '/'}) points at nothing in this schema (only "
-                "references inside the document are followed: JSON Pointers, $id, $anchor)",
+                f"$ref {ref!r} (at {where or '/'}) points at nothing in this schema (no "
+                "$id, $anchor or JSON Pointer names it)",
                 keyword="$ref",
                 pointer=where,
             ) from None

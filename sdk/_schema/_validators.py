@@ -1,7 +1,8 @@
 """jsonschema behind a typed face: the one module of the sdk that imports it.
 
 The tracker checks documents itself; jsonschema is used for two things only: vetting a schema
-against the Draft 2020-12 meta-schema when it is compiled, and its format checkers (when the
+against its dialect's meta-schema when the caller asks for strictness (``unknown="refuse"``),
+and its format checkers (when the
 caller asks for ``format`` to be asserted). jsonschema ships no type information; this module
 states the little used of it so that the rest stays checked by mypy.
 """
@@ -27,10 +28,20 @@ _META_CHECKER = jsonschema.FormatChecker(formats=())
 _META_CHECKER.checks("regex", raises=regex.error)(lambda value: bool(regex.compile(value)))
 
 
-def check_schema(schema: Mapping[str, Any] | bool) -> None:
-    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12."""
+_VALIDATORS = {
+    "draft-04": jsonschema.Draft4Validator,
+    "draft-06": jsonschema.Draft6Validator,
+    "draft-07": jsonschema.Draft7Validator,
+    "2019-09": jsonschema.Draft201909Validator,
+    "2020-12": jsonschema.Draft202012Validator,
+}
+
+
+def check_schema(schema: Mapping[str, Any] | bool, dialect: str = "2020-12") -> None:
+    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid against ``dialect``'s
+    meta-schema (slow on a large schema: the compiler runs it only when asked to be strict)."""
     try:
-        jsonschema.Draft202012Validator.check_schema(schema, format_checker=_META_CHECKER)
+        _VALIDATORS[dialect].check_schema(schema, format_checker=_META_CHECKER)
     except _exceptions.SchemaError as exc:
         where = "".join(f"/{p}" for p in exc.absolute_path)
         raise SchemaError(

@@ -44,6 +44,7 @@ runs only when the caller asks for strictness).
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -400,6 +401,12 @@ class _Translator:
                 f"{where or '/'}",
                 pointer=where,
             )
+        for key in raw:
+            if not isinstance(key, str):
+                raise SchemaError(
+                    f"a schema's keys must be strings, got {key!r} at {where or '/'}",
+                    pointer=where,
+                )
         if depth > _DEPTH:
             raise SchemaError(
                 f"the schema is nested too deeply to compile (at {where or '/'})", pointer=where
@@ -506,6 +513,14 @@ class _Translator:
                 extra = raw.get("additionalItems")
                 if extra is not None:
                     out["items"] = sub(extra, "/additionalItems", "/items")
+            elif isinstance(value, list):
+                raise SchemaError(
+                    f"items (at {where or '/'}) is an array, which Draft 2020-12 spells "
+                    "prefixItems: for a schema written in an older draft, say so with $schema "
+                    "or compile_schema(..., dialect='draft-07')",
+                    keyword="items",
+                    pointer=f"{where}/items",
+                )
             else:
                 out["items"] = sub(value, "/items", "/items")
         elif key == "additionalItems":
@@ -518,6 +533,8 @@ class _Translator:
                 raise _bad(key, where, "an object")
             target = out.setdefault(key, {})
             for name, v in value.items():
+                if not isinstance(name, str):
+                    raise _bad(key, where, "an object (with string keys)")
                 part = f"/{key}/{_escape(name)}"
                 target[name] = sub(v, part, part)
         elif kind == _LIST:
@@ -528,6 +545,8 @@ class _Translator:
             if not isinstance(value, Mapping):
                 raise _bad(key, where, "an object")
             for name, v in value.items():
+                if not isinstance(name, str):
+                    raise _bad(key, where, "an object (with string keys)")
                 if isinstance(v, list):
                     out.setdefault("dependentRequired", {})[name] = _strings(v, key, here)
                 else:
@@ -569,9 +588,9 @@ class _Translator:
         elif key == "enum":
             if not isinstance(value, list):
                 raise _bad(key, where, "an array")
-            out[key] = _copy(value)
+            out[key] = _json_value(value, key, where)
         elif key == "const":
-            out[key] = _copy(value)
+            out[key] = _json_value(value, key, where)
         elif key in ("pattern", "format", "$anchor"):
             if not isinstance(value, str):
                 raise _bad(key, where, "a string")
@@ -591,6 +610,8 @@ class _Translator:
         elif key == "dependentRequired":
             if not isinstance(value, Mapping):
                 raise _bad(key, where, "an object")
+            if not all(isinstance(k, str) for k in value):
+                raise _bad(key, where, "an object (with string keys)")
             out[key] = {k: _strings(v, key, f"{here}/{_escape(k)}") for k, v in value.items()}
         elif key in ("$recursiveRef", "$dynamicRef"):
             if not isinstance(value, str):
@@ -652,12 +673,13 @@ class _Translator:
         if isinstance(registry, referencing.Registry):
             try:
                 return registry.get_or_retrieve(uri).value.contents
-            except referencing.exceptions.Unresolvable:
+            except (referencing.exceptions.NoSuchResource, referencing.exceptions.Unresolvable):
                 pass
             except Exception as exc:  # the caller's retrieve function failed
+                cause = exc.__cause__ or exc
                 raise SchemaError(
                     f"$ref {site.ref!r} (at {site.where or '/'}): retrieving {uri!r} from the "
-                    f"registry failed: {exc}",
+                    f"registry failed: {cause}",
                     keyword=site.keyword,
                     pointer=site.where,
                 ) from exc
@@ -797,6 +819,16 @@ def _join(base: str, ref: str) -> str:
     if ref.startswith("#"):
         return urldefrag(base)[0] + ref
     return urljoin(base, ref)
+
+
+def _json_value(value: Any, key: str, where: str) -> Any:
+    """A copy of ``value``, which must be JSON (what else could a document equal?)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        raise _bad(key, where, "made of JSON values") from None
 
 
 def _copy(value: Any) -> Any:

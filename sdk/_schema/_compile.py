@@ -118,7 +118,10 @@ class CompiledSchema:
         self.models = bool(models)
         """Whether nested pydantic models are validated early (see ``_pydantic``)."""
         compiler = NodeCompiler(
-            checked, assert_formats=formats == "assert" and adapter is None, models=models
+            checked,
+            read.targets,
+            assert_formats=formats == "assert" and adapter is None,
+            models=models,
         )
         self.conjs = Conjs()
         self.root: Conj = self.conjs.of_node(compiler.compile_root())

@@ -237,6 +237,10 @@ class Canonical:
     ignored: tuple[tuple[str, str], ...]
     """Each keyword ignored as an annotation its dialect does not define: ``(pointer,
     keyword)``, in document order."""
+    targets: dict[int, tuple[Any, str]]
+    """What each ``$ref`` names: ``id()`` of the canonical subschema that holds it -> the
+    canonical subschema it names and where that is in the input (so that the compiler resolves
+    nothing again)."""
 
 
 def dialect_named(name: str) -> str | None:
@@ -327,8 +331,12 @@ class _Translator:
         self.resources: dict[str, _Resource] = {}
         self.sites: list[_RefSite] = []
         # id() of each translated original dict -> (its resource, its canonical pointer there).
-        self.placed: dict[int, tuple[_Resource, str]] = {}
-        self.keep: list[Any] = []  # originals placed, kept alive so that their ids stay theirs
+        # id() of each translated original -> (its resource, its canonical pointer there, the
+        # canonical schema, where it is in the input).
+        self.placed: dict[int, tuple[_Resource, str, Any, str]] = {}
+        # (resource, name) -> (the canonical schema, where it is in the input)
+        self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
         self.root: _Resource | None = None
         self.extra = 0
 
@@ -346,7 +354,7 @@ class _Translator:
         root = self.root
         assert root is not None
         self._resolve_all()
-        return Canonical(out, root.dialect, tuple(self.ignored))
+        return Canonical(out, root.dialect, tuple(self.ignored), self.targets)
 
     def _declared(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
@@ -439,8 +447,7 @@ class _Translator:
                 self.resources.setdefault(uri, resource)
         elif id_key in raw and not overriding and not isinstance(raw[id_key], str):
             raise _bad(id_key, where, "a string")
-        self.placed.setdefault(id(raw), (resource, at))
-        self.keep.append(raw)
+        self.placed.setdefault(id(raw), (resource, at, out, where))
 
         def sub(value: Any, rel_in: str, rel_out: str) -> Any:
             return self._schema(
@@ -486,6 +493,9 @@ class _Translator:
         for key in ("$recursiveRef", "$dynamicRef"):
             if key in raw and key in known and not overriding:
                 self.sites.append(_RefSite(out, key, raw[key], base, chain, where))
+        anchor = out.get("$anchor")
+        if isinstance(anchor, str):
+            self.anchors.setdefault((resource.uri, anchor), (out, where))
         if dialect == "2019-09" and raw.get("$recursiveAnchor") is True and at == "":
             resource.recursive = True
         if dialect == "2020-12" and isinstance(raw.get("$dynamicAnchor"), str):
@@ -714,22 +724,33 @@ class _Translator:
             else:  # relative where it can be: what most servers' converters follow
                 home = "" if found[0] == site.base else found[0]
                 target = f"{home}#{_quote(found[1])}"
-        else:
+                schema = (found[2], found[3])
+        else:  # a plain-name anchor
             home = "" if uri == site.base else uri
-            target = f"{home}#{fragment}"  # a plain-name anchor: referencing finds it
+            target = f"{home}#{fragment}"
+            schema = self.anchors.get((resource.uri, fragment))
+            if schema is None:
+                raise SchemaError(
+                    f"{site.keyword} {site.ref!r} (at {site.where or '/'}) points at nothing in "
+                    "this schema (no anchor has that name)",
+                    keyword=site.keyword,
+                    pointer=site.where,
+                )
         node = site.node
         if isinstance(target, bool):
             node.setdefault("allOf", []).append(target)
-        elif site.keyword == "$ref" or "$ref" not in node:
-            node["$ref"] = target
-        else:
-            node.setdefault("allOf", []).append({"$ref": target})
+            return
+        if site.keyword != "$ref" and "$ref" in node:
+            node = {}
+            site.node.setdefault("allOf", []).append(node)
+        node["$ref"] = target
+        self.targets[id(node)] = schema
 
     def _pointer(
         self, resource: _Resource, fragment: str, site: _RefSite
-    ) -> tuple[str, str] | bool:
-        """The canonical pointer (within ``resource``) of what ``fragment`` names in the
-        original, or the boolean schema it names."""
+    ) -> tuple[str, str, Any, str] | bool:
+        """The canonical place of what ``fragment`` names in the original (its resource's URI,
+        its pointer there, the canonical schema), or the boolean schema it names."""
         target: Any = resource.raw
         for part in fragment.split("/")[1:]:
             token = unquote(part).replace("~1", "/").replace("~0", "~")
@@ -747,7 +768,7 @@ class _Translator:
             return target
         placed = self.placed.get(id(target))
         if placed is not None:
-            return placed[0].uri, placed[1]
+            return placed[0].uri, placed[1], placed[2], placed[3]
         # A schema in a place no keyword of its dialect makes a schema (inside an unknown
         # keyword, say): translate it now, into its resource's $defs.
         if resource.out is None:
@@ -765,7 +786,7 @@ class _Translator:
         where = f"{site.where}/$ref"
         out = self._schema(target, where, resource.dialect, resource.uri, resource, at, chain, 0)
         resource.out.setdefault("$defs", {})[name] = out
-        return resource.uri, at
+        return resource.uri, at, out, where
 
     def _dynamic(self, site: _RefSite) -> str:
         """The static reference a ``$recursiveRef``/``$dynamicRef`` stands for, when every
@@ -833,9 +854,12 @@ def _json_value(value: Any, key: str, where: str) -> Any:
 
 def _copy(value: Any) -> Any:
     """A value the canonical form owns (the caller's dict may change after it is compiled)."""
-    if isinstance(value, (list, dict)):
+    if not isinstance(value, (list, dict)):
+        return value
+    try:
+        return json.loads(json.dumps(value))  # several times faster than deepcopy
+    except (TypeError, ValueError, RecursionError):
         return copy.deepcopy(value)
-    return value
 
 
 def _quote(pointer: str) -> str:

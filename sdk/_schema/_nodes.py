@@ -6,9 +6,8 @@ A node holds its schema's keywords in the form the checker uses them: the kinds 
 the ``regex`` package (which accepts ``\\p{L}`` and can match a prefix partially), the format
 check when formats are asserted, the schemas members must follow, and the applicators
 (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
-``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (JSON
-Pointers, ``$id``, ``$anchor``): the canonical form is self-contained (remote resources were
-embedded by the translation).
+``dependentSchemas``) as links to other nodes. Each ``$ref`` links to the subschema the
+translation resolved it to (JSON Pointers, ``$id``, ``$anchor``, remote resources embedded).
 
 The translation already dropped the keywords its dialect does not define and vetted every value;
 a keyword this module cannot check is still refused here, so that none is ever ignored by
@@ -20,9 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import referencing
-import referencing.exceptions
-import referencing.jsonschema
 import regex
 
 from sdk._errors import SchemaError
@@ -102,9 +98,6 @@ KEYWORDS = frozenset(
     }
 )
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-
-_Resolver = Any  # referencing.Resolver (it does not export the class)
-_SPEC = referencing.jsonschema.DRAFT202012
 
 
 class Node:
@@ -208,43 +201,32 @@ class NodeCompiler:
     """
 
     def __init__(
-        self, root: Any, *, assert_formats: bool = False, models: Sequence[Any] = ()
+        self,
+        root: Any,
+        targets: Mapping[int, tuple[Any, str]],
+        *,
+        assert_formats: bool = False,
+        models: Sequence[Any] = (),
     ) -> None:
         self._root = root
+        self._targets = targets
         self._assert_formats = assert_formats
         self._models = models
         self._nodes: dict[int, Node] = {}
-        self._pending: list[tuple[Node, Mapping[str, Any], _Resolver]] = []
-        resource = _SPEC.create_resource(root)
-        base = resource.id() or ""
-        registry: referencing.Registry[Any] = referencing.Registry().with_resource(base, resource)
-        self._resolver = registry.crawl().resolver(base_uri=base)
+        self._pending: list[tuple[Node, Mapping[str, Any]]] = []
 
     def compile_root(self) -> Node:
-        """Compile the root and everything reachable from it (``$defs`` included, so an
-        unsupported keyword anywhere in the schema is reported now)."""
-        root = self._node(self._root, "", self._resolver, root=True)
-        if isinstance(self._root, Mapping):
-            for defs_key in ("$defs", "definitions"):
-                defs = self._root.get(defs_key)
-                if isinstance(defs, Mapping):
-                    for name, sub in defs.items():
-                        self._node(sub, f"/{defs_key}/{_escape(name)}", self._resolver)
+        """Compile the root and everything reachable from it (what no reference reaches is
+        never compiled: the translation vetted it already)."""
+        root = self._node(self._root, "")
         while self._pending:
-            node, raw, resolver = self._pending.pop()
-            self._fill(node, raw, resolver)
+            node, raw = self._pending.pop()
+            self._fill(node, raw)
         return root
 
     # ------------------------------------------------------------------ internals
 
-    def _node(
-        self,
-        raw: Any,
-        where: str,
-        resolver: _Resolver,
-        *,
-        root: bool = False,
-    ) -> Node:
+    def _node(self, raw: Any, where: str) -> Node:
         found = self._nodes.get(id(raw))
         if found is not None:
             return found
@@ -257,12 +239,10 @@ class NodeCompiler:
         node = Node(where, raw)
         self._nodes[id(raw)] = node
         if isinstance(raw, Mapping):
-            if "$id" in raw and not root:
-                resolver = resolver.in_subresource(_SPEC.create_resource(raw))
-            self._pending.append((node, raw, resolver))
+            self._pending.append((node, raw))
         return node
 
-    def _fill(self, node: Node, raw: Mapping[str, Any], resolver: _Resolver) -> None:
+    def _fill(self, node: Node, raw: Mapping[str, Any]) -> None:
         where = node.where
         for key in raw:
             if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):
@@ -273,7 +253,7 @@ class NodeCompiler:
                 keyword=key,
                 pointer=where,
             )
-        sub = self._sub_compiler(node, resolver)
+        sub = self._sub_compiler(node)
         if "type" in raw:
             t = raw["type"]
             node.types = frozenset([t] if isinstance(t, str) else t)
@@ -333,7 +313,7 @@ class NodeCompiler:
         node.unique = bool(raw.get("uniqueItems", False))
 
         if "$ref" in raw:
-            node.ref = self._resolve(raw["$ref"], where, resolver)
+            node.ref = self._resolve(raw, where)
         node.all_of += tuple(sub(v, f"/allOf/{i}") for i, v in enumerate(raw.get("allOf", ())))
         node.any_of = tuple(sub(v, f"/anyOf/{i}") for i, v in enumerate(raw.get("anyOf", ())))
         node.one_of = tuple(sub(v, f"/oneOf/{i}") for i, v in enumerate(raw.get("oneOf", ())))
@@ -353,23 +333,24 @@ class NodeCompiler:
         if isinstance(marker, int) and 0 <= marker < len(self._models):
             node.model = self._models[marker]
 
-    def _sub_compiler(self, node: Node, resolver: _Resolver) -> Any:
+    def _sub_compiler(self, node: Node) -> Any:
         def sub(raw: Any, rel: str) -> Node:
-            return self._node(raw, node.where + rel, resolver)
+            return self._node(raw, node.where + rel)
 
         return sub
 
-    def _resolve(self, ref: str, where: str, resolver: _Resolver) -> Node:
-        try:
-            resolved = resolver.lookup(ref)
-        except referencing.exceptions.Unresolvable:
+    def _resolve(self, raw: Mapping[str, Any], where: str) -> Node:
+        target = self._targets.get(id(raw), _MISSING)
+        if target is _MISSING:  # the translation resolves every reference it writes
             raise SchemaError(
-                f"$ref {ref!r} (at {where or '/'}) points at nothing in this schema (no "
-                "$id, $anchor or JSON Pointer names it)",
+                f"$ref {raw['$ref']!r} (at {where or '/'}) points at nothing in this schema",
                 keyword="$ref",
                 pointer=where,
-            ) from None
-        return self._node(resolved.contents, ref, resolved.resolver)
+            )
+        return self._node(*target)
+
+
+_MISSING: Any = object()
 
 
 def _trivial_to_none(node: Node) -> Node | None:

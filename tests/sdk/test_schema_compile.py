@@ -132,7 +132,7 @@ def test_recursive_model_checks_early_at_depth() -> None:
     [
         pytest.param({"unevaluatedProperties": False}, "unevaluatedProperties", "", id="uneval"),
         pytest.param({"unevaluatedItems": False}, "unevaluatedItems", "", id="uneval-items"),
-        pytest.param({"$dynamicRef": "#x"}, "$ref", "", id="dynamicRef-to-nothing"),
+        pytest.param({"$dynamicRef": "#x"}, "$dynamicRef", "", id="dynamicRef-to-nothing"),
         pytest.param(
             {
                 "$id": "https://example.com/root",

@@ -717,6 +717,7 @@ class _Translator:
         uri, fragment = urldefrag(_join(site.base, ref))
         resource = self._resource_at(uri, site)
         target: str | bool
+        schema: tuple[Any, str] = (None, "")
         if fragment.startswith("/") or not fragment:
             found = self._pointer(resource, fragment, site)
             if isinstance(found, bool):
@@ -728,14 +729,15 @@ class _Translator:
         else:  # a plain-name anchor
             home = "" if uri == site.base else uri
             target = f"{home}#{fragment}"
-            schema = self.anchors.get((resource.uri, fragment))
-            if schema is None:
+            anchored = self.anchors.get((resource.uri, fragment))
+            if anchored is None:
                 raise SchemaError(
                     f"{site.keyword} {site.ref!r} (at {site.where or '/'}) points at nothing in "
                     "this schema (no anchor has that name)",
                     keyword=site.keyword,
                     pointer=site.where,
                 )
+            schema = anchored
         node = site.node
         if isinstance(target, bool):
             node.setdefault("allOf", []).append(target)

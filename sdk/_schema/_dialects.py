@@ -49,12 +49,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urldefrag, urljoin
+from urllib.parse import unquote, urljoin
 
 import referencing
 import referencing.exceptions
 
 from sdk._errors import SchemaError
+from sdk._schema._nodes import _regex
 
 __all__ = ["DIALECTS", "META_SCHEMAS", "Canonical", "canonical", "dialect_named"]
 
@@ -430,7 +431,7 @@ class _Translator:
         ref = raw.get("$ref") if "$ref" in known else None
         overriding = old and ref is not None
         if not overriding and isinstance(raw.get(id_key), str):
-            uri, fragment = urldefrag(_join(base, raw[id_key]))
+            uri, fragment = _split(_join(base, raw[id_key]))
             if fragment and dialect != "2019-09" and dialect != "2020-12":
                 out["$anchor"] = fragment  # draft <= 7: "#foo" in $id is a plain-name anchor
             if uri and uri != base:
@@ -545,6 +546,8 @@ class _Translator:
             for name, v in value.items():
                 if not isinstance(name, str):
                     raise _bad(key, where, "an object (with string keys)")
+                if key == "patternProperties":
+                    _regex(name, here)
                 part = f"/{key}/{_escape(name)}"
                 target[name] = sub(v, part, part)
         elif kind == _LIST:
@@ -604,6 +607,8 @@ class _Translator:
         elif key in ("pattern", "format", "$anchor"):
             if not isinstance(value, str):
                 raise _bad(key, where, "a string")
+            if key == "pattern":
+                _regex(value, here)  # refused now, not when a value first meets it
             out[key] = value
         elif key == "$dynamicAnchor":
             if not isinstance(value, str):
@@ -648,7 +653,7 @@ class _Translator:
                 if site.keyword == "$ref":
                     self._patch(site, site.ref)
                 else:
-                    self._resource_at(urldefrag(_join(site.base, site.ref))[0], site)
+                    self._resource_at(_split(_join(site.base, site.ref))[0], site)
                     dynamic.append(site)
             # Dynamic references are decided once every resource is known.
             for site in dynamic:
@@ -714,7 +719,7 @@ class _Translator:
 
     def _patch(self, site: _RefSite, ref: str) -> None:
         """Point ``site`` at the canonical place of what ``ref`` (from its base) names."""
-        uri, fragment = urldefrag(_join(site.base, ref))
+        uri, fragment = _split(_join(site.base, ref))
         resource = self._resource_at(uri, site)
         target: str | bool
         schema: tuple[Any, str] = (None, "")
@@ -755,7 +760,9 @@ class _Translator:
         its pointer there, the canonical schema), or the boolean schema it names."""
         target: Any = resource.raw
         for part in fragment.split("/")[1:]:
-            token = unquote(part).replace("~1", "/").replace("~0", "~")
+            token = unquote(part) if "%" in part else part
+            if "~" in token:
+                token = token.replace("~1", "/").replace("~0", "~")
             if isinstance(target, Mapping) and token in target:
                 target = target[token]
             elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
@@ -795,7 +802,7 @@ class _Translator:
         evaluation path gives the same one."""
         root = self.root
         assert root is not None
-        uri, fragment = urldefrag(_join(site.base, site.ref))
+        uri, fragment = _split(_join(site.base, site.ref))
         target = self.resources[uri]
         if site.keyword == "$recursiveRef":
             if not target.recursive:
@@ -840,8 +847,14 @@ def _meta_schema(uri: str) -> Any:
 def _join(base: str, ref: str) -> str:
     """``ref`` resolved against ``base`` (a fragment alone keeps any base, a URN's too)."""
     if ref.startswith("#"):
-        return urldefrag(base)[0] + ref
+        return base.partition("#")[0] + ref
     return urljoin(base, ref)
+
+
+def _split(uri: str) -> tuple[str, str]:
+    """``uri`` without its fragment, and the fragment."""
+    head, _, fragment = uri.partition("#")
+    return head, fragment
 
 
 def _json_value(value: Any, key: str, where: str) -> Any:
@@ -871,6 +884,8 @@ def _quote(pointer: str) -> str:
 
 
 def _escape(token: str) -> str:
+    if "~" not in token and "/" not in token:
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 

@@ -129,6 +129,7 @@ class Node:
         "numbers",
         "one_of",
         "pattern_props",
+        "pending",
         "patterns",
         "prefix",
         "property_names",
@@ -187,6 +188,19 @@ class Node:
         self.else_: Node | None = None
         self.model: Any = None
         """The pydantic model this sub-schema describes (see :mod:`sdk._schema._pydantic`)."""
+        self.pending: NodeCompiler | None = None
+        """The compiler that will fill this node's keywords when it is first needed."""
+
+    def ready(self) -> Node:
+        """This node with its keywords filled in (a node is filled the first time a value is
+        checked against it: a large schema's unused parts cost nothing). The caller holds the
+        lock of the schema's conjunctions (:class:`~sdk._schema._conj.Conjs`)."""
+        compiler = self.pending
+        if compiler is not None:
+            self.pending = None
+            assert isinstance(self.raw, Mapping)
+            compiler.fill(self, self.raw)
+        return self
 
     def __repr__(self) -> str:
         return f"Node({self.where or '/'!r})"
@@ -213,16 +227,11 @@ class NodeCompiler:
         self._assert_formats = assert_formats
         self._models = models
         self._nodes: dict[int, Node] = {}
-        self._pending: list[tuple[Node, Mapping[str, Any]]] = []
 
     def compile_root(self) -> Node:
-        """Compile the root and everything reachable from it (what no reference reaches is
-        never compiled: the translation vetted it already)."""
-        root = self._node(self._root, "")
-        while self._pending:
-            node, raw = self._pending.pop()
-            self._fill(node, raw)
-        return root
+        """The root's node. Its sub-schemas are compiled when a value first reaches them
+        (:meth:`Node.ready`): the translation vetted every one of them already."""
+        return self._node(self._root, "").ready()
 
     # ------------------------------------------------------------------ internals
 
@@ -239,10 +248,11 @@ class NodeCompiler:
         node = Node(where, raw)
         self._nodes[id(raw)] = node
         if isinstance(raw, Mapping):
-            self._pending.append((node, raw))
+            node.pending = self
         return node
 
-    def _fill(self, node: Node, raw: Mapping[str, Any]) -> None:
+    def fill(self, node: Node, raw: Mapping[str, Any]) -> None:
+        """Compile ``raw``'s keywords into ``node`` (its sub-schemas become pending nodes)."""
         where = node.where
         for key in raw:
             if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):

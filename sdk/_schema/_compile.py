@@ -32,6 +32,7 @@ from sdk._schema._dialects import canonical
 from sdk._schema._nodes import NodeCompiler
 from sdk._schema._pydantic import tracker_schema
 from sdk._schema._validators import check_schema
+from sdk._schema._walk import check_value
 
 __all__ = ["CompiledSchema", "Formats", "Unknown", "compile_schema", "schema_name"]
 
@@ -147,10 +148,8 @@ class CompiledSchema:
         """Validate a complete document that did not stream through a tracker: the tracker's
         checks (in one pass, nothing recursive), then pydantic. Returns what
         :meth:`finish` returns; raises :class:`~sdk.ValidationFailed`."""
-        from sdk._schema._walk import check_value  # the walk imports the checker
-
         try:
-            check_value(self, value)
+            check_value(self.root, value, early_models=self.models)
         except SchemaViolation as exc:
             raise ValidationFailed(
                 _summary(1, exc.message),

@@ -8,15 +8,13 @@ events a stream would, and nothing recurses).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import partial
 from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
 from sdk._errors import SchemaViolation
 from sdk._schema._checker import SchemaChecker
-
-if TYPE_CHECKING:
-    from sdk._schema._compile import CompiledSchema
+from sdk._schema._conj import Conj
 
 __all__ = ["check_value", "dispatch"]
 
@@ -44,8 +42,9 @@ def dispatch(checker: SchemaChecker, ev: partial.Event) -> None:
         checker.comma(ev.offset)
 
 
-def check_value(compiled: CompiledSchema, value: Any) -> None:
-    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes ``compiled``'s checks."""
+def check_value(root: Conj, value: Any, *, early_models: bool = False) -> None:
+    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes the checks of ``root`` (a
+    compiled schema's root conjunction)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except RecursionError:
@@ -53,6 +52,6 @@ def check_value(compiled: CompiledSchema, value: Any) -> None:
     except (TypeError, ValueError) as exc:
         raise SchemaViolation(f"the value is not JSON: {exc}", keyword="type") from None
     parser = partial.Parser(detail=True, max_depth=1 << 30)
-    checker = SchemaChecker(compiled.root, early_models=compiled.models)
+    checker = SchemaChecker(root, early_models=early_models)
     for ev in parser.feed(text) + parser.finish():
         dispatch(checker, ev)

@@ -338,3 +338,21 @@ def test_deep_and_odd_inputs_are_schema_errors() -> None:
     for bad in odd:
         with pytest.raises(SchemaError):
             compile_schema(bad)
+
+
+# ---------------------------------------------------------------- same room
+
+
+@pytest.mark.parametrize("spaced", [True, False])
+def test_unique_items_over_objects_is_raised_at_the_repeated_objects_closing_brace(
+    spaced: bool,
+) -> None:
+    doc = '{"a": [{"k": 1}, {"k": 1}, 5]}' if spaced else '{"a":[{"k":1},{"k":1},5]}'
+    brace = doc.index("}", doc.index("}") + 1)  # the second object's closing brace
+    for chunks in ([doc], list(doc)):
+        tracker = FieldTracker({"properties": {"a": {"uniqueItems": True}}})
+        with pytest.raises(SchemaViolation) as info:
+            for chunk in chunks:
+                tracker.feed(chunk)
+        assert (info.value.keyword, info.value.offset) == ("uniqueItems", brace)
+        assert info.value.start == doc.rindex("{", 0, brace)  # where the repeated item began

@@ -253,7 +253,8 @@ class SchemaError(ValueError):
     of the wrong type, an invalid pattern...), pydantic cannot describe the type, or it holds
     something the tracker cannot check (``unevaluatedProperties``, a ``$dynamicRef`` whose
     target depends on the evaluation path, a ``$ref`` no registry resolves, an unknown keyword
-    when ``unknown="refuse"``...). Raised when the schema is compiled, never later. ``keyword`` names the keyword (``""`` when not one keyword's fault),
+    when ``unknown="refuse"``...). Raised when the schema is compiled, never later.
+    ``keyword`` names the keyword (``""`` when not one keyword's fault),
     ``pointer`` is where it sits in the schema (JSON Pointer, ``""`` for the root).
     """
 

@@ -8,7 +8,8 @@ resolved), ``_nodes`` (each sub-schema's keywords compiled when first needed), `
 (``$ref``/``allOf`` flattened into conjunctions with merged checks), ``_checker`` (the state
 machine the tracker drives, with ``_states``, ``_streaming`` and ``_finals`` for its states
 and checks), ``_values`` (JSON Schema equality), ``_formats`` (``format`` when asserted),
-``_walk`` (events to checker calls), ``_validators`` (jsonschema behind a typed face). No I/O, no event loop.
+``_walk`` (events to checker calls), ``_validators`` (jsonschema behind a typed face).
+No I/O, no event loop.
 """
 
 from __future__ import annotations

@@ -420,10 +420,11 @@ class _Translator:
             raise SchemaError(
                 f"the schema is nested too deeply to compile (at {where or '/'})", pointer=where
             )
-        if "$schema" in raw and where:
+        if "$schema" in raw and where and ("$id" in raw or "id" in raw):
+            # An embedded resource with its own dialect ($schema elsewhere means nothing).
             declared = self._declared(raw["$schema"], where)
             if ("id" if declared == "draft-04" else "$id") in raw:
-                dialect = declared  # an embedded resource with its own dialect
+                dialect = declared
         known = _KNOWN[dialect]
         old = dialect in ("draft-04", "draft-06", "draft-07")
         out: dict[str, Any] = {}

@@ -356,3 +356,9 @@ def test_unique_items_over_objects_is_raised_at_the_repeated_objects_closing_bra
                 tracker.feed(chunk)
         assert (info.value.keyword, info.value.offset) == ("uniqueItems", brace)
         assert info.value.start == doc.rindex("{", 0, brace)  # where the repeated item began
+
+
+def test_a_schema_keyword_that_names_no_resource_is_ignored() -> None:
+    # $schema counts at a resource's root only; elsewhere even an unknown URI is harmless.
+    schema = {"properties": {"a": {"$schema": "https://example.com/meta", "type": "string"}}}
+    assert _valid(schema, '{"a": "x"}') and not _valid(schema, '{"a": 1}')

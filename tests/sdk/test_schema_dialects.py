@@ -362,3 +362,19 @@ def test_a_schema_keyword_that_names_no_resource_is_ignored() -> None:
     # $schema counts at a resource's root only; elsewhere even an unknown URI is harmless.
     schema = {"properties": {"a": {"$schema": "https://example.com/meta", "type": "string"}}}
     assert _valid(schema, '{"a": "x"}') and not _valid(schema, '{"a": 1}')
+
+
+def test_a_draft4_schema_reaches_xgrammar_as_it_means() -> None:
+    # xgrammar is the grammar engine of vLLM and of the local engine: it gets the canonical form.
+    import xgrammar as xgr
+    from xgrammar.testing import _is_grammar_accept_string as xgrammar_accepts
+
+    sent = compile_schema(DRAFT4_ORDER).json_schema
+    grammar = xgr.Grammar.from_json_schema(json.dumps(sent), strict_mode=True)
+    for doc, valid in [
+        ('{"total": 3, "lines": ["pen", 2]}', True),
+        ('{"total": 3, "lines": ["pen", 2, 3]}', False),  # additionalItems: false
+        ('{"total": 3, "lines": ["pen", "x"]}', False),  # items[1] via #/definitions/qty
+        ('{"total": 3}', False),  # required
+    ]:
+        assert xgrammar_accepts(grammar, doc) == valid == _valid(DRAFT4_ORDER, doc), doc

@@ -378,3 +378,43 @@ def test_a_draft4_schema_reaches_xgrammar_as_it_means() -> None:
         ('{"total": 3}', False),  # required
     ]:
         assert xgrammar_accepts(grammar, doc) == valid == _valid(DRAFT4_ORDER, doc), doc
+
+
+@pytest.mark.anyio
+async def test_a_server_is_sent_the_canonical_form_strict_and_the_client_checks_it() -> None:
+    import httpx
+    import respx
+
+    from sdk import Client
+
+    def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        chunk = {"object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": delta, "finish_reason": finish}
+        ]}  # fmt: skip
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    text = '{"total": 0, "lines": []}'  # exclusiveMinimum (draft-04's boolean form) breaks
+    parts = [event({"role": "assistant", "content": ""}), event({"content": text})]
+    parts += [event({}, finish="stop"), b"data: [DONE]\n\n"]
+    with respx.mock(base_url="http://llm.test/v1") as router:
+        route = router.post("/chat/completions").mock(
+            return_value=httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=b"".join(parts)
+            )
+        )
+        client = Client(base_url="http://llm.test/v1", model="m")
+        async with client.stream(
+            messages=[{"role": "user", "content": "an order"}], schema=DRAFT4_ORDER, retry=None
+        ) as stream:
+            with pytest.raises(SchemaViolation) as info:
+                await stream.result()
+        await client.aclose()
+    assert info.value.keyword == "exclusiveMinimum"
+    body = json.loads(route.calls[0].request.content)
+    sent = body["response_format"]["json_schema"]
+    assert sent["strict"] is True  # the strict rewrite reads the canonical form
+    schema = sent["schema"]
+    assert schema["additionalProperties"] is False
+    assert "$schema" not in schema and "dependencies" not in schema
+    assert schema["properties"]["total"]["exclusiveMinimum"] == 0
+    assert schema["properties"]["lines"]["prefixItems"][0] == {"type": "string"}

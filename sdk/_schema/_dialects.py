@@ -26,8 +26,9 @@ dropped from the canonical form (it cannot change what is valid) and reported in
 (typos caught). ``x-`` keywords are extensions and pass silently. ``definitions`` and ``$defs``
 hold schemas in every dialect (references point into them whatever the draft).
 
-References: a JSON Pointer fragment is rewritten to where its target sits in the canonical form
-(an array ``items`` moved to ``prefixItems``...); a reference to a resource that is not in the
+References: each is written as a JSON Pointer to where its target sits in the canonical form
+(an array ``items`` moved to ``prefixItems``, a plain-name anchor's subschema...), relative
+where it can be; a reference to a resource that is not in the
 document is looked up in the caller's ``registry`` (a ``referencing.Registry`` or a mapping of
 URI to schema; then the meta-schemas of every draft, which ship with ``jsonschema``), translated
 by its own dialect and embedded under ``$defs`` with its URI as ``$id``; nothing is ever fetched
@@ -335,8 +336,8 @@ class _Translator:
         # id() of each translated original -> (its resource, its canonical pointer there, the
         # canonical schema, where it is in the input).
         self.placed: dict[int, tuple[_Resource, str, Any, str]] = {}
-        # (resource, name) -> (the canonical schema, where it is in the input)
-        self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        # (resource, name) -> (the canonical schema, where it is in the input, its pointer)
+        self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
         self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
         self.root: _Resource | None = None
         self.extra = 0
@@ -497,7 +498,7 @@ class _Translator:
                 self.sites.append(_RefSite(out, key, raw[key], base, chain, where))
         anchor = out.get("$anchor")
         if isinstance(anchor, str):
-            self.anchors.setdefault((resource.uri, anchor), (out, where))
+            self.anchors.setdefault((resource.uri, anchor), (out, where, at))
         if dialect == "2019-09" and raw.get("$recursiveAnchor") is True and at == "":
             resource.recursive = True
         if dialect == "2020-12" and isinstance(raw.get("$dynamicAnchor"), str):
@@ -732,9 +733,7 @@ class _Translator:
                 home = "" if found[0] == site.base else found[0]
                 target = f"{home}#{_quote(found[1])}"
                 schema = (found[2], found[3])
-        else:  # a plain-name anchor
-            home = "" if uri == site.base else uri
-            target = f"{home}#{fragment}"
+        else:  # a plain-name anchor: written as a pointer, which every converter follows
             anchored = self.anchors.get((resource.uri, fragment))
             if anchored is None:
                 raise SchemaError(
@@ -743,7 +742,9 @@ class _Translator:
                     keyword=site.keyword,
                     pointer=site.where,
                 )
-            schema = anchored
+            schema = anchored[:2]
+            home = "" if resource.uri == site.base else resource.uri
+            target = f"{home}#{_quote(anchored[2])}"
         node = site.node
         if isinstance(target, bool):
             node.setdefault("allOf", []).append(target)

@@ -8,6 +8,8 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
 * :class:`Stream` — an async context manager and async iterator of :class:`FieldEvent`; runs
   ``on_field`` callbacks exactly once per field, aborts on a violation, retries at once
   (:class:`Retry`), and validates the whole result (``await stream.result()``).
+* :func:`compile_schema` — a schema (pydantic type, or JSON Schema in any dialect from draft-04
+  to 2020-12) compiled once into a :class:`CompiledSchema`, which every entry point accepts.
 * :class:`FieldTracker` — the sans-I/O core: feed text, get field events; it knows each
   field's piece of the schema and raises :class:`SchemaViolation` as early as the bytes allow.
 * Constraints beyond JSON Schema, as values: :class:`Choice`, :class:`Regex`,
@@ -55,6 +57,7 @@ from sdk._events import (
     UsageReported,
 )
 from sdk._retry import Attempt, AttemptInfo, Retry
+from sdk._schema import CompiledSchema, compile_schema
 from sdk._segments import Segment, TaggedText
 from sdk._sse import format_sse, sse_events
 from sdk._tracker import FieldTracker
@@ -105,6 +108,7 @@ __all__ = [
     "CallbackError",
     "Choice",
     "Client",
+    "CompiledSchema",
     "ContentFilteredError",
     "Delta",
     "FieldEvent",
@@ -141,6 +145,7 @@ __all__ = [
     "UsageReported",
     "ValidationFailed",
     "__version__",
+    "compile_schema",
     "format_sse",
     "sse_events",
     "stream_structured",

@@ -17,24 +17,33 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pydantic
 
 from sdk._errors import Path, SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._conj import Conj, Conjs
+from sdk._schema._dialects import canonical
 from sdk._schema._nodes import NodeCompiler
 from sdk._schema._pydantic import tracker_schema
 from sdk._schema._validators import check_schema
+from sdk._schema._walk import check_value
 
-__all__ = ["CompiledSchema", "Formats", "compile_schema", "schema_name"]
+__all__ = ["CompiledSchema", "Formats", "Unknown", "compile_schema", "schema_name"]
 
 Formats = Literal["annotate", "assert"]
 """How ``format`` is treated: an annotation (Draft 2020-12's default), or asserted."""
+
+Unknown = Literal["ignore", "refuse"]
+"""What a keyword the schema's dialect does not define is: an annotation, ignored (as JSON
+Schema says) and reported, or refused (typos caught)."""
+
+_log = logging.getLogger("fieldstream")
 
 _CACHE_SIZE = 256
 _cache: OrderedDict[Hashable, tuple[object, CompiledSchema]] = OrderedDict()
@@ -47,8 +56,10 @@ class CompiledSchema:
     __slots__ = (
         "adapter",
         "conjs",
+        "dialect",
         "field_checks",
         "formats",
+        "ignored",
         "json_schema",
         "models",
         "name",
@@ -62,30 +73,62 @@ class CompiledSchema:
         adapter: Any | None,
         *,
         formats: Formats = "annotate",
+        dialect: str | None = None,
+        registry: Any = None,
+        unknown: Unknown = "ignore",
     ) -> None:
         if formats not in ("annotate", "assert"):
             raise ValueError(f"formats must be 'annotate' or 'assert', not {formats!r}")
-        self.json_schema = json_schema
-        """The JSON Schema (Draft 2020-12) the output must follow: what a backend sends."""
+        if adapter is None:
+            read = canonical(json_schema, dialect=dialect, registry=registry, unknown=unknown)
+            checked: Any = read.schema
+            models: list[Any] = []
+            sent: Mapping[str, Any] | bool = read.schema
+        else:
+            # pydantic writes Draft 2020-12; what it sends is sent as it wrote it.
+            raw, models = tracker_schema(adapter)
+            read = canonical(raw, registry=registry, unknown=unknown, ecma_patterns=False)
+            checked = read.schema
+            sent = json_schema
+        if unknown == "refuse":
+            check_schema(
+                json_schema, read.dialect, ecma_patterns=adapter is None
+            )  # every annotation's shape too, on request
+        self.json_schema = sent
+        """The JSON Schema the output must follow, in Draft 2020-12 whatever the dialect it was
+        written in (:mod:`sdk._schema._dialects`): what a backend sends."""
         self.name = name
         """A name for the schema, fit for ``response_format.json_schema.name``."""
         self.adapter: pydantic.TypeAdapter[Any] | None = adapter
         """The pydantic adapter that builds the result (``None`` for a dict schema)."""
         self.formats: Formats = formats
         """``"assert"``: ``format`` is checked (dict schemas; pydantic checks its own types)."""
-        check_schema(json_schema, ecma_patterns=adapter is None)
-        if adapter is None:
-            checked: Any = json_schema
-            models: list[Any] = []
-        else:
-            checked, models = tracker_schema(adapter)
+        self.dialect = read.dialect
+        """The dialect the schema was read as (``"draft-04"`` ... ``"2020-12"``)."""
+        self.ignored: tuple[tuple[str, str], ...] = read.ignored
+        """The keywords ignored as annotations (their dialect does not define them): ``(JSON
+        Pointer of the subschema, keyword)`` each, in document order. Also logged once, as a
+        warning on the ``fieldstream`` logger, when the schema is compiled."""
+        if read.ignored:
+            _log.warning(
+                "schema %r: %d keyword(s) its dialect (%s) does not define are ignored as "
+                "annotations: %s",
+                name,
+                len(read.ignored),
+                read.dialect,
+                ", ".join(f"{k} at {w or '/'}" for w, k in read.ignored[:20])
+                + (" ..." if len(read.ignored) > 20 else ""),
+            )
         self.models = bool(models)
         """Whether nested pydantic models are validated early (see ``_pydantic``)."""
         self.field_checks = any(m.holds or m.fields for m in models)
         """Whether some model has a field validator or a model validator: only then does the
         tracker check fields one by one and hold events (``dispatch="validated"``)."""
         compiler = NodeCompiler(
-            checked, assert_formats=formats == "assert" and adapter is None, models=models
+            checked,
+            read.targets,
+            assert_formats=formats == "assert" and adapter is None,
+            models=models,
         )
         self.conjs = Conjs()
         self.root: Conj = self.conjs.of_node(compiler.compile_root())
@@ -112,10 +155,8 @@ class CompiledSchema:
         checks (in one pass, nothing recursive), then pydantic. Returns what
         :meth:`finish` returns; raises :class:`~sdk.ValidationFailed` (``keyword="depth"`` for
         a value nested deeper than ``max_depth`` containers, the tracker's own default)."""
-        from sdk._schema._walk import check_value  # the walk imports the checker
-
         try:
-            check_value(self, value, max_depth=max_depth)
+            check_value(self.root, value, early_models=self.models, max_depth=max_depth)
         except SchemaViolation as exc:
             raise ValidationFailed(
                 _summary(1, exc.message),
@@ -161,10 +202,27 @@ class CompiledSchema:
             ) from exc
 
 
-def compile_schema(schema: Any, *, formats: Formats = "annotate") -> CompiledSchema:
+def compile_schema(
+    schema: Any,
+    *,
+    formats: Formats = "annotate",
+    dialect: str | None = None,
+    registry: Any = None,
+    unknown: Unknown = "ignore",
+) -> CompiledSchema:
     """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
     type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema
     (a ``dict``, or ``True``/``False``); a :class:`CompiledSchema` is returned as it is.
+
+    A JSON Schema is read in its dialect: the one its ``$schema`` names (draft-04, -06, -07,
+    2019-09 or 2020-12; an embedded resource's own ``$schema`` too), else ``dialect`` (a name
+    such as ``"draft-07"`` or a ``$schema`` URI; Draft 2020-12 when ``None``), which also stands
+    for a ``$schema`` URI no dialect is known by. ``registry`` resolves references to other
+    documents: a ``referencing.Registry`` or a mapping of URI to schema (nothing is fetched over
+    the network unless the registry does it). A keyword the dialect does not define is an
+    annotation, reported in :attr:`CompiledSchema.ignored` and on the ``fieldstream`` logger;
+    ``unknown="refuse"`` raises :class:`~sdk.SchemaError` for it instead, and checks the schema
+    against its dialect's meta-schema too.
 
     ``formats="assert"`` checks ``format`` in a JSON Schema dict (see ``sdk._schema._formats``
     for which formats); the default leaves it an annotation, as Draft 2020-12 does. A pydantic
@@ -182,22 +240,46 @@ def compile_schema(schema: Any, *, formats: Formats = "annotate") -> CompiledSch
         )
     if formats not in ("annotate", "assert"):
         raise ValueError(f"formats must be 'annotate' or 'assert', not {formats!r}")
+    if unknown not in ("ignore", "refuse"):
+        raise ValueError(f"unknown must be 'ignore' or 'refuse', not {unknown!r}")
+    options = _Options(formats, dialect, registry, unknown)
     key = _cache_key(schema)
-    if key is None:
-        return _compile(schema, formats)
-    key = (formats, key)
+    registry_key = _registry_key(registry)
+    if key is None or registry_key is None:
+        return _compile(schema, options)
+    key = (formats, dialect, unknown, registry_key, key)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit[1]
-    compiled = _compile(schema, formats)
+    compiled = _compile(schema, options)
     with _cache_lock:
-        # The input is held beside its compilation, so an id() in a key is never reused.
-        _cache[key] = (schema, compiled)
+        # The input (and registry) is held beside its compilation, so an id() in a key is
+        # never reused.
+        _cache[key] = ((schema, registry), compiled)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return compiled
+
+
+class _Options(NamedTuple):
+    formats: Formats
+    dialect: str | None
+    registry: Any
+    unknown: Unknown
+
+
+def _registry_key(registry: Any) -> Hashable | None:
+    """What identifies ``registry`` for the cache (``None``: do not cache)."""
+    if registry is None:
+        return ("none",)
+    if isinstance(registry, Mapping):
+        try:
+            return ("map", json.dumps(registry, ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError):
+            return None
+    return ("registry", id(registry))  # a referencing.Registry is immutable
 
 
 def _cache_key(schema: Any) -> Hashable | None:
@@ -206,7 +288,7 @@ def _cache_key(schema: Any) -> Hashable | None:
         try:
             # Key order is kept: it is part of the schema sent (the order fields are written).
             return ("json", json.dumps(schema, ensure_ascii=False, allow_nan=False))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return None  # not JSON: _compile says why
     if isinstance(schema, pydantic.TypeAdapter):
         return ("adapter", id(schema))
@@ -217,10 +299,19 @@ def _cache_key(schema: Any) -> Hashable | None:
     return ("type", schema)
 
 
-def _compile(schema: Any, formats: Formats) -> CompiledSchema:
+def _compile(schema: Any, options: _Options) -> CompiledSchema:
+    formats, dialect, registry, unknown = options
     if isinstance(schema, (Mapping, bool)):
         title = schema.get("title") if isinstance(schema, Mapping) else None
-        return CompiledSchema(copy.deepcopy(schema), schema_name(title), None, formats=formats)
+        return CompiledSchema(
+            schema,
+            schema_name(title),
+            None,
+            formats=formats,
+            dialect=dialect,
+            registry=registry,
+            unknown=unknown,
+        )
     if isinstance(schema, pydantic.TypeAdapter):
         adapter: pydantic.TypeAdapter[Any] = schema
         name = schema_name(getattr(adapter._type, "__name__", None))
@@ -236,7 +327,9 @@ def _compile(schema: Any, formats: Formats) -> CompiledSchema:
         name = schema_name(getattr(schema, "__name__", None) if isinstance(schema, type) else None)
     try:
         json_schema = adapter.json_schema()
-        return CompiledSchema(json_schema, name, adapter, formats=formats)
+        return CompiledSchema(
+            json_schema, name, adapter, formats=formats, registry=registry, unknown=unknown
+        )
     except (pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticUserError) as exc:
         raise SchemaError(f"pydantic cannot describe {schema!r} as JSON Schema: {exc}") from exc
 

@@ -393,6 +393,7 @@ class Conjs:
                 pointer=node.where,
             )
         self._flattening.add(node)
+        node.ready()  # compiled the first time a value meets it
         try:
             out: list[Node] = [node]
             for sub in (node.ref, *node.all_of):

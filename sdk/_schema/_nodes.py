@@ -1,25 +1,23 @@
-"""A JSON Schema (Draft 2020-12) compiled into :class:`Node` objects, one per sub-schema.
+"""A JSON Schema in the canonical form (Draft 2020-12, :mod:`sdk._schema._dialects`) compiled
+into :class:`Node` objects, one per sub-schema.
 
 A node holds its schema's keywords in the form the checker uses them: the kinds ``type`` allows,
 ``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled as
 ECMA-262 regexes (``sdk._ecma_regex``: exact for the final check, sound on prefixes), the format
 check when formats are asserted, the schemas members must follow, and the applicators
 (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
-``dependentSchemas``) as links to other nodes. ``$ref`` is resolved with ``referencing`` (local
-JSON Pointers, ``$id``, ``$anchor``); a reference outside the document is refused.
+``dependentSchemas``) as links to other nodes. Each ``$ref`` links to the subschema the
+translation resolved it to (JSON Pointers, ``$id``, ``$anchor``, remote resources embedded).
 
-Anything else that is not an annotation raises :class:`~sdk.SchemaError` at compile time, so no
-keyword is ever silently ignored.
+The translation already dropped the keywords its dialect does not define and vetted every value;
+a keyword this module cannot check is still refused here, so that none is ever ignored by
+mistake.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import referencing
-import referencing.exceptions
-import referencing.jsonschema
 
 from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
@@ -54,6 +52,7 @@ ANNOTATIONS = frozenset(
         "$dynamicAnchor",
         "$defs",
         "definitions",
+        "$vocabulary",
     }
 )
 KEYWORDS = frozenset(
@@ -95,14 +94,9 @@ KEYWORDS = frozenset(
         "if",
         "then",
         "else",
-        "$schema",
     }
 )
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-
-DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-_Resolver = Any  # referencing.Resolver (it does not export the class)
-_SPEC = referencing.jsonschema.DRAFT202012
 
 
 class Node:
@@ -135,6 +129,7 @@ class Node:
         "one_of",
         "pattern_props",
         "patterns",
+        "pending",
         "prefix",
         "property_names",
         "props",
@@ -192,6 +187,19 @@ class Node:
         self.else_: Node | None = None
         self.model: Any = None
         """The pydantic model this sub-schema describes (see :mod:`sdk._schema._pydantic`)."""
+        self.pending: NodeCompiler | None = None
+        """The compiler that will fill this node's keywords when it is first needed."""
+
+    def ready(self) -> Node:
+        """This node with its keywords filled in (a node is filled the first time a value is
+        checked against it: a large schema's unused parts cost nothing). The caller holds the
+        lock of the schema's conjunctions (:class:`~sdk._schema._conj.Conjs`)."""
+        compiler = self.pending
+        if compiler is not None:
+            self.pending = None
+            assert isinstance(self.raw, Mapping)
+            compiler.fill(self, self.raw)
+        return self
 
     def __repr__(self) -> str:
         return f"Node({self.where or '/'!r})"
@@ -206,43 +214,27 @@ class NodeCompiler:
     """
 
     def __init__(
-        self, root: Any, *, assert_formats: bool = False, models: Sequence[Any] = ()
+        self,
+        root: Any,
+        targets: Mapping[int, tuple[Any, str]],
+        *,
+        assert_formats: bool = False,
+        models: Sequence[Any] = (),
     ) -> None:
         self._root = root
+        self._targets = targets
         self._assert_formats = assert_formats
         self._models = models
         self._nodes: dict[int, Node] = {}
-        self._pending: list[tuple[Node, Mapping[str, Any], _Resolver]] = []
-        resource = _SPEC.create_resource(root)
-        base = resource.id() or ""
-        registry: referencing.Registry[Any] = referencing.Registry().with_resource(base, resource)
-        self._resolver = registry.crawl().resolver(base_uri=base)
 
     def compile_root(self) -> Node:
-        """Compile the root and everything reachable from it (``$defs`` included, so an
-        unsupported keyword anywhere in the schema is reported now)."""
-        root = self._node(self._root, "", self._resolver, root=True)
-        if isinstance(self._root, Mapping):
-            for defs_key in ("$defs", "definitions"):
-                defs = self._root.get(defs_key)
-                if isinstance(defs, Mapping):
-                    for name, sub in defs.items():
-                        self._node(sub, f"/{defs_key}/{_escape(name)}", self._resolver)
-        while self._pending:
-            node, raw, resolver = self._pending.pop()
-            self._fill(node, raw, resolver)
-        return root
+        """The root's node. Its sub-schemas are compiled when a value first reaches them
+        (:meth:`Node.ready`): the translation vetted every one of them already."""
+        return self._node(self._root, "").ready()
 
     # ------------------------------------------------------------------ internals
 
-    def _node(
-        self,
-        raw: Any,
-        where: str,
-        resolver: _Resolver,
-        *,
-        root: bool = False,
-    ) -> Node:
+    def _node(self, raw: Any, where: str) -> Node:
         found = self._nodes.get(id(raw))
         if found is not None:
             return found
@@ -255,12 +247,11 @@ class NodeCompiler:
         node = Node(where, raw)
         self._nodes[id(raw)] = node
         if isinstance(raw, Mapping):
-            if "$id" in raw and not root:
-                resolver = resolver.in_subresource(_SPEC.create_resource(raw))
-            self._pending.append((node, raw, resolver))
+            node.pending = self
         return node
 
-    def _fill(self, node: Node, raw: Mapping[str, Any], resolver: _Resolver) -> None:
+    def fill(self, node: Node, raw: Mapping[str, Any]) -> None:
+        """Compile ``raw``'s keywords into ``node`` (its sub-schemas become pending nodes)."""
         where = node.where
         for key in raw:
             if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):
@@ -271,13 +262,7 @@ class NodeCompiler:
                 keyword=key,
                 pointer=where,
             )
-        if "$schema" in raw and raw["$schema"].rstrip("#") != DRAFT_2020_12:
-            raise SchemaError(
-                f"only JSON Schema Draft 2020-12 is supported, not {raw['$schema']!r}",
-                keyword="$schema",
-                pointer=where,
-            )
-        sub = self._sub_compiler(node, resolver)
+        sub = self._sub_compiler(node)
         if "type" in raw:
             t = raw["type"]
             node.types = frozenset([t] if isinstance(t, str) else t)
@@ -337,7 +322,7 @@ class NodeCompiler:
         node.unique = bool(raw.get("uniqueItems", False))
 
         if "$ref" in raw:
-            node.ref = self._resolve(raw["$ref"], where, resolver)
+            node.ref = self._resolve(raw, where)
         node.all_of += tuple(sub(v, f"/allOf/{i}") for i, v in enumerate(raw.get("allOf", ())))
         node.any_of = tuple(sub(v, f"/anyOf/{i}") for i, v in enumerate(raw.get("anyOf", ())))
         node.one_of = tuple(sub(v, f"/oneOf/{i}") for i, v in enumerate(raw.get("oneOf", ())))
@@ -357,23 +342,24 @@ class NodeCompiler:
         if isinstance(marker, int) and 0 <= marker < len(self._models):
             node.model = self._models[marker]
 
-    def _sub_compiler(self, node: Node, resolver: _Resolver) -> Any:
+    def _sub_compiler(self, node: Node) -> Any:
         def sub(raw: Any, rel: str) -> Node:
-            return self._node(raw, node.where + rel, resolver)
+            return self._node(raw, node.where + rel)
 
         return sub
 
-    def _resolve(self, ref: str, where: str, resolver: _Resolver) -> Node:
-        try:
-            resolved = resolver.lookup(ref)
-        except referencing.exceptions.Unresolvable:
+    def _resolve(self, raw: Mapping[str, Any], where: str) -> Node:
+        target = self._targets.get(id(raw), _MISSING)
+        if target is _MISSING:  # the translation resolves every reference it writes
             raise SchemaError(
-                f"$ref {ref!r} (at {where or '/'}) points at nothing in this schema (only "
-                "references inside the document are followed: JSON Pointers, $id, $anchor)",
+                f"$ref {raw['$ref']!r} (at {where or '/'}) points at nothing in this schema",
                 keyword="$ref",
                 pointer=where,
-            ) from None
-        return self._node(resolved.contents, ref, resolved.resolver)
+            )
+        return self._node(*target)
+
+
+_MISSING: Any = object()
 
 
 def _trivial_to_none(node: Node) -> Node | None:

@@ -1,8 +1,9 @@
 """jsonschema behind a typed face: the one module of the sdk that imports it.
 
 The tracker checks documents itself; jsonschema is used for one thing only: vetting a schema
-against the Draft 2020-12 meta-schema when it is compiled (asserted formats have their own
-checkers, in ``_formats.py``). jsonschema ships no type information; this module
+against its dialect's meta-schema when the caller asks for strictness (``unknown="refuse"``;
+asserted formats have their own checkers, in ``_formats.py``). jsonschema ships no type
+information; this module
 states the little used of it so that the rest stays checked by mypy.
 """
 
@@ -27,14 +28,25 @@ _META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_
 
 _NO_FORMATS = jsonschema.FormatChecker(formats=())
 
+_VALIDATORS = {
+    "draft-04": jsonschema.Draft4Validator,
+    "draft-06": jsonschema.Draft6Validator,
+    "draft-07": jsonschema.Draft7Validator,
+    "2019-09": jsonschema.Draft201909Validator,
+    "2020-12": jsonschema.Draft202012Validator,
+}
 
-def check_schema(schema: Mapping[str, Any] | bool, *, ecma_patterns: bool = True) -> None:
-    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid Draft 2020-12; with
-    ``ecma_patterns`` (a schema the user wrote), its patterns must be ECMA-262. A pydantic
+
+def check_schema(
+    schema: Mapping[str, Any] | bool, dialect: str = "2020-12", *, ecma_patterns: bool = True
+) -> None:
+    """Raise :class:`~sdk.SchemaError` unless ``schema`` is valid against ``dialect``'s
+    meta-schema (slow on a large schema: the compiler runs it only when asked to be strict);
+    with ``ecma_patterns`` (a schema the user wrote), its patterns must be ECMA-262. A pydantic
     type's schema holds patterns in pydantic's dialect, which pydantic itself judges."""
     checker = _META_CHECKER if ecma_patterns else _NO_FORMATS
     try:
-        jsonschema.Draft202012Validator.check_schema(schema, format_checker=checker)
+        _VALIDATORS[dialect].check_schema(schema, format_checker=checker)
     except _exceptions.SchemaError as exc:
         where = "".join(f"/{p}" for p in exc.absolute_path)
         raise SchemaError(

@@ -8,15 +8,13 @@ events a stream would, and nothing recurses).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import partial
 from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
 from sdk._errors import SchemaViolation
 from sdk._schema._checker import SchemaChecker
-
-if TYPE_CHECKING:
-    from sdk._schema._compile import CompiledSchema
+from sdk._schema._conj import Conj
 
 __all__ = ["check_value", "dispatch"]
 
@@ -44,8 +42,11 @@ def dispatch(checker: SchemaChecker, ev: partial.Event) -> None:
         checker.comma(ev.offset)
 
 
-def check_value(compiled: CompiledSchema, value: Any, *, max_depth: int = 512) -> None:
-    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes ``compiled``'s checks.
+def check_value(
+    root: Conj, value: Any, *, early_models: bool = False, max_depth: int = 512
+) -> None:
+    """Raise :class:`~sdk.SchemaViolation` unless ``value`` passes the checks of ``root`` (a
+    compiled schema's root conjunction).
 
     A value nested deeper than ``max_depth`` containers is refused (``keyword="depth"``) on
     every Python version: the limit is this one, not the interpreter's recursion limit (which
@@ -64,6 +65,6 @@ def check_value(compiled: CompiledSchema, value: Any, *, max_depth: int = 512) -
         events = parser.feed(text) + parser.finish()
     except partial.JSONLimitError:
         raise too_deep from None
-    checker = SchemaChecker(compiled.root, early_models=compiled.models)
+    checker = SchemaChecker(root, early_models=early_models)
     for ev in events:
         dispatch(checker, ev)

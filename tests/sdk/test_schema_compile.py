@@ -131,10 +131,20 @@ def test_recursive_model_checks_early_at_depth() -> None:
     ("schema", "keyword", "pointer"),
     [
         pytest.param({"unevaluatedProperties": False}, "unevaluatedProperties", "", id="uneval"),
+        pytest.param({"unevaluatedItems": False}, "unevaluatedItems", "", id="uneval-items"),
+        pytest.param({"$dynamicRef": "#x"}, "$dynamicRef", "", id="dynamicRef-to-nothing"),
         pytest.param(
-            {"properties": {"a": {"maxLenght": 3}}}, "maxLenght", "/properties/a", id="typo"
+            {
+                "$id": "https://example.com/root",
+                "$defs": {
+                    "a": {"$id": "a", "$dynamicAnchor": "n", "items": {"$dynamicRef": "#n"}},
+                    "b": {"$id": "b", "$dynamicAnchor": "n", "$ref": "a"},
+                },
+            },
+            "$dynamicRef",
+            "/$defs/a/items",
+            id="dynamicRef-path-dependent",
         ),
-        pytest.param({"$dynamicRef": "#x"}, "$dynamicRef", "", id="dynamicRef"),
         pytest.param({"$ref": "https://example.com/s.json"}, "$ref", "", id="remote-ref"),
         pytest.param({"$ref": "#/$defs/missing"}, "$ref", "", id="dangling-ref"),
         pytest.param(
@@ -143,12 +153,19 @@ def test_recursive_model_checks_early_at_depth() -> None:
             "/$defs/a",
             id="ref-cycle",
         ),
-        pytest.param({"$defs": {"unused": {"foo": 1}}}, "foo", "/$defs/unused", id="in-defs"),
-        pytest.param(
-            {"$schema": "http://json-schema.org/draft-07/schema#"}, "$schema", "", id="draft-7"
-        ),
+        pytest.param({"$schema": "https://example.com/my-meta"}, "$schema", "", id="custom-meta"),
         pytest.param({"$ref": "other.json#/a"}, "$ref", "", id="relative-ref"),
-        pytest.param({"type": "strnig"}, "anyOf", "/type", id="invalid"),
+        pytest.param({"type": "strnig"}, "type", "/type", id="invalid-type"),
+        pytest.param({"minLength": -1}, "minLength", "/minLength", id="negative"),
+        pytest.param({"required": "a"}, "required", "/required", id="required-not-a-list"),
+        pytest.param({"anyOf": []}, "anyOf", "/anyOf", id="empty-anyOf"),
+        pytest.param({"properties": {"a": 3}}, "", "/properties/a", id="not-a-schema"),
+        pytest.param(
+            {"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": 3},
+            "exclusiveMinimum",
+            "/exclusiveMinimum",
+            id="draft4-exclusive-not-boolean",
+        ),
     ],
 )
 def test_unusable_schemas_fail_at_compile_time(schema: Any, keyword: str, pointer: str) -> None:

@@ -1,0 +1,928 @@
+"""Every JSON Schema dialect, translated into one canonical form: Draft 2020-12.
+
+:func:`canonical` reads a schema as its dialect says (the ``$schema`` of the document, or of an
+embedded resource; else the caller's default, Draft 2020-12 unless told otherwise) and writes
+the same schema in Draft 2020-12, self-contained, which everything after it consumes: the
+tracker's compiler (:mod:`sdk._schema._nodes`), the strict rewrite for servers and the local
+engine's grammar. What changes per dialect:
+
+=====================  ==========================================================================
+draft-04               ``id`` is ``$id``; boolean ``exclusiveMaximum``/``exclusiveMinimum`` turn
+                       ``maximum``/``minimum`` exclusive
+draft-04 to -07        ``$ref`` overrides its siblings (they are dropped; ``definitions`` stays
+                       a place that references point into); a plain-name fragment in ``$id``
+                       (``"#foo"``) is ``$anchor``; ``dependencies`` is ``dependentRequired``
+                       (a list) or ``dependentSchemas`` (a schema)
+draft-04 to 2019-09    an array ``items`` is ``prefixItems``, and ``additionalItems`` then
+                       ``items``
+2019-09                ``$recursiveRef`` is a ``$ref`` to the resource its ``$recursiveAnchor``
+                       names, when that is known without running the schema (see below)
+2020-12                ``$dynamicRef`` likewise, to its ``$dynamicAnchor``
+=====================  ==========================================================================
+
+A keyword the dialect does not define is an annotation, as the specification says: it is
+dropped from the canonical form (it cannot change what is valid) and reported in
+:attr:`Canonical.ignored`; ``unknown="refuse"`` makes it a :class:`~sdk.SchemaError` instead
+(typos caught). ``x-`` keywords are extensions and pass silently. ``definitions`` and ``$defs``
+hold schemas in every dialect (references point into them whatever the draft).
+
+References: each is written as a JSON Pointer to where its target sits in the canonical form
+(an array ``items`` moved to ``prefixItems``, a plain-name anchor's subschema...), relative
+where it can be; a reference to a resource that is not in the
+document is looked up in the caller's ``registry`` (a ``referencing.Registry`` or a mapping of
+URI to schema; then the meta-schemas of every draft, which ship with ``jsonschema``), translated
+by its own dialect and embedded under ``$defs`` with its URI as ``$id``; nothing is ever fetched
+unless the caller's registry does it. A dynamic reference is made static when the target is the
+same whatever path the evaluation takes: the target resource has no (matching) dynamic anchor,
+the document's root resource has one (the root is the outermost resource of every path), or one
+resource alone has one; otherwise it is refused.
+
+Every value of a keyword that is checked is vetted here, cheaply, in one pass (types, signs,
+shapes): no meta-schema validation runs on the way (:func:`~sdk._schema._validators.check_schema`
+runs only when the caller asks for strictness).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urljoin
+
+import referencing
+import referencing.exceptions
+
+from sdk._errors import SchemaError
+from sdk._schema._nodes import _regex
+
+__all__ = ["DIALECTS", "META_SCHEMAS", "Canonical", "canonical", "dialect_named"]
+
+DIALECTS = ("draft-04", "draft-06", "draft-07", "2019-09", "2020-12")
+"""The dialects read, oldest first, by the names ``dialect=`` takes."""
+
+_URIS = {
+    "json-schema.org/draft-04/schema": "draft-04",
+    "json-schema.org/draft-06/schema": "draft-06",
+    "json-schema.org/draft-07/schema": "draft-07",
+    "json-schema.org/draft/2019-09/schema": "2019-09",
+    "json-schema.org/draft/2020-12/schema": "2020-12",
+}
+_ALIASES = {
+    "draft4": "draft-04",
+    "draft-4": "draft-04",
+    "draft6": "draft-06",
+    "draft-6": "draft-06",
+    "draft7": "draft-07",
+    "draft-7": "draft-07",
+    "draft2019-09": "2019-09",
+    "draft2020-12": "2020-12",
+}
+META_SCHEMAS = {
+    "draft-04": "http://json-schema.org/draft-04/schema#",
+    "draft-06": "http://json-schema.org/draft-06/schema#",
+    "draft-07": "http://json-schema.org/draft-07/schema#",
+    "2019-09": "https://json-schema.org/draft/2019-09/schema",
+    "2020-12": "https://json-schema.org/draft/2020-12/schema",
+}
+"""Each dialect's meta-schema URI (what ``$schema`` says)."""
+
+
+# What each keyword's value is: a schema, a map or a list of schemas, or a checked value.
+_SCHEMA = "schema"
+_MAP = "map"
+_LIST = "list"
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
+        # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
+        "discriminator",
+    }
+)
+_DRAFT4 = frozenset(
+    {
+        "type",
+        "enum",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "format",
+        "items",
+        "additionalItems",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "dependencies",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "$ref",
+        "$schema",
+        "id",
+        "title",
+        "description",
+        "default",
+        "discriminator",
+        "$comment",  # a comment in every draft in practice; not worth a report
+    }
+)
+_DRAFT6 = (_DRAFT4 - {"id"}) | {"$id", "const", "contains", "propertyNames", "examples"}
+_DRAFT7 = _DRAFT6 | {
+    "if",
+    "then",
+    "else",
+    "$comment",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+}
+_DRAFT2019 = (_DRAFT7 - {"dependencies"}) | {
+    "$anchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "dependentRequired",
+    "dependentSchemas",
+    "maxContains",
+    "minContains",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "deprecated",
+    "contentSchema",
+}
+_DRAFT2020 = (_DRAFT2019 - {"additionalItems", "$recursiveRef", "$recursiveAnchor"}) | {
+    "prefixItems",
+    "$dynamicRef",
+    "$dynamicAnchor",
+}
+_KNOWN = {
+    "draft-04": _DRAFT4,
+    "draft-06": _DRAFT6,
+    "draft-07": _DRAFT7,
+    "2019-09": _DRAFT2019,
+    "2020-12": _DRAFT2020,
+}
+_REFUSED = {
+    "unevaluatedProperties": "it depends on the annotations of every applicator that touched "
+    "the object, which the tracker does not collect",
+    "unevaluatedItems": "it depends on the annotations of every applicator that touched the "
+    "array, which the tracker does not collect",
+}
+_SUBSCHEMA = {
+    "additionalProperties": _SCHEMA,
+    "additionalItems": _SCHEMA,
+    "propertyNames": _SCHEMA,
+    "contains": _SCHEMA,
+    "not": _SCHEMA,
+    "if": _SCHEMA,
+    "then": _SCHEMA,
+    "else": _SCHEMA,
+    "contentSchema": _SCHEMA,
+    "properties": _MAP,
+    "patternProperties": _MAP,
+    "dependentSchemas": _MAP,
+    "$defs": _MAP,
+    "definitions": _MAP,
+    "allOf": _LIST,
+    "anyOf": _LIST,
+    "oneOf": _LIST,
+    "prefixItems": _LIST,
+}
+_COUNTS = (
+    "maxLength",
+    "minLength",
+    "maxItems",
+    "minItems",
+    "maxProperties",
+    "minProperties",
+    "maxContains",
+    "minContains",
+)
+_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_DEPTH = 400  # subschemas nested deeper than this are refused (the walk recurses)
+
+
+@dataclass(frozen=True, slots=True)
+class Canonical:
+    """A schema in the canonical form, and what reading it found."""
+
+    schema: Any
+    """The schema in Draft 2020-12 (a new dict, or ``True``/``False``)."""
+    dialect: str
+    """The root's dialect (one of :data:`DIALECTS`)."""
+    ignored: tuple[tuple[str, str], ...]
+    """Each keyword ignored as an annotation its dialect does not define: ``(pointer,
+    keyword)``, in document order."""
+    targets: dict[int, tuple[Any, str]]
+    """What each ``$ref`` names: ``id()`` of the canonical subschema that holds it -> the
+    canonical subschema it names and where that is in the input (so that the compiler resolves
+    nothing again)."""
+
+
+def dialect_named(name: str) -> str | None:
+    """The dialect a ``$schema`` URI or a ``dialect=`` name stands for (``None``: unknown)."""
+    if name in DIALECTS:
+        return name
+    alias = _ALIASES.get(name.lower())
+    if alias is not None:
+        return alias
+    bare = name.split("://", 1)[-1].rstrip("#")
+    return _URIS.get(bare)
+
+
+def canonical(
+    schema: Any,
+    *,
+    dialect: str | None = None,
+    registry: Any = None,
+    unknown: str = "ignore",
+    ecma_patterns: bool = True,
+) -> Canonical:
+    """``schema`` in the canonical form (see the module docstring). ``dialect`` is the default
+    for a document without ``$schema`` (Draft 2020-12 when ``None``; it also stands for a
+    ``$schema`` no dialect is known by); ``registry`` resolves references outside the document;
+    ``unknown="refuse"`` refuses keywords the dialect does not define; ``ecma_patterns`` (a schema
+    the user wrote) refuses a pattern that is not ECMA-262 (a pydantic type's patterns are in
+    pydantic's dialect, which pydantic itself judges). Raises
+    :class:`~sdk.SchemaError` for anything that is not a usable schema."""
+    default = "2020-12"
+    if dialect is not None:
+        named = dialect_named(dialect)
+        if named is None:
+            raise SchemaError(
+                f"unknown dialect {dialect!r}: expected one of {', '.join(DIALECTS)} or a "
+                "$schema URI of one",
+                keyword="$schema",
+            )
+        default = named
+    if unknown not in ("ignore", "refuse"):
+        raise ValueError(f"unknown must be 'ignore' or 'refuse', not {unknown!r}")
+    translator = _Translator(default, dialect is not None, registry, unknown == "refuse")
+    translator.ecma_patterns = ecma_patterns
+    try:
+        return translator.run(schema)
+    except RecursionError:
+        raise SchemaError("the schema is nested too deeply to compile") from None
+
+
+class _Resource:
+    """One schema resource (the document, an embedded ``$id``, a remote one)."""
+
+    __slots__ = ("dialect", "dynamic", "out", "raw", "recursive", "uri")
+
+    def __init__(self, uri: str, raw: Any, dialect: str) -> None:
+        self.uri = uri
+        self.raw = raw
+        self.dialect = dialect
+        self.out: dict[str, Any] | None = None  # its canonical dict
+        self.recursive = False  # $recursiveAnchor: true at its root
+        self.dynamic: set[str] = set()  # its $dynamicAnchor names
+
+
+class _RefSite:
+    """A reference met in the walk, patched once every resource is known."""
+
+    __slots__ = ("base", "keyword", "node", "ref", "resources", "where")
+
+    def __init__(
+        self,
+        node: dict[str, Any],
+        keyword: str,
+        ref: str,
+        base: str,
+        resources: tuple[_Resource, ...],
+        where: str,
+    ) -> None:
+        self.node = node
+        self.keyword = keyword
+        self.ref = ref
+        self.base = base
+        self.resources = resources  # the lexical chain of resources, outermost first
+        self.where = where
+
+
+class _Translator:
+    def __init__(self, default: str, forced: bool, registry: Any, refuse: bool) -> None:
+        self.default = default
+        self.forced = forced  # the caller named the dialect: it stands for unknown $schema
+        self.registry = registry
+        self.refuse = refuse
+        self.ecma_patterns = True  # vet patterns as ECMA-262 (not for pydantic's own schemas)
+        self.ignored: list[tuple[str, str]] = []
+        self.resources: dict[str, _Resource] = {}
+        self.sites: list[_RefSite] = []
+        # id() of each translated original dict -> (its resource, its canonical pointer there).
+        # id() of each translated original -> (its resource, its canonical pointer there, the
+        # canonical schema, where it is in the input).
+        self.placed: dict[int, tuple[_Resource, str, Any, str]] = {}
+        # (resource, name) -> (the canonical schema, where it is in the input, its pointer)
+        self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
+        self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
+        self.root: _Resource | None = None
+        self.extra = 0
+
+    # ------------------------------------------------------------------ the walk
+
+    def run(self, schema: Any) -> Canonical:
+        dialect = self.default
+        if isinstance(schema, Mapping) and "$schema" in schema:
+            dialect = self._declared(schema["$schema"], "")
+        elif not isinstance(schema, (Mapping, bool)):
+            raise SchemaError(
+                f"a schema must be an object or a boolean, got {type(schema).__name__}"
+            )
+        out = self._resource_root(schema, "", dialect, "", ())
+        root = self.root
+        assert root is not None
+        self._resolve_all()
+        return Canonical(out, root.dialect, tuple(self.ignored), self.targets)
+
+    def _declared(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise SchemaError(
+                f"$schema must be a string, got {type(value).__name__} at {where or '/'}",
+                keyword="$schema",
+                pointer=where,
+            )
+        found = dialect_named(value)
+        if found is None:
+            if self.forced:
+                return self.default
+            raise SchemaError(
+                f"$schema {value!r} (at {where or '/'}) names no dialect fieldstream knows "
+                f"(it reads {', '.join(DIALECTS)}): pass dialect= to read it as one of them",
+                keyword="$schema",
+                pointer=where,
+            )
+        return found
+
+    def _resource_root(
+        self, raw: Any, base: str, dialect: str, where: str, chain: tuple[_Resource, ...]
+    ) -> Any:
+        """A resource's root: the document, or a remote resource's (embedded elsewhere)."""
+        resource = _Resource(base, raw, dialect)
+        if self.root is None:
+            self.root = resource
+        self.resources.setdefault(base, resource)
+        out = self._schema(raw, where, dialect, base, resource, "", (*chain, resource), 0)
+        if isinstance(out, dict):
+            resource.out = out
+        return out
+
+    def _schema(
+        self,
+        raw: Any,
+        where: str,
+        dialect: str,
+        base: str,
+        resource: _Resource,
+        at: str,
+        chain: tuple[_Resource, ...],
+        depth: int,
+    ) -> Any:
+        """Translate the subschema ``raw`` (at ``where`` in the input; at ``at`` in its
+        canonical resource)."""
+        if raw is True or raw is False:
+            return raw
+        if not isinstance(raw, Mapping):
+            raise SchemaError(
+                f"a schema must be an object or a boolean, got {type(raw).__name__} at "
+                f"{where or '/'}",
+                pointer=where,
+            )
+        for key in raw:
+            if not isinstance(key, str):
+                raise SchemaError(
+                    f"a schema's keys must be strings, got {key!r} at {where or '/'}",
+                    pointer=where,
+                )
+        if depth > _DEPTH:
+            raise SchemaError(
+                f"the schema is nested too deeply to compile (at {where or '/'})", pointer=where
+            )
+        if "$schema" in raw and where and ("$id" in raw or "id" in raw):
+            # An embedded resource with its own dialect ($schema elsewhere means nothing).
+            declared = self._declared(raw["$schema"], where)
+            if ("id" if declared == "draft-04" else "$id") in raw:
+                dialect = declared
+        known = _KNOWN[dialect]
+        old = dialect in ("draft-04", "draft-06", "draft-07")
+        out: dict[str, Any] = {}
+        id_key = "id" if dialect == "draft-04" else "$id"
+        ref = raw.get("$ref") if "$ref" in known else None
+        overriding = old and ref is not None
+        if not overriding and isinstance(raw.get(id_key), str):
+            uri, fragment = _split(_join(base, raw[id_key]))
+            if fragment and dialect != "2019-09" and dialect != "2020-12":
+                out["$anchor"] = fragment  # draft <= 7: "#foo" in $id is a plain-name anchor
+            if uri and uri != base:
+                out["$id"] = uri
+                base = uri
+                if at == "" and resource.raw is raw:  # the resource's own root names it
+                    resource.uri = uri
+                    resource.dialect = dialect
+                else:
+                    resource = _Resource(uri, raw, dialect)
+                    resource.out = out
+                    chain = (*chain, resource)
+                    at = ""
+                self.resources.setdefault(uri, resource)
+        elif id_key in raw and not overriding and not isinstance(raw[id_key], str):
+            raise _bad(id_key, where, "a string")
+        self.placed.setdefault(id(raw), (resource, at, out, where))
+
+        def sub(value: Any, rel_in: str, rel_out: str) -> Any:
+            return self._schema(
+                value, where + rel_in, dialect, base, resource, at + rel_out, chain, depth + 1
+            )
+
+        for key, value in raw.items():
+            if key in ("$schema", "id", "$id"):
+                continue
+            if key not in known and key not in ("$defs", "definitions"):
+                if key.startswith("x-"):
+                    out[key] = _copy(value)
+                    continue
+                if self.refuse:
+                    raise SchemaError(
+                        f"unknown keyword {key!r} at {where or '/'} (the {dialect} dialect does "
+                        "not define it; unknown keywords are refused on request)",
+                        keyword=key,
+                        pointer=where,
+                    )
+                self.ignored.append((where, key))
+                continue
+            if (
+                overriding
+                and key not in ("$ref", "$defs", "definitions")
+                and key not in (_ANNOTATIONS)
+            ):
+                continue  # draft <= 7: $ref overrides its siblings
+            if key in _REFUSED:
+                raise SchemaError(
+                    f"{key} (at {where or '/'}) is not supported: {_REFUSED[key]}",
+                    keyword=key,
+                    pointer=where,
+                )
+            if key in _ANNOTATIONS:
+                out[key] = _copy(value)
+                continue
+            self._keyword(raw, key, value, where, dialect, out, sub)
+        if ref is not None:
+            if not isinstance(ref, str):
+                raise _bad("$ref", where, "a string")
+            self.sites.append(_RefSite(out, "$ref", ref, base, chain, where))
+        for key in ("$recursiveRef", "$dynamicRef"):
+            if key in raw and key in known and not overriding:
+                self.sites.append(_RefSite(out, key, raw[key], base, chain, where))
+        anchor = out.get("$anchor")
+        if isinstance(anchor, str):
+            self.anchors.setdefault((resource.uri, anchor), (out, where, at))
+        if dialect == "2019-09" and raw.get("$recursiveAnchor") is True and at == "":
+            resource.recursive = True
+        if dialect == "2020-12" and isinstance(raw.get("$dynamicAnchor"), str):
+            resource.dynamic.add(raw["$dynamicAnchor"])
+        return out
+
+    def _keyword(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        value: Any,
+        where: str,
+        dialect: str,
+        out: dict[str, Any],
+        sub: Any,
+    ) -> None:
+        """Translate one keyword of ``raw`` into ``out`` (vetting its value)."""
+        kind = _SUBSCHEMA.get(key)
+        here = f"{where}/{_escape(key)}"
+        if key == "items":
+            if isinstance(value, list) and dialect != "2020-12":
+                out["prefixItems"] = [
+                    sub(v, f"/items/{i}", f"/prefixItems/{i}") for i, v in enumerate(value)
+                ]
+                extra = raw.get("additionalItems")
+                if extra is not None:
+                    out["items"] = sub(extra, "/additionalItems", "/items")
+            elif isinstance(value, list):
+                raise SchemaError(
+                    f"items (at {where or '/'}) is an array, which Draft 2020-12 spells "
+                    "prefixItems: for a schema written in an older draft, say so with $schema "
+                    "or compile_schema(..., dialect='draft-07')",
+                    keyword="items",
+                    pointer=f"{where}/items",
+                )
+            else:
+                out["items"] = sub(value, "/items", "/items")
+        elif key == "additionalItems":
+            if not isinstance(raw.get("items"), list):
+                sub(value, "/additionalItems", "/additionalItems")  # vetted, no effect
+        elif kind == _SCHEMA:
+            out[key] = sub(value, f"/{key}", f"/{key}")
+        elif kind == _MAP:
+            if not isinstance(value, Mapping):
+                raise _bad(key, where, "an object")
+            target = out.setdefault(key, {})
+            for name, v in value.items():
+                if not isinstance(name, str):
+                    raise _bad(key, where, "an object (with string keys)")
+                if key == "patternProperties" and self.ecma_patterns:
+                    _regex(name, here)
+                part = f"/{key}/{_escape(name)}"
+                target[name] = sub(v, part, part)
+        elif kind == _LIST:
+            if not isinstance(value, list) or not value:
+                raise _bad(key, where, "a non-empty array")
+            out[key] = [sub(v, f"/{key}/{i}", f"/{key}/{i}") for i, v in enumerate(value)]
+        elif key == "dependencies":
+            if not isinstance(value, Mapping):
+                raise _bad(key, where, "an object")
+            for name, v in value.items():
+                if not isinstance(name, str):
+                    raise _bad(key, where, "an object (with string keys)")
+                if isinstance(v, list):
+                    out.setdefault("dependentRequired", {})[name] = _strings(v, key, here)
+                else:
+                    part = f"/{_escape(name)}"
+                    out.setdefault("dependentSchemas", {})[name] = sub(
+                        v, f"/dependencies{part}", f"/dependentSchemas{part}"
+                    )
+        elif key in ("exclusiveMaximum", "exclusiveMinimum") and dialect == "draft-04":
+            if not isinstance(value, bool):
+                raise _bad(key, where, "a boolean")
+            bound = "maximum" if key == "exclusiveMaximum" else "minimum"
+            if value and bound in raw:
+                out[key] = _number(raw[bound], bound, where)
+                out.pop(bound, None)
+        elif key in ("maximum", "minimum"):
+            exclusive = "exclusiveMaximum" if key == "maximum" else "exclusiveMinimum"
+            number = _number(value, key, where)
+            if not (dialect == "draft-04" and raw.get(exclusive) is True):
+                out[key] = number
+        elif key in ("exclusiveMaximum", "exclusiveMinimum"):
+            out[key] = _number(value, key, where)
+        elif key == "multipleOf":
+            number = _number(value, key, where)
+            if number <= 0:
+                raise _bad(key, where, "a number greater than 0")
+            out[key] = number
+        elif key in _COUNTS:
+            out[key] = _count(value, key, where)
+        elif key == "type":
+            names = [value] if isinstance(value, str) else value
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(t, str) and t in _TYPES for t in names)
+                or len(set(names)) != len(names)
+            ):
+                raise _bad(key, where, f"one of {sorted(_TYPES)} or a list of them")
+            out[key] = list(names) if isinstance(value, list) else value
+        elif key == "enum":
+            if not isinstance(value, list):
+                raise _bad(key, where, "an array")
+            out[key] = _json_value(value, key, where)
+        elif key == "const":
+            out[key] = _json_value(value, key, where)
+        elif key in ("pattern", "format", "$anchor"):
+            if not isinstance(value, str):
+                raise _bad(key, where, "a string")
+            if key == "pattern" and self.ecma_patterns:
+                _regex(value, here)  # refused now, not when a value first meets it
+            out[key] = value
+        elif key == "$dynamicAnchor":
+            if not isinstance(value, str):
+                raise _bad(key, where, "a string")
+            # Every dynamic reference is made static: the anchor is a plain one now (which
+            # ``referencing`` will not resolve against a dynamic scope).
+            out.setdefault("$anchor", value)
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                raise _bad(key, where, "a boolean")
+            out[key] = value
+        elif key == "required":
+            out[key] = _strings(value, key, here)
+        elif key == "dependentRequired":
+            if not isinstance(value, Mapping):
+                raise _bad(key, where, "an object")
+            if not all(isinstance(k, str) for k in value):
+                raise _bad(key, where, "an object (with string keys)")
+            out[key] = {k: _strings(v, key, f"{here}/{_escape(k)}") for k, v in value.items()}
+        elif key in ("$recursiveRef", "$dynamicRef"):
+            if not isinstance(value, str):
+                raise _bad(key, where, "a string")
+        elif key == "$recursiveAnchor":
+            if not isinstance(value, bool):
+                raise _bad(key, where, "a boolean")
+        elif key in ("$ref", "$vocabulary"):
+            pass  # $ref: a site, patched once every resource is known; $vocabulary: inert
+        else:  # pragma: no cover - every known keyword is handled above
+            raise AssertionError(key)
+
+    # ------------------------------------------------------------------ references
+
+    def _resolve_all(self) -> None:
+        """Patch every reference into a static ``$ref`` into the canonical document (remote
+        resources embedded as they are met)."""
+        done = 0
+        dynamic: list[_RefSite] = []
+        while done < len(self.sites) or dynamic:
+            while done < len(self.sites):
+                site = self.sites[done]
+                done += 1
+                if site.keyword == "$ref":
+                    self._patch(site, site.ref)
+                else:
+                    self._resource_at(_split(_join(site.base, site.ref))[0], site)
+                    dynamic.append(site)
+            # Dynamic references are decided once every resource is known.
+            for site in dynamic:
+                self._patch(site, self._dynamic(site))
+            dynamic = []
+
+    def _resource_at(self, uri: str, site: _RefSite) -> _Resource:
+        found = self.resources.get(uri)
+        if found is not None:
+            return found
+        contents = self._retrieve(uri, site)
+        dialect = site.resources[-1].dialect
+        if isinstance(contents, Mapping) and "$schema" in contents:
+            dialect = self._declared(contents["$schema"], uri)
+        root = self.root
+        assert root is not None
+        out = self._resource_root(contents, uri, dialect, uri, (root,))
+        resource = self.resources[uri]
+        if isinstance(out, dict):
+            out.setdefault("$id", uri)  # its own $id, if it has one, is what it is known by
+        else:  # a boolean resource: an object that says the same
+            out = {"$id": uri} if out else {"$id": uri, "not": {}}
+            resource.out = out
+        if root.out is None:  # pragma: no cover - a boolean root holds no reference
+            raise AssertionError(uri)
+        defs = root.out.setdefault("$defs", {})
+        defs[f"fieldstream-resource-{len(defs)}"] = out
+        return resource
+
+    def _retrieve(self, uri: str, site: _RefSite) -> Any:
+        registry = self.registry
+        if isinstance(registry, referencing.Registry):
+            try:
+                return registry.get_or_retrieve(uri).value.contents
+            except (referencing.exceptions.NoSuchResource, referencing.exceptions.Unresolvable):
+                pass
+            except Exception as exc:  # the caller's retrieve function failed
+                cause = exc.__cause__ or exc
+                raise SchemaError(
+                    f"$ref {site.ref!r} (at {site.where or '/'}): retrieving {uri!r} from the "
+                    f"registry failed: {cause}",
+                    keyword=site.keyword,
+                    pointer=site.where,
+                ) from exc
+        elif isinstance(registry, Mapping):
+            for key in (uri, uri + "#"):
+                if key in registry:
+                    return registry[key]
+        meta = _meta_schema(uri)
+        if meta is not None:
+            return meta
+        where = (
+            "in this schema nor in the registry passed"
+            if registry is not None
+            else ("in this schema (pass registry= to resolve references to other documents)")
+        )
+        raise SchemaError(
+            f"$ref {site.ref!r} (at {site.where or '/'}) points at {uri!r}, which is not {where}; "
+            "fieldstream never fetches schemas from the network itself",
+            keyword=site.keyword,
+            pointer=site.where,
+        )
+
+    def _patch(self, site: _RefSite, ref: str) -> None:
+        """Point ``site`` at the canonical place of what ``ref`` (from its base) names."""
+        uri, fragment = _split(_join(site.base, ref))
+        resource = self._resource_at(uri, site)
+        target: str | bool
+        schema: tuple[Any, str] = (None, "")
+        if fragment.startswith("/") or not fragment:
+            found = self._pointer(resource, fragment, site)
+            if isinstance(found, bool):
+                target = found
+            else:  # relative where it can be: what most servers' converters follow
+                home = "" if found[0] == site.base else found[0]
+                target = f"{home}#{_quote(found[1])}"
+                schema = (found[2], found[3])
+        else:  # a plain-name anchor: written as a pointer, which every converter follows
+            anchored = self.anchors.get((resource.uri, fragment))
+            if anchored is None:
+                raise SchemaError(
+                    f"{site.keyword} {site.ref!r} (at {site.where or '/'}) points at nothing in "
+                    "this schema (no anchor has that name)",
+                    keyword=site.keyword,
+                    pointer=site.where,
+                )
+            schema = anchored[:2]
+            home = "" if resource.uri == site.base else resource.uri
+            target = f"{home}#{_quote(anchored[2])}"
+        node = site.node
+        if isinstance(target, bool):
+            node.setdefault("allOf", []).append(target)
+            return
+        if site.keyword != "$ref" and "$ref" in node:
+            node = {}
+            site.node.setdefault("allOf", []).append(node)
+        node["$ref"] = target
+        self.targets[id(node)] = schema
+
+    def _pointer(
+        self, resource: _Resource, fragment: str, site: _RefSite
+    ) -> tuple[str, str, Any, str] | bool:
+        """The canonical place of what ``fragment`` names in the original (its resource's URI,
+        its pointer there, the canonical schema), or the boolean schema it names."""
+        target: Any = resource.raw
+        for part in fragment.split("/")[1:]:
+            token = unquote(part) if "%" in part else part
+            if "~" in token:
+                token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, Mapping) and token in target:
+                target = target[token]
+            elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
+                target = target[int(token)]
+            else:
+                raise SchemaError(
+                    f"$ref {site.ref!r} (at {site.where or '/'}) points at nothing in this schema",
+                    keyword=site.keyword,
+                    pointer=site.where,
+                )
+        if isinstance(target, bool):
+            return target
+        placed = self.placed.get(id(target))
+        if placed is not None:
+            return placed[0].uri, placed[1], placed[2], placed[3]
+        # A schema in a place no keyword of its dialect makes a schema (inside an unknown
+        # keyword, say): translate it now, into its resource's $defs.
+        if resource.out is None:
+            raise SchemaError(
+                f"$ref {site.ref!r} (at {site.where or '/'}) points at nothing in this schema",
+                keyword=site.keyword,
+                pointer=site.where,
+            )
+        self.extra += 1
+        name = f"fieldstream-ref-{self.extra}"
+        at = f"/$defs/{name}"
+        root = self.root
+        assert root is not None
+        chain = (resource,) if root is resource else (root, resource)
+        where = f"{site.where}/$ref"
+        out = self._schema(target, where, resource.dialect, resource.uri, resource, at, chain, 0)
+        resource.out.setdefault("$defs", {})[name] = out
+        return resource.uri, at, out, where
+
+    def _dynamic(self, site: _RefSite) -> str:
+        """The static reference a ``$recursiveRef``/``$dynamicRef`` stands for, when every
+        evaluation path gives the same one."""
+        root = self.root
+        assert root is not None
+        uri, fragment = _split(_join(site.base, site.ref))
+        target = self.resources[uri]
+        if site.keyword == "$recursiveRef":
+            if not target.recursive:
+                return site.ref
+            holders = [r for r in self.resources.values() if r.recursive]
+            chosen = root if root.recursive else (holders[0] if len(holders) == 1 else None)
+            suffix = ""
+        else:
+            if not fragment or fragment.startswith("/") or fragment not in target.dynamic:
+                return site.ref
+            holders = [r for r in self.resources.values() if fragment in r.dynamic]
+            chosen = (
+                root if fragment in root.dynamic else (holders[0] if len(holders) == 1 else None)
+            )
+            suffix = fragment
+        if chosen is None or (not chosen.uri and site.base):
+            raise SchemaError(
+                f"{site.keyword} {site.ref!r} (at {site.where or '/'}) may name a different "
+                "schema depending on the path the evaluation takes (several resources hold its "
+                "anchor, the outermost one not the document's root): the tracker resolves "
+                "references before it reads any output",
+                keyword=site.keyword,
+                pointer=site.where,
+            )
+        return f"{chosen.uri}#{suffix}"
+
+
+def _meta_schema(uri: str) -> Any:
+    """A draft's meta-schema (shipped with jsonschema), or ``None``."""
+    try:
+        from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - jsonschema depends on it
+        return None
+    for key in (uri, uri.rstrip("#"), uri + "#"):
+        try:
+            return REGISTRY.contents(key)
+        except (LookupError, referencing.exceptions.NoSuchResource):
+            continue
+    return None
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` (a fragment alone keeps any base, a URN's too)."""
+    if ref.startswith("#"):
+        return base.partition("#")[0] + ref
+    return urljoin(base, ref)
+
+
+def _split(uri: str) -> tuple[str, str]:
+    """``uri`` without its fragment, and the fragment."""
+    head, _, fragment = uri.partition("#")
+    return head, fragment
+
+
+def _json_value(value: Any, key: str, where: str) -> Any:
+    """A copy of ``value``, which must be JSON (what else could a document equal?)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        raise _bad(key, where, "made of JSON values") from None
+
+
+def _copy(value: Any) -> Any:
+    """A value the canonical form owns (the caller's dict may change after it is compiled)."""
+    if not isinstance(value, (list, dict)):
+        return value
+    try:
+        return json.loads(json.dumps(value))  # several times faster than deepcopy
+    except (TypeError, ValueError, RecursionError):
+        return copy.deepcopy(value)
+
+
+def _quote(pointer: str) -> str:
+    from urllib.parse import quote
+
+    return quote(pointer, safe="/~!$&'()*+,;=:@")
+
+
+def _escape(token: str) -> str:
+    if "~" not in token and "/" not in token:
+        return token
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _bad(key: str, where: str, expected: str) -> SchemaError:
+    return SchemaError(
+        f"{key} (at {where or '/'}) must be {expected}",
+        keyword=key,
+        pointer=f"{where}/{_escape(key)}",
+    )
+
+
+def _number(value: Any, key: str, where: str) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(key, where, "a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad(key, where, "a finite number")
+    return value
+
+
+def _count(value: Any, key: str, where: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _bad(key, where, "a non-negative integer")
+    return value
+
+
+def _strings(value: Any, key: str, here: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SchemaError(
+            f"{key} (at {here}) must be an array of strings", keyword=key, pointer=here
+        )
+    return list(value)

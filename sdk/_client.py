@@ -26,7 +26,7 @@ from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
-from sdk._retry import Attempt, Retry
+from sdk._retry import Attempt
 from sdk._schema import schema_name
 from sdk._segments import TaggedText
 from sdk._stream import Stream
@@ -207,9 +207,8 @@ class Client:
         :class:`~sdk.SchemaError`.
         """
         config, request = split_options(options, where="Client.stream", request=True)
-        if "retry" not in options and self._max_retries:
-            retry = Retry(max_attempts=self._max_retries + 1, output_errors=False)
-            config = dataclasses.replace(config, retry=retry)
+        if "max_retries" not in options:
+            config = dataclasses.replace(config, max_retries=self._max_retries)
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_target(schema, tools, formats=config.formats)

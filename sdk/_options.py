@@ -40,6 +40,7 @@ class StreamOptions(TypedDict, total=False):
 
     on_field: OnField
     retry: Retry | None
+    max_retries: int
     on_callback_error: CallbackErrorPolicy
     max_concurrency: int
     pending_callbacks: PendingCallbacks
@@ -71,7 +72,12 @@ class StreamConfig:
     callback for every field. Callbacks take the :class:`~sdk.FieldEvent`; sync ones run
     inline, ``async`` ones in the stream's task group."""
     retry: Retry | None = None
-    """The retry policy; ``None``: one attempt."""
+    """The retry policy of the answers (output errors); ``None``: one answer."""
+    max_retries: int = 0
+    """How many times in a row a transport failure (an HTTP status worth retrying, a
+    connection failure) is retried within an attempt, with backoff (:mod:`sdk._retry`); it
+    does not count against ``retry.max_attempts``. A :class:`~sdk.Client` sets its own
+    ``max_retries`` (2 by default) unless the call gives one."""
     on_callback_error: CallbackErrorPolicy = "raise"
     """A callback that raises: ``"raise"`` fails the stream with :class:`~sdk.CallbackError`;
     ``"log"`` logs it on the ``fieldstream`` logger and goes on; ``"ignore"`` goes on."""
@@ -99,6 +105,8 @@ class StreamConfig:
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a sdk.Retry (or None), not {type(self.retry).__name__}")
+        if not _is_int(self.max_retries) or self.max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, not {self.max_retries!r}")
         _choice("on_callback_error", self.on_callback_error, _CALLBACK_POLICIES)
         _choice("pending_callbacks", self.pending_callbacks, _PENDING)
         _choice("formats", self.formats, ("annotate", "assert"))

@@ -29,7 +29,7 @@ from sdk._events import (
 )
 from sdk._ledger import Ledger
 from sdk._options import StreamConfig
-from sdk._retry import AttemptInfo
+from sdk._retry import NO_RETRY, AttemptInfo, answers, next_try
 from sdk._source import Pulled, Source, SourceReader
 from sdk._target import Compiled
 
@@ -67,7 +67,9 @@ class Stream(Generic[T]):
     ) -> None:
         config = config if config is not None else StreamConfig()
         retry = config.retry
-        self._source = SourceReader(source, retries=retry is not None and retry.max_attempts > 1)
+        self._source = SourceReader(
+            source, retries=retry is not None and retry.max_attempts > 1 and retry.output_errors
+        )
         self._compiled = schema
         self._config = config
         self._progress = config.progress
@@ -354,17 +356,22 @@ class Stream(Generic[T]):
         info = self._ledger.record(exc)
         number = info.number
         retry = self._config.retry
-        retrying = retry is not None and self._source.retryable and retry.should_retry(exc, number)
+        records = self._ledger.records
+        wait = (
+            next_try(exc, records, retry=retry, max_retries=self._config.max_retries)
+            if self._source.retryable
+            else None
+        )
+        retrying = wait is not None
         if self._config.progress:
             self._events.append(AttemptFailed(number, exc, retrying, info.usage))
-        if not retrying:
-            await self._fail(exc if retry is None else retry.final_error(exc, self._ledger.records))
+        if wait is None:
+            await self._fail(exc if retry is None else retry.final_error(exc, records))
             return
-        assert retry is not None
-        self._ledger.learn(retry, info)
-        delay = retry.delay(exc, number)
-        if delay > 0:
-            await retry.sleep(delay)
+        if retry is not None:
+            self._ledger.learn(retry, info)
+        if wait > 0:
+            await (retry or NO_RETRY).sleep(wait)
         # The next _advance() starts the next attempt.
 
     async def _rewind(self, exc: Exception) -> bool:
@@ -378,7 +385,7 @@ class Stream(Generic[T]):
             start is None
             or not attempt.rewindable
             or not self._source.rewindable
-            or not retry.should_retry(exc, attempt.number)
+            or not retry.should_retry(exc, answers(self._ledger.records) + 1)
         ):
             return False
         try:

@@ -13,12 +13,13 @@ import pytest
 import respx
 from _http_support import Body
 
+import sdk
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._openai import OpenAIBackend
-from sdk._http._sse import parse_retry_after
+from sdk._retry import parse_retry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -303,28 +304,74 @@ async def test_not_an_event_stream(mock: respx.MockRouter) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"),
+    ("status", "retryable", "kind"),
     [
-        (400, False),
-        (401, False),
-        (404, False),
-        (422, False),
-        (429, True),
-        (500, True),
-        (502, True),
-        (503, True),
+        (400, False, sdk.BadRequestError),
+        (401, False, sdk.AuthenticationError),
+        (403, False, sdk.PermissionDeniedError),
+        (404, False, sdk.NotFoundError),
+        (409, True, sdk.ConflictError),
+        (422, False, sdk.UnprocessableEntityError),
+        (429, True, sdk.RateLimitError),
+        (402, False, sdk.APIStatusError),
+        (408, True, sdk.APIStatusError),
+        (500, True, sdk.InternalServerError),
+        (502, True, sdk.InternalServerError),
+        (503, True, sdk.InternalServerError),
     ],
 )
-async def test_http_status_errors(mock: respx.MockRouter, status: int, retryable: bool) -> None:
+async def test_http_status_errors(
+    mock: respx.MockRouter, status: int, retryable: bool, kind: type[sdk.APIStatusError]
+) -> None:
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(status, json={"error": {"message": "nope", "code": status}})
+        return_value=httpx.Response(
+            status,
+            json={"error": {"message": "nope", "code": status}},
+            headers={"x-request-id": "req_123"},
+        )
     )
     with pytest.raises(TransportError) as info:
         await collect(OpenAIBackend(base_url=BASE))
     err = info.value
+    assert type(err) is kind
     assert (err.status, err.retryable, err.retry_after) == (status, retryable, None)
-    assert err.body is not None and "nope" in err.body
+    assert isinstance(err, sdk.APIStatusError) and err.status_code == status
+    assert err.body == {"message": "nope", "code": status}  # the error object, as openai's
+    assert err.request_id == "req_123"
+    assert isinstance(err.response, httpx.Response) and err.response.status_code == status
     assert f"HTTP {status}" in str(err)
+
+
+async def test_a_status_error_with_a_text_body(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(return_value=httpx.Response(503, text="overloaded"))
+    with pytest.raises(sdk.InternalServerError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.body == "overloaded"
+    assert info.value.request_id is None
+
+
+@pytest.mark.parametrize(("said", "retryable"), [("true", True), ("false", False)])
+async def test_x_should_retry_is_obeyed(mock: respx.MockRouter, said: str, retryable: bool) -> None:
+    status = 400 if retryable else 503
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(status, headers={"x-should-retry": said}, text="x")
+    )
+    with pytest.raises(TransportError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retryable is retryable
+
+
+async def test_connection_and_timeout_errors_have_classes_of_their_own(
+    mock: respx.MockRouter,
+) -> None:
+    mock.post("/chat/completions").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(sdk.APIConnectionError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert not isinstance(info.value, sdk.APITimeoutError)
+    assert info.value.status is None and info.value.retryable
+    mock.post("/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
+    with pytest.raises(sdk.APITimeoutError):
+        await collect(OpenAIBackend(base_url=BASE))
 
 
 async def test_retry_after_seconds(mock: respx.MockRouter) -> None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -34,8 +34,19 @@ from sdk._options import split_options
 from sdk._schema import compile_schema
 
 if TYPE_CHECKING:
-    from sdk._client import Client
     from sdk._options import RequestOptions
+    from sdk._stream import Stream
+
+
+class Streams(Protocol):
+    """What a batch sends its requests through: a :class:`~sdk.Client` (named by this
+    protocol, not imported: the client imports this module, never the other way)."""
+
+    @property
+    def stream(self) -> Callable[..., Stream[Any]]:
+        """``Client.stream``."""
+        ...
+
 
 __all__ = ["BatchInputError", "BatchRequest", "BatchResult", "run_batch"]
 
@@ -113,7 +124,7 @@ def as_request(item: Any, *, system: str | None = None) -> BatchRequest:
 
 @asynccontextmanager
 async def run_batch(
-    client: Client,
+    client: Streams,
     requests: Iterable[Any] | AsyncIterable[Any],
     *,
     schema: Any,
@@ -140,7 +151,7 @@ async def run_batch(
 
 
 async def _feed(
-    client: Client,
+    client: Streams,
     requests: Iterable[Any] | AsyncIterable[Any],
     schema: Any,
     concurrency: int,
@@ -168,7 +179,7 @@ async def _feed(
 
 
 async def _one(
-    client: Client,
+    client: Streams,
     request: BatchRequest,
     schema: Any,
     options: RequestOptions,

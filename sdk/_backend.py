@@ -135,6 +135,15 @@ class GenerationRequest:
     tools: tuple[Tool, ...] = ()
     """Several tools (``mode == "tool"``), each with its own schema: the model calls one or more
     of them; ``schema`` then describes only what any call's arguments satisfy."""
+    model: str | None = None
+    """The model for this request, instead of the backend's (HTTP backends)."""
+    timeout: Any = None
+    """Seconds, or an ``httpx.Timeout``, for this request instead of the client's (HTTP
+    backends); ``None``: the client's."""
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+    """Headers added to this request (HTTP backends), over the client's."""
+    extra_query: Mapping[str, str] = field(default_factory=dict)
+    """Query parameters added to this request's URL (HTTP backends), over the client's."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -71,9 +71,18 @@ class Client:
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
+        unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
+        if unknown:
+            accepted = ["base_url", "api_key", "model", "max_retries", "api"]
+            raise TypeError(
+                f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} (accepted: "
+                f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
+            )
         kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
         self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
         self._max_retries = _check_max_retries(max_retries)
+        self._defaults: dict[str, Any] = {}
+        self._owns_backend = True
 
     @classmethod
     def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
@@ -81,7 +90,40 @@ class Client:
         client = cls.__new__(cls)
         client._backend = backend
         client._max_retries = _check_max_retries(max_retries)
+        client._defaults = {}
+        client._owns_backend = True
         return client
+
+    def with_options(
+        self,
+        *,
+        max_retries: int | None = None,
+        timeout: Any = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
+        model: str | None = None,
+    ) -> Client:
+        """A copy of this client whose streams are sent with these options (as openai-python's
+        ``client.with_options(...)``): ``max_retries`` (transport retries), ``timeout``
+        (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``; an
+        argument left ``None`` keeps this client's. A call's own arguments still win. The copy
+        shares this client's backend and connections: closing it closes nothing (close the
+        original)."""
+        copy = Client.from_backend(
+            self._backend,
+            max_retries=self._max_retries if max_retries is None else max_retries,
+        )
+        given = {
+            "timeout": timeout,
+            "extra_headers": extra_headers,
+            "extra_query": extra_query,
+            "model": model,
+        }
+        defaults = {**self._defaults, **{k: v for k, v in given.items() if v is not None}}
+        split_options(defaults, where="Client.with_options", request=True)  # checked now
+        copy._defaults = defaults
+        copy._owns_backend = False
+        return copy
 
     @classmethod
     def from_openai(
@@ -209,6 +251,13 @@ class Client:
         config, request = split_options(options, where="Client.stream", request=True)
         if "max_retries" not in options:
             config = dataclasses.replace(config, max_retries=self._max_retries)
+        for name, value in self._defaults.items():  # with_options: under the call's own
+            if name in ("extra_headers", "extra_query"):
+                request[name] = {**value, **(request.get(name) or {})}
+            elif request.get(name) is None:
+                request[name] = value
+        for name in ("extra_headers", "extra_query"):
+            request[name] = dict(request.get(name) or {})
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_target(schema, tools, formats=config.formats)
@@ -268,8 +317,10 @@ class Client:
         )
 
     async def aclose(self) -> None:
-        """Release the backend (the httpx client this client made, the local engine)."""
-        await self._backend.aclose()
+        """Release the backend (the httpx client this client made, the local engine); a copy
+        made by :meth:`with_options` releases nothing."""
+        if self._owns_backend:
+            await self._backend.aclose()
 
     async def __aenter__(self) -> Client:
         return self

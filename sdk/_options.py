@@ -61,6 +61,10 @@ class RequestOptions(StreamOptions, total=False):
     mode: Mode
     schema_name: str | None
     extra_body: Mapping[str, Any] | None
+    model: str | None
+    timeout: Any
+    extra_headers: Mapping[str, str] | None
+    extra_query: Mapping[str, str] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,11 +162,24 @@ def _check_request(options: Mapping[str, Any]) -> None:
         "seed": (_is_int, "an int"),
         "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
         "extra_body": (lambda v: isinstance(v, Mapping), "a mapping of body parameters"),
+        "model": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
+        "timeout": (
+            lambda v: (_is_number(v) and v > 0) or type(v).__name__ == "Timeout",
+            "seconds > 0 or an httpx.Timeout",
+        ),
+        "extra_headers": (_str_mapping, "a mapping of header names to str values"),
+        "extra_query": (_str_mapping, "a mapping of query parameter names to str values"),
     }
     for name, (ok, what) in checks.items():
         value = options.get(name)
         if value is not None and not ok(value):
             raise TypeError(f"{name} must be {what} (or None), not {value!r}")
+
+
+def _str_mapping(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
 
 
 def _is_int(value: object) -> bool:

@@ -39,7 +39,20 @@ from sdk._http._request import chat_request
 from sdk._http._sse import status_error
 from sdk._http._tool_ids import ToolIdDecoder
 
-__all__ = ["OpenAISDKBackend"]
+__all__ = ["OpenAISDKBackend", "per_request"]
+
+
+def per_request(request: GenerationRequest) -> dict[str, Any]:
+    """The openai SDK's per-request options for what ``request`` overrides: ``timeout``,
+    ``extra_headers``, ``extra_query`` (nothing when it overrides nothing)."""
+    options: dict[str, Any] = {}
+    if request.timeout is not None:
+        options["timeout"] = request.timeout
+    if request.extra_headers:
+        options["extra_headers"] = dict(request.extra_headers)
+    if request.extra_query:
+        options["extra_query"] = dict(request.extra_query)
+    return options
 
 
 class OpenAISDKBackend:
@@ -88,14 +101,14 @@ class OpenAISDKBackend:
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
         body, wrapped = chat_request(
-            request, model=self.model, strict=self.strict, server=self.server
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = ToolIdDecoder() if request.mode == "tool" else ChunkDecoder()
         return self._stream(
             lambda: self._client.chat.completions.with_streaming_response.create(
-                model=model, messages=messages, stream=True, extra_body=body
+                model=model, messages=messages, stream=True, extra_body=body, **per_request(request)
             ),
             decoder,
             unwrap=wrapped,

@@ -321,3 +321,21 @@ async def test_a_violation_closes_the_sdk_stream_at_once() -> None:
 def test_a_synchronous_client_is_refused() -> None:
     with pytest.raises(TypeError, match="AsyncOpenAI"):
         Client.from_openai(openai.OpenAI(api_key="x"), model="m")
+
+
+async def test_per_request_overrides_reach_the_users_client() -> None:
+    handler = Recorder(corpus("test_parse_pydantic_model"))
+    client = Client.from_openai(openai_client(handler), model="gpt-4o")
+    async with client.stream(
+        messages=MESSAGES,
+        schema=Location,
+        model="gpt-4o-mini",
+        extra_headers={"X-Trace": "t1"},
+        extra_query={"v": "2"},
+        timeout=7.0,
+    ) as s:
+        await s.result()
+    request = handler.requests[0]
+    assert handler.body(0)["model"] == "gpt-4o-mini"
+    assert request.headers["x-trace"] == "t1"
+    assert request.url.params["v"] == "2"

@@ -149,12 +149,86 @@ async def test_user_http_client_with_its_base_url_is_not_closed(mock: respx.Mock
 
 def test_the_base_url_defaults_like_openai_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert OpenAIBackend().url == "https://api.openai.com/v1/chat/completions"
+    assert OpenAIBackend(api_key="sk").url == "https://api.openai.com/v1/chat/completions"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://proxy.test/v1/")
     assert OpenAIBackend().url == "http://proxy.test/v1/chat/completions"
     assert (
         OpenAIBackend(base_url="http://mine.test/v1").url == "http://mine.test/v1/chat/completions"
     )
+
+
+def test_no_key_for_openais_url_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="Missing credentials.*OPENAI_API_KEY"):
+        sdk.Client()
+    sdk.Client(base_url="http://127.0.0.1:8080/v1")  # a local server needs none
+
+
+async def test_organization_project_default_headers_and_query(
+    mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-env")
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, text="")
+    )
+    await collect(
+        OpenAIBackend(
+            base_url=BASE, default_headers={"X-App": "a"}, default_query={"api-version": "1"}
+        )
+    )
+    sent = route.calls.last.request
+    assert sent.headers["OpenAI-Organization"] == "org-env"
+    assert sent.headers["OpenAI-Project"] == "proj-env"
+    assert sent.headers["X-App"] == "a"
+    assert sent.url.params["api-version"] == "1"
+    await collect(OpenAIBackend(base_url=BASE, organization="org-arg", project="proj-arg"))
+    sent = route.calls.last.request
+    assert (sent.headers["OpenAI-Organization"], sent.headers["OpenAI-Project"]) == (
+        "org-arg",
+        "proj-arg",
+    )
+
+
+async def test_per_request_overrides_and_with_options(mock: respx.MockRouter) -> None:
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, text='data: {"choices": []}\n\n'
+        )
+    )
+    client = sdk.Client(base_url=BASE, model="base-model", default_query={"q": "0"})
+    narrow = client.with_options(model="other", extra_headers={"X-A": "1"}, max_retries=0)
+    async with narrow.stream(
+        messages=[{"role": "user", "content": "hi"}],
+        schema={"type": "object"},
+        extra_headers={"X-B": "2"},
+        extra_query={"q": "1"},
+        timeout=3.5,
+        mode="none",
+    ) as s:
+        with pytest.raises(sdk.TruncatedError):
+            await s.result()
+    sent = route.calls.last.request
+    assert json.loads(sent.content)["model"] == "other"
+    assert (sent.headers["X-A"], sent.headers["X-B"]) == ("1", "2")
+    assert sent.url.params["q"] == "1"
+    assert sent.extensions["timeout"]["read"] == 3.5
+    await narrow.aclose()  # the copy closes nothing: the original still works
+    async with client.stream(
+        messages=[{"role": "user", "content": "hi"}], schema={"type": "object"}, mode="none"
+    ) as s:
+        with pytest.raises(sdk.TruncatedError):
+            await s.result()
+    assert json.loads(route.calls.last.request.content)["model"] == "base-model"
+    await client.aclose()
+
+
+def test_an_unknown_argument_names_the_public_call() -> None:
+    with pytest.raises(TypeError, match=r"^Client\(\) got unexpected argument\(s\) 'organisation'"):
+        sdk.Client(base_url=BASE, organisation="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timeout must be"):
+        sdk.Client(base_url=BASE).with_options(timeout="soon")
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,7 @@ def test_the_base_url_defaults_like_openai_python(monkeypatch: pytest.MonkeyPatc
 def test_no_key_for_openais_url_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ValueError, match="Missing credentials.*OPENAI_API_KEY"):
+    with pytest.raises(ValueError, match=r"Missing credentials.*OPENAI_API_KEY"):
         sdk.Client()
     sdk.Client(base_url="http://127.0.0.1:8080/v1")  # a local server needs none
 

@@ -13,7 +13,10 @@ loop's thread, as they do in the async client.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import logging
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -42,19 +45,28 @@ __all__ = ["SyncClient", "SyncStream"]
 T = TypeVar("T")
 R = TypeVar("R")
 
+logger = logging.getLogger("fieldstream")
+
 _CANCEL_WAIT = 10.0  # seconds an interrupted call waits for its task to end in the loop
 
 
 class _Loop:
-    """The event loop thread of one client, started on first use."""
+    """The event loop thread of one client, started on first use; never again once stopped."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._manager: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
+        self._stopped = False
+        self._open: set[SyncStream[Any]] = set()  # entered, not yet left
 
     def portal(self) -> BlockingPortal:
+        _refuse_inside_a_loop()
         with self._lock:
+            if self._stopped:
+                raise StreamUsageError(
+                    "this SyncClient was closed; make a new one to send more requests"
+                )
             if self._portal is None:
                 manager = start_blocking_portal(name="fieldstream")
                 self._portal = manager.__enter__()
@@ -73,10 +85,36 @@ class _Loop:
             raise
 
     def stop(self) -> None:
+        for stream in list(self._open):  # entered, never left: left now, so nothing waits
+            stream._abandon()
         with self._lock:
+            self._stopped = True
             manager, self._manager, self._portal = self._manager, None, None
         if manager is not None:
             manager.__exit__(None, None, None)
+
+
+def _refuse_inside_a_loop() -> None:
+    """A blocking call made from a running event loop would block that loop (and every task
+    on it) until it returns: refused, as ``asyncio.run`` refuses, with what to use instead."""
+    library = None
+    try:
+        asyncio.get_running_loop()
+        library = "asyncio"
+    except RuntimeError:
+        trio = sys.modules.get("trio")
+        if trio is not None:
+            try:
+                trio.lowlevel.current_trio_token()
+                library = "trio"
+            except RuntimeError:
+                pass
+    if library is None:
+        return
+    raise StreamUsageError(
+        f"SyncClient cannot be used inside a running {library} event loop (it would block "
+        "the loop until the call returns); use sdk.Client and `await` it there"
+    )
 
 
 class SyncClient:
@@ -191,14 +229,25 @@ class SyncClient:
         **options: Unpack[RequestOptions],
     ) -> SyncStream[Any]:
         """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
+        if not self._finalizer.alive:
+            raise StreamUsageError(
+                "this SyncClient was closed; make a new one to send more requests"
+            )
+        _refuse_inside_a_loop()
         stream: Stream[Any] = self._client.stream(
             messages=messages, schema=schema, tools=tools, **options
         )
         return SyncStream(stream, self._loop)
 
     def close(self) -> None:
-        """Release the backend, then stop the loop thread."""
+        """Leave any stream still entered (its generation stops), release the backend, then
+        stop the loop thread. Closing twice does nothing; any other use after ``close()``
+        raises :class:`~sdk.StreamUsageError`."""
+        if not self._finalizer.alive:
+            return
         try:
+            for stream in list(self._loop._open):
+                stream._abandon()
             self._loop.call(self._client.aclose)
         finally:
             self._finalizer()
@@ -226,11 +275,27 @@ class SyncStream(Generic[T]):
         self._stream = stream
         self._loop = loop
         self._context: AbstractContextManager[Stream[T]] | None = None
+        self._left = False
 
     @property
     def snapshot(self) -> Any:
         """The partial value so far (see :attr:`sdk.Stream.snapshot`)."""
         return self._stream.snapshot
+
+    @property
+    def partial(self) -> T | None:
+        """The snapshot as the schema's type, not validated (see :attr:`sdk.Stream.partial`)."""
+        return self._stream.partial
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The resolved JSON Schema sent (see :attr:`sdk.Stream.json_schema`)."""
+        return self._stream.json_schema
+
+    @property
+    def schema_name(self) -> str:
+        """A name for the schema (see :attr:`sdk.Stream.schema_name`)."""
+        return self._stream.schema_name
 
     @property
     def usage(self) -> Usage:
@@ -273,6 +338,7 @@ class SyncStream(Generic[T]):
             raise StreamUsageError("a stream can be entered once")
         self._context = self._loop.portal().wrap_async_context_manager(self._stream)
         self._context.__enter__()
+        self._loop._open.add(self)
         return self
 
     def __exit__(
@@ -282,4 +348,19 @@ class SyncStream(Generic[T]):
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._context is not None
+        self._loop._open.discard(self)
+        if self._left:
+            return None
+        self._left = True
         return self._context.__exit__(exc_type, exc, tb)
+
+    def _abandon(self) -> None:
+        """Leave a stream entered and never left (its client is closing, or collected): its
+        generation stops, and the loop thread is not kept waiting for the block's end."""
+        self._loop._open.discard(self)
+        if self._context is not None and not self._left:
+            self._left = True
+            try:
+                self._context.__exit__(None, None, None)
+            except Exception:  # the stream's own failure: nobody is left to raise it to
+                logger.debug("a stream left at close failed", exc_info=True)

@@ -15,7 +15,7 @@ import respx
 from _http_support import Body
 from pydantic import BaseModel, Field
 
-from sdk import FieldEvent, Retry, SchemaViolation, SyncClient, TransportError
+from sdk import FieldEvent, Retry, SchemaViolation, StreamUsageError, SyncClient, TransportError
 
 BASE = "http://llm.test/v1"
 MESSAGES = [{"role": "user", "content": "Describe a pet."}]
@@ -174,3 +174,82 @@ def test_arguments_are_checked_at_the_call(client: SyncClient) -> None:
         client.stream(messages="hi", schema=Pet)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="mode"):
         client.stream(messages=MESSAGES, schema=Pet, mode="json")  # type: ignore[call-overload]
+
+
+def test_a_closed_client_says_so_and_starts_no_thread(router: respx.MockRouter) -> None:
+    client = SyncClient(base_url=BASE, api_key="k")
+    client.close()
+    threads = threading.active_count()
+    with pytest.raises(StreamUsageError, match="closed"):
+        client.stream(messages=MESSAGES, schema=Pet)
+    assert threading.active_count() == threads
+    client.close()  # closing twice does nothing
+
+
+def test_a_stream_never_left_does_not_block_close(router: respx.MockRouter) -> None:
+    body = body_of(GOOD, end=False)
+    router.post("/chat/completions").mock(return_value=sse(body))
+    client = SyncClient(base_url=BASE, api_key="k", max_retries=0)
+    s = client.stream(messages=MESSAGES, schema=Pet)
+    s.__enter__()
+    next(iter(s))  # reading, then abandoned inside its block
+    closer = threading.Thread(target=client.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "close() waited for a stream nobody will leave"
+    assert body.closed  # the generation was stopped
+    s.__exit__(None, None, None)  # leaving it later does nothing
+
+
+_NEVER_LEFT = """
+import anyio, sdk
+from sdk import Delta, SyncClient
+
+class Forever:
+    async def generate(self, request):
+        yield Delta(text='{"name": ')
+        await anyio.sleep_forever()
+    async def aclose(self):
+        pass
+
+client = SyncClient.from_backend(Forever(), max_retries=0)
+stream = client.stream(messages=[{"role": "user", "content": "x"}], schema={"type": "object"})
+stream.__enter__()
+print("entered", flush=True)
+"""
+
+
+def test_the_process_exits_with_a_stream_never_left_and_a_client_never_closed() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-c", _NEVER_LEFT], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "entered"
+
+
+@pytest.mark.anyio
+async def test_inside_a_running_event_loop_it_refuses_clearly(router: respx.MockRouter) -> None:
+    client = SyncClient(base_url=BASE, api_key="k")
+    try:
+        with pytest.raises(StreamUsageError, match=r"inside a running .* event loop"):
+            client.stream(messages=MESSAGES, schema=Pet)
+    finally:
+        client._finalizer()  # the loop thread never started; nothing to release there
+
+
+def test_sync_stream_has_partial_and_the_schema(router: respx.MockRouter) -> None:
+    router.post("/chat/completions").mock(return_value=sse(body_of(GOOD)))
+    with SyncClient(base_url=BASE, api_key="k") as client:
+        with client.stream(messages=MESSAGES, schema=Pet) as s:
+            assert s.partial is None
+            first = next(iter(s))
+            assert isinstance(first, FieldEvent)
+            partial = s.partial
+            assert isinstance(partial, Pet) and partial.name == "Rex"
+            assert s.schema_name == "Pet" and s.json_schema["type"] == "object"
+            s.result()

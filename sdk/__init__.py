@@ -56,6 +56,7 @@ from sdk._errors import (
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Event,
     FieldEvent,
     ReasoningDelta,
     StreamEnded,
@@ -121,6 +122,7 @@ __all__ = [
     "ConflictError",
     "ContentFilteredError",
     "Delta",
+    "Event",
     "FieldEvent",
     "FieldTracker",
     "GenerationRequest",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -23,8 +24,9 @@ from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Event,
+    FieldEvent,
     StreamEnded,
-    StreamEvent,
     UsageReported,
 )
 from sdk._ledger import Ledger
@@ -49,7 +51,9 @@ class Stream(Generic[T]):
     ``schema=list[Item]``, ``Any`` for a dict schema.
 
     ``async for ev in s`` yields each :class:`~sdk.FieldEvent` once per stream (and
-    :class:`~sdk.TextDelta` / progress events if asked for), then ends when the document is
+    :class:`~sdk.TextDelta` / progress events if asked for), each typed as the
+    :data:`~sdk.Event` union that its ``type`` narrows (``s.fields()``: field events only),
+    then ends when the document is
     complete, valid, and every async callback has finished; it raises the stream's error
     otherwise (after yielding the events that came before it). ``await s.result()`` gives the
     validated value (a model instance, or the plain value for a dict schema), reading whatever
@@ -81,7 +85,7 @@ class Stream(Generic[T]):
         )
         self._state = _NEW
         self._tg: TaskGroup | None = None
-        self._events: deque[StreamEvent] = deque()
+        self._events: deque[Event] = deque()
         self._iterated = False
         self._busy = False
         self._error: BaseException | None = None
@@ -189,7 +193,15 @@ class Stream(Generic[T]):
         self._iterated = True
         return self
 
-    async def __anext__(self) -> StreamEvent:
+    async def fields(self) -> AsyncIterator[FieldEvent]:
+        """Iterate the stream for its :class:`~sdk.FieldEvent` values only (typed so), leaving
+        out text deltas and progress events; the same one-shot iteration as ``async for ev in
+        s`` (its errors are raised the same way)."""
+        async for event in self:
+            if isinstance(event, FieldEvent):
+                yield event
+
+    async def __anext__(self) -> Event:
         if not self._iterated:
             raise StreamUsageError("iterate the stream with `async for`")
         self._claim()

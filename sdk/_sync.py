@@ -32,7 +32,7 @@ from sdk._backend import Backend, Message, Usage
 from sdk._client import Client
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
-from sdk._events import StreamEvent
+from sdk._events import Event, FieldEvent
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._options import RequestOptions
@@ -325,7 +325,13 @@ class SyncStream(Generic[T]):
         """The validated values, one per tool call (see :meth:`sdk.Stream.results`)."""
         return self._loop.call(self._stream.results)
 
-    def __iter__(self) -> Iterator[StreamEvent]:
+    def fields(self) -> Iterator[FieldEvent]:
+        """The stream's :class:`~sdk.FieldEvent` values only (see :meth:`sdk.Stream.fields`)."""
+        for event in self:
+            if isinstance(event, FieldEvent):
+                yield event
+
+    def __iter__(self) -> Iterator[Event]:
         aiterator = self._stream.__aiter__()
         while True:
             try:

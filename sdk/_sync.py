@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
+import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
@@ -94,6 +95,36 @@ class _Loop:
             manager.__exit__(None, None, None)
 
 
+def _nothing() -> None:
+    pass
+
+
+def _async_openai(client: Any) -> Any:
+    """``client`` as an ``openai.AsyncOpenAI``: an ``openai.OpenAI``'s settings copied into a
+    new one; anything else as it is (``Client.from_openai`` checks it)."""
+    try:
+        import openai
+    except ImportError:
+        return client
+    if isinstance(client, openai.AzureOpenAI):
+        raise TypeError(
+            "SyncClient.from_openai cannot copy an openai.AzureOpenAI; pass an "
+            "openai.AsyncAzureOpenAI made with the same settings"
+        )
+    if not isinstance(client, openai.OpenAI):
+        return client
+    return openai.AsyncOpenAI(
+        api_key=client.api_key,
+        organization=client.organization,
+        project=client.project,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
 def _refuse_inside_a_loop() -> None:
     """A blocking call made from a running event loop would block that loop (and every task
     on it) until it returns: refused, as ``asyncio.run`` refuses, with what to use instead."""
@@ -135,6 +166,19 @@ class SyncClient:
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
+        http_client: object = options.get("http_client")
+        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+            raise TypeError(
+                f"SyncClient(http_client=...) takes an httpx.AsyncClient (it runs in the "
+                f"client's own event loop thread), not {type(http_client).__name__}; give its "
+                "settings instead (timeout=, headers=, default_query=), or build an "
+                "httpx.AsyncClient with the same proxies and TLS"
+                + (
+                    "; for an openai.OpenAI client, use SyncClient.from_openai"
+                    if type(http_client).__module__.startswith("openai")
+                    else ""
+                )
+            )
         self._attach(Client(base_url, api_key, model, max_retries=max_retries, api=api, **options))
 
     def _attach(self, client: Client) -> None:
@@ -148,6 +192,30 @@ class SyncClient:
         sync = cls.__new__(cls)
         sync._attach(client)
         return sync
+
+    def with_options(
+        self,
+        *,
+        max_retries: int | None = None,
+        timeout: Any = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
+        model: str | None = None,
+    ) -> SyncClient:
+        """As :meth:`sdk.Client.with_options`: a copy sharing this client's backend and loop
+        thread; closing the copy closes nothing (close the original)."""
+        copy = SyncClient.__new__(SyncClient)
+        copy._client = self._client.with_options(
+            max_retries=max_retries,
+            timeout=timeout,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
+            model=model,
+        )
+        copy._loop = self._loop
+        copy._finalizer = weakref.finalize(copy, _nothing)
+        copy._finalizer.detach()  # a copy owns nothing: close() is a no-op
+        return copy
 
     @classmethod
     def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> SyncClient:
@@ -165,8 +233,12 @@ class SyncClient:
         api: Api = "chat",
         server: Server | None = None,
     ) -> SyncClient:
-        """As :meth:`sdk.Client.from_openai`; ``client`` is an ``openai.AsyncOpenAI`` (it runs
-        in this client's loop thread)."""
+        """As :meth:`sdk.Client.from_openai`. ``client`` is an ``openai.OpenAI``, whose settings
+        (API key, organization, project, base URL, timeout, max retries, default headers and
+        query) are copied into an ``openai.AsyncOpenAI`` that runs in this client's loop
+        thread (its HTTP client, being synchronous, cannot be: proxies and TLS set on it are
+        not carried over), or an ``openai.AsyncOpenAI`` used as it is."""
+        client = _async_openai(client)
         return cls._wrap(
             Client.from_openai(
                 client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
@@ -229,7 +301,7 @@ class SyncClient:
         **options: Unpack[RequestOptions],
     ) -> SyncStream[Any]:
         """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
-        if not self._finalizer.alive:
+        if self._loop._stopped:
             raise StreamUsageError(
                 "this SyncClient was closed; make a new one to send more requests"
             )

@@ -253,3 +253,61 @@ def test_sync_stream_has_partial_and_the_schema(router: respx.MockRouter) -> Non
             assert isinstance(partial, Pet) and partial.name == "Rex"
             assert s.schema_name == "Pet" and s.json_schema["type"] == "object"
             s.result()
+
+
+def test_from_openai_takes_the_sync_openai_client_settings() -> None:
+    import openai
+
+    users = openai.OpenAI(
+        api_key="sk-user",
+        organization="org-1",
+        project="proj-1",
+        base_url="http://oai.test/v1",
+        max_retries=4,
+        timeout=12.0,
+        default_headers={"X-App": "a"},
+        default_query={"v": "1"},
+    )
+    with SyncClient.from_openai(users, model="gpt-4o") as client:
+        copied = client.backend._client  # type: ignore[attr-defined]
+        assert isinstance(copied, openai.AsyncOpenAI)
+        assert (copied.api_key, copied.organization, copied.project) == (
+            "sk-user",
+            "org-1",
+            "proj-1",
+        )
+        assert str(copied.base_url) == "http://oai.test/v1/"
+        assert (copied.max_retries, copied.timeout) == (4, 12.0)
+        assert copied.default_headers["X-App"] == "a"
+        assert copied.default_query["v"] == "1"
+    with pytest.raises(TypeError, match="AsyncAzureOpenAI"):
+        SyncClient.from_openai(
+            openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://a"),
+            model="m",
+        )
+
+
+def test_a_sync_httpx_client_gets_a_clear_error() -> None:
+    with (
+        httpx.Client() as http,
+        pytest.raises(
+            TypeError,
+            match=r"SyncClient\(http_client=\.\.\.\) takes an httpx.AsyncClient.*timeout=",
+        ),
+    ):
+        SyncClient(base_url=BASE, http_client=http)  # type: ignore[arg-type]
+
+
+def test_with_options_shares_the_loop_and_closes_nothing(router: respx.MockRouter) -> None:
+    route = router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    with SyncClient(base_url=BASE, api_key="k", model="m") as client:
+        other = client.with_options(model="m2", extra_headers={"X-A": "1"})
+        with other.stream(messages=MESSAGES, schema=Pet) as s:
+            s.result()
+        sent = route.calls.last.request
+        assert json.loads(sent.content)["model"] == "m2" and sent.headers["X-A"] == "1"
+        other.close()
+        with client.stream(messages=MESSAGES, schema=Pet) as s:  # the original still works
+            s.result()
+    with pytest.raises(StreamUsageError, match="closed"):
+        other.stream(messages=MESSAGES, schema=Pet)

@@ -271,7 +271,13 @@ class Client:
             **request,
         )
         check_request(self._backend, template)
-        return Stream(_Requests(self._backend, template), compiled, config)
+        trace = {
+            "gen_ai.request.model": template.model or getattr(self._backend, "model", None),
+            "gen_ai.request.max_tokens": template.max_tokens,
+            "gen_ai.request.temperature": template.temperature,
+            "server.address": _host(getattr(self._backend, "url", None)),
+        }
+        return Stream(_Requests(self._backend, template), compiled, config, trace=trace)
 
     @overload
     def batch(
@@ -375,6 +381,13 @@ def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"not {message!r}"
             )
     return tuple(messages)
+
+
+def _host(url: object) -> str | None:
+    """The host of an absolute URL (for a span), else ``None``."""
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    return url.split("://", 1)[1].split("/", 1)[0].split("@")[-1] or None
 
 
 def _check_max_retries(max_retries: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +34,7 @@ from sdk._options import StreamConfig
 from sdk._retry import NO_RETRY, AttemptInfo, answers, next_try
 from sdk._source import Pulled, Source, SourceReader
 from sdk._target import Compiled
+from sdk._tracing import StreamTrace, stream_trace
 
 __all__ = ["Stream"]
 
@@ -67,7 +68,12 @@ class Stream(Generic[T]):
     """
 
     def __init__(
-        self, source: Source, schema: Compiled, config: StreamConfig | None = None
+        self,
+        source: Source,
+        schema: Compiled,
+        config: StreamConfig | None = None,
+        *,
+        trace: Mapping[str, Any] | None = None,
     ) -> None:
         config = config if config is not None else StreamConfig()
         retry = config.retry
@@ -91,6 +97,8 @@ class Stream(Generic[T]):
         self._error: BaseException | None = None
         self._values: list[T] | None = None
         self._ledger = Ledger(schema, config)
+        self._trace_attributes = trace or {}
+        self._trace: StreamTrace | None = None
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -230,6 +238,7 @@ class Stream(Generic[T]):
             self._tg = tg
             self._dispatcher.start(tg, self._source.interrupt)  # a failed one: stop at once
         self._state = _OPEN
+        self._trace = stream_trace(self._trace_attributes)
         return self
 
     async def __aexit__(
@@ -258,6 +267,13 @@ class Stream(Generic[T]):
             # ExceptionGroup. Callbacks never raise into the group (the dispatcher catches).
             if tg is not None:
                 await tg.__aexit__(None, None, None)
+        if self._trace is not None:
+            trace, self._trace = self._trace, None
+            trace.ended(
+                attempts=len(self._ledger.records),
+                usage=self.usage,
+                error=self._error or unreported or exc,
+            )
         if unreported is not None:
             # An async callback failed after the caller stopped reading: never swallowed.
             raise unreported
@@ -272,6 +288,8 @@ class Stream(Generic[T]):
 
     def _begin(self) -> None:
         attempt = self._ledger.begin()
+        if self._trace is not None:
+            self._trace.attempt_started(attempt.number)
         if self._progress:
             self._events.append(AttemptStarted(attempt.number))
         self._source.start(attempt)
@@ -352,7 +370,9 @@ class Stream(Generic[T]):
         if self._dispatcher.failure is not None:
             await self._fail(self._dispatcher.failure)
             return
-        self._ledger.record(None)
+        info = self._ledger.record(None)
+        if self._trace is not None:
+            self._trace.attempt_ended(info)
         self._values = values
         self._state = _DONE
         if self._config.progress:
@@ -375,6 +395,8 @@ class Stream(Generic[T]):
             else None
         )
         retrying = wait is not None
+        if self._trace is not None:
+            self._trace.attempt_ended(info, retrying=retrying)
         if self._config.progress:
             self._events.append(AttemptFailed(number, exc, retrying, info.usage))
         if wait is None:
@@ -408,6 +430,9 @@ class Stream(Generic[T]):
         kept = attempt.text[: rewound.offset]
         info = self._ledger.record(exc)
         number = self._ledger.resume(kept, info)
+        if self._trace is not None:
+            self._trace.attempt_ended(info, retrying=True)
+            self._trace.attempt_started(number)
         if self._progress:
             self._events.append(AttemptFailed(info.number, exc, True, info.usage))
             self._events.append(AttemptStarted(number))
@@ -418,7 +443,9 @@ class Stream(Generic[T]):
         yet, is recorded with it. The iterator raises it after the events already queued."""
         await self._source.close()
         if self._ledger.in_progress:
-            self._ledger.record(error)
+            info = self._ledger.record(error)
+            if self._trace is not None:
+                self._trace.attempt_ended(info, retrying=False)
         if self._state == _OPEN:
             self._state = _FAILED
             self._error = error

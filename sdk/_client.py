@@ -52,10 +52,14 @@ class Client:
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
 
-    ``max_retries``: when a stream is given no ``retry`` policy, transport failures
-    (connection errors, 408/409/429/5xx) are retried this many times, with backoff and jitter,
-    honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does. Errors in the
-    model's output are retried only when a ``retry=Retry(...)`` asks for it.
+    ``max_retries``: transport failures (connection errors, 408/409/429/5xx) are retried this
+    many times in a row per attempt (a call's own ``max_retries=`` wins), with backoff and
+    jitter, honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does, and logged
+    at INFO on the ``fieldstream`` logger; they do not count against a ``Retry``'s
+    ``max_attempts``. Errors in the model's output are retried only when a
+    ``retry=Retry(...)`` asks for it. ``organization``, ``project``, ``default_headers``,
+    ``default_query`` are openai-python's; :meth:`with_options` makes a copy with other
+    per-request defaults.
 
     Use it as an async context manager (or call :meth:`aclose`) to release what it opened: the
     httpx client it made, the local engine. Clients passed in by the caller are not closed.
@@ -140,9 +144,10 @@ class Client:
         ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies,
         timeouts and retries are the client's, unchanged. Its ``max_retries`` retries a request
         that fails before the stream begins; a stream broken midway is retried here only with
-        ``max_retries`` (0 by default, so that the two layers do not multiply) or a ``retry``
-        policy. ``client`` is not closed by :meth:`aclose`. ``api`` and ``server`` as for
-        ``Client(...)``."""
+        ``max_retries`` (0 by default, so that the two layers do not multiply). Its errors
+        stay openai's too: ``except openai.RateLimitError`` catches what it caught before, as
+        does ``except sdk.RateLimitError``. ``client`` is not closed by :meth:`aclose`.
+        ``api`` and ``server`` as for ``Client(...)``."""
         from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
 
         kind = _backend_kind(api, OpenAISDKBackend, ResponsesSDKBackend)
@@ -229,6 +234,8 @@ class Client:
         - ``tools``, instead of ``schema``: several :class:`~sdk.Tool` (or ``{name: schema}``);
           the model calls one or more, each call tracked against its own tool's schema
           (``results()`` gives each call's value, in order).
+        - Per request, as openai-python takes them: ``model``, ``timeout``, ``extra_headers``,
+          ``extra_query``, ``max_retries`` (transport retries), over the client's.
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).

@@ -8,7 +8,8 @@ deltas (:mod:`sdk._http._chunks`).
 
 Closing the iterator :meth:`OpenAIBackend.generate` returns closes the HTTP response at once:
 the connection is dropped, so the server sees the client go and stops decoding. Nothing is
-read after that. There are no retries here; the stream's :class:`~sdk.Retry` policy decides.
+read after that. There are no retries here: :mod:`sdk._retry` decides them, and the stream
+sends the request again.
 """
 
 from __future__ import annotations

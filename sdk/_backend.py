@@ -143,6 +143,15 @@ class GenerationRequest:
     """How the model may use ``tools``: ``None`` forces a call (one tool by name, several
     ``"required"``); ``"auto"``, ``"none"``, ``"required"`` or a named tool (Chat Completions'
     form, as :func:`sdk._constraints.tool_choice_of` returns it) as the caller said."""
+    model: str | None = None
+    """The model for this request, instead of the backend's (HTTP backends)."""
+    timeout: Any = None
+    """Seconds, or an ``httpx.Timeout``, for this request instead of the client's (HTTP
+    backends); ``None``: the client's."""
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+    """Headers added to this request (HTTP backends), over the client's."""
+    extra_query: Mapping[str, str] = field(default_factory=dict)
+    """Query parameters added to this request's URL (HTTP backends), over the client's."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -26,7 +26,7 @@ from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
-from sdk._retry import Attempt, Retry
+from sdk._retry import Attempt
 from sdk._schema import schema_name
 from sdk._segments import TaggedText
 from sdk._stream import Stream
@@ -52,10 +52,14 @@ class Client:
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
 
-    ``max_retries``: when a stream is given no ``retry`` policy, transport failures
-    (connection errors, 408/409/429/5xx) are retried this many times, with backoff and jitter,
-    honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does. Errors in the
-    model's output are retried only when a ``retry=Retry(...)`` asks for it.
+    ``max_retries``: transport failures (connection errors, 408/409/429/5xx) are retried this
+    many times in a row per attempt (a call's own ``max_retries=`` wins), with backoff and
+    jitter, honouring ``retry-after-ms`` / ``Retry-After``, as openai-python does, and logged
+    at INFO on the ``fieldstream`` logger; they do not count against a ``Retry``'s
+    ``max_attempts``. Errors in the model's output are retried only when a
+    ``retry=Retry(...)`` asks for it. ``organization``, ``project``, ``default_headers``,
+    ``default_query`` are openai-python's; :meth:`with_options` makes a copy with other
+    per-request defaults.
 
     Use it as an async context manager (or call :meth:`aclose`) to release what it opened: the
     httpx client it made, the local engine. Clients passed in by the caller are not closed.
@@ -71,9 +75,18 @@ class Client:
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
+        unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
+        if unknown:
+            accepted = ["base_url", "api_key", "model", "max_retries", "api"]
+            raise TypeError(
+                f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} (accepted: "
+                f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
+            )
         kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
         self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
         self._max_retries = _check_max_retries(max_retries)
+        self._defaults: dict[str, Any] = {}
+        self._owns_backend = True
 
     @classmethod
     def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
@@ -81,7 +94,40 @@ class Client:
         client = cls.__new__(cls)
         client._backend = backend
         client._max_retries = _check_max_retries(max_retries)
+        client._defaults = {}
+        client._owns_backend = True
         return client
+
+    def with_options(
+        self,
+        *,
+        max_retries: int | None = None,
+        timeout: Any = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
+        model: str | None = None,
+    ) -> Client:
+        """A copy of this client whose streams are sent with these options (as openai-python's
+        ``client.with_options(...)``): ``max_retries`` (transport retries), ``timeout``
+        (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``; an
+        argument left ``None`` keeps this client's. A call's own arguments still win. The copy
+        shares this client's backend and connections: closing it closes nothing (close the
+        original)."""
+        copy = Client.from_backend(
+            self._backend,
+            max_retries=self._max_retries if max_retries is None else max_retries,
+        )
+        given = {
+            "timeout": timeout,
+            "extra_headers": extra_headers,
+            "extra_query": extra_query,
+            "model": model,
+        }
+        defaults = {**self._defaults, **{k: v for k, v in given.items() if v is not None}}
+        split_options(defaults, where="Client.with_options", request=True)  # checked now
+        copy._defaults = defaults
+        copy._owns_backend = False
+        return copy
 
     @classmethod
     def from_openai(
@@ -98,9 +144,10 @@ class Client:
         ``AsyncAzureOpenAI``) the caller configured: credentials, base URL, headers, proxies,
         timeouts and retries are the client's, unchanged. Its ``max_retries`` retries a request
         that fails before the stream begins; a stream broken midway is retried here only with
-        ``max_retries`` (0 by default, so that the two layers do not multiply) or a ``retry``
-        policy. ``client`` is not closed by :meth:`aclose`. ``api`` and ``server`` as for
-        ``Client(...)``."""
+        ``max_retries`` (0 by default, so that the two layers do not multiply). Its errors
+        stay openai's too: ``except openai.RateLimitError`` catches what it caught before, as
+        does ``except sdk.RateLimitError``. ``client`` is not closed by :meth:`aclose`.
+        ``api`` and ``server`` as for ``Client(...)``."""
         from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
 
         kind = _backend_kind(api, OpenAISDKBackend, ResponsesSDKBackend)
@@ -192,6 +239,8 @@ class Client:
           ``"auto"`` (the model answers in text or calls tools: a text answer streams as
           :class:`~sdk.TextDelta` events and its result is the text; :attr:`Stream.called_tools`
           says which it was), ``"none"`` (text only).
+        - Per request, as openai-python takes them: ``model``, ``timeout``, ``extra_headers``,
+          ``extra_query``, ``max_retries`` (transport retries), over the client's.
         - How the stream behaves: ``on_field``, ``retry``, ``on_callback_error``,
           ``max_concurrency``, ``pending_callbacks``, ``lenient``, ``deltas``, ``progress``
           (see :class:`~sdk._options.StreamConfig`).
@@ -213,9 +262,15 @@ class Client:
         :class:`~sdk.SchemaError`.
         """
         config, request = split_options(options, where="Client.stream", request=True)
-        if "retry" not in options and self._max_retries:
-            retry = Retry(max_attempts=self._max_retries + 1, output_errors=False)
-            config = dataclasses.replace(config, retry=retry)
+        if "max_retries" not in options:
+            config = dataclasses.replace(config, max_retries=self._max_retries)
+        for name, value in self._defaults.items():  # with_options: under the call's own
+            if name in ("extra_headers", "extra_query"):
+                request[name] = {**value, **(request.get(name) or {})}
+            elif request.get(name) is None:
+                request[name] = value
+        for name in ("extra_headers", "extra_query"):
+            request[name] = dict(request.get(name) or {})
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_target(
@@ -232,7 +287,13 @@ class Client:
             **request,
         )
         check_request(self._backend, template)
-        return Stream(_Requests(self._backend, template), compiled, config)
+        trace = {
+            "gen_ai.request.model": template.model or getattr(self._backend, "model", None),
+            "gen_ai.request.max_tokens": template.max_tokens,
+            "gen_ai.request.temperature": template.temperature,
+            "server.address": _host(getattr(self._backend, "url", None)),
+        }
+        return Stream(_Requests(self._backend, template), compiled, config, trace=trace)
 
     @overload
     def batch(
@@ -283,8 +344,10 @@ class Client:
         )
 
     async def aclose(self) -> None:
-        """Release the backend (the httpx client this client made, the local engine)."""
-        await self._backend.aclose()
+        """Release the backend (the httpx client this client made, the local engine); a copy
+        made by :meth:`with_options` releases nothing."""
+        if self._owns_backend:
+            await self._backend.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -339,6 +402,13 @@ def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
                 f"not {message!r}"
             )
     return tuple(messages)
+
+
+def _host(url: object) -> str | None:
+    """The host of an absolute URL (for a span), else ``None``."""
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    return url.split("://", 1)[1].split("/", 1)[0].split("@")[-1] or None
 
 
 def _check_max_retries(max_retries: int) -> int:

@@ -12,6 +12,18 @@
     │   ├── RefusedError                 the model refused (the refusal text)
     │   ├── ContentFilteredError         the provider's content filter stopped the output
     │   ├── TransportError               HTTP status / connection failure (status, retryable)
+    │   │   ├── APIStatusError           a status not 2xx (status_code, response, body,
+    │   │   │   │                        request_id), one class per family, as openai-python:
+    │   │   │   ├── BadRequestError          400
+    │   │   │   ├── AuthenticationError      401
+    │   │   │   ├── PermissionDeniedError    403
+    │   │   │   ├── NotFoundError            404
+    │   │   │   ├── ConflictError            409
+    │   │   │   ├── UnprocessableEntityError 422
+    │   │   │   ├── RateLimitError           429
+    │   │   │   └── InternalServerError      >= 500
+    │   │   └── APIConnectionError       the connection failed (no status)
+    │   │       └── APITimeoutError      ... because it timed out
     │   ├── BackendError                 a backend failed (local engine error, missing extra)
     │   │   └── MissingDependencyError   an optional extra is not installed (says what to install)
     │   ├── CallbackError                an on_field callback raised (its path and exception)
@@ -37,11 +49,21 @@ from typing import Any
 from partial import Path as Path  # re-exported: the sdk speaks of paths as partial does
 
 __all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
     "BackendError",
+    "BadRequestError",
     "CallbackError",
+    "ConflictError",
     "ContentFilteredError",
+    "InternalServerError",
     "MissingDependencyError",
+    "NotFoundError",
     "OutputSyntaxError",
+    "PermissionDeniedError",
+    "RateLimitError",
     "RefusedError",
     "RetriesExhausted",
     "SchemaError",
@@ -50,6 +72,7 @@ __all__ = [
     "StreamUsageError",
     "TransportError",
     "TruncatedError",
+    "UnprocessableEntityError",
     "UnsupportedConstraint",
     "ValidationFailed",
 ]
@@ -227,9 +250,16 @@ class TransportError(StreamError):
     """The server or the connection failed.
 
     ``status`` is the HTTP status (``None`` for a connection failure), ``retryable`` whether a new
-    attempt may help (connection failures, 408, 409, 429, 5xx: yes; other 4xx: no),
-    ``retry_after`` the wait the server asked for in seconds (``retry-after-ms`` or
-    ``Retry-After``), ``body`` the error text it sent.
+    request may help (connection failures, 408, 409, 429, 5xx: yes; other 4xx: no; see
+    :mod:`sdk._retry`), ``retry_after`` the wait the server asked for in seconds
+    (``retry-after-ms`` or ``Retry-After``), ``body`` what it sent (parsed JSON when it sent
+    JSON, else the text), ``response`` the HTTP response when there was one (an
+    ``httpx.Response``; an ``httpx2.Response`` through ``Client.from_openai`` with openai 3),
+    ``request_id`` its ``x-request-id`` header. ``retries`` holds the errors of the earlier
+    tries of the same request that were retried before this one (oldest first).
+
+    A status error is one of the :class:`APIStatusError` classes, a connection failure an
+    :class:`APIConnectionError`, whether retries were off or ran out.
     """
 
     def __init__(
@@ -239,19 +269,115 @@ class TransportError(StreamError):
         status: int | None = None,
         retryable: bool = True,
         retry_after: float | None = None,
-        body: str | None = None,
+        body: Any = None,
+        response: Any = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.message = message
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
         self.body = body
+        self.response = response
+        self.request_id = request_id
+        self.retries: tuple[TransportError, ...] = ()
 
 
-def retryable_status(status: int) -> bool:
-    """Whether an HTTP status may go away on a new attempt: 408 (timeout), 409 (conflict), 429
-    (rate limited) and 5xx do, as openai-python judges them; other statuses will not."""
-    return status in (408, 409, 429) or status >= 500
+class APIStatusError(TransportError):
+    """The server answered with a status that is not 2xx (the stream never began).
+
+    ``status_code`` (the same as ``status``), ``response``, ``body``, ``request_id`` and
+    ``message`` as openai-python's ``APIStatusError`` has them. Built by :func:`status_error`,
+    which picks the class of the status's family."""
+
+    status: int
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        body: Any = None,
+        response: Any = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            status=status,
+            retryable=retryable,
+            retry_after=retry_after,
+            body=body,
+            response=response,
+            request_id=request_id,
+        )
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status."""
+        return self.status
+
+
+class BadRequestError(APIStatusError):
+    """HTTP 400: the server refused the request (a schema it will not take, a bad parameter)."""
+
+
+class AuthenticationError(APIStatusError):
+    """HTTP 401: no API key, or a wrong one."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """HTTP 403: the key may not use this model or endpoint."""
+
+
+class NotFoundError(APIStatusError):
+    """HTTP 404: no such model, or a wrong ``base_url``."""
+
+
+class ConflictError(APIStatusError):
+    """HTTP 409 (retried, as openai-python does)."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """HTTP 422: the server could not process the request's body."""
+
+
+class RateLimitError(APIStatusError):
+    """HTTP 429: rate limited or out of quota (retried, honouring ``retry_after``)."""
+
+
+class InternalServerError(APIStatusError):
+    """HTTP 500 or above: the server failed (retried)."""
+
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def status_error_class(status: int) -> type[APIStatusError]:
+    """The class of the errors for an HTTP ``status`` (``APIStatusError`` itself for a status
+    of no named family, such as 402 or 408)."""
+    if status >= 500:
+        return InternalServerError
+    return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+class APIConnectionError(TransportError):
+    """The connection failed or broke (no status): refused, reset, a DNS failure, a stream cut
+    mid-way. Retried."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The connection timed out (connecting, or waiting for the next bytes). Retried."""
 
 
 class BackendError(StreamError):

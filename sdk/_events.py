@@ -21,7 +21,7 @@ for (``reasoning=True``). A plain ``async for event in stream`` yields field eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from sdk._backend import Usage
 from sdk._errors import Path, pointer
@@ -29,6 +29,7 @@ from sdk._errors import Path, pointer
 __all__ = [
     "AttemptFailed",
     "AttemptStarted",
+    "Event",
     "FieldEvent",
     "ReasoningDelta",
     "StreamEnded",
@@ -72,6 +73,9 @@ class FieldEvent(_PathEvent):
     ``value`` is the plain JSON value (``dict``/``list``/``str``/``int``/``float``/``bool``/
     ``None``); containers are shared with the parser's result, so treat them as read-only.
     """
+
+    type: ClassVar[Literal["field"]] = "field"
+    """``"field"``: what this event is (narrows the :data:`Event` union)."""
 
     value: Any
     """The value, as ``json.loads`` would give it."""
@@ -136,6 +140,9 @@ class TextDelta(_PathEvent):
     string's :class:`FieldEvent` still comes when it closes.
     """
 
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
+    """``"text_delta"``: what this event is (narrows the :data:`Event` union)."""
+
     text: str
     """The new characters (never empty)."""
     attempt: int = 1
@@ -163,6 +170,9 @@ class ReasoningDelta(StreamEvent):
     ``reasoning_content``, or, in ``lenient`` mode, a ``<think>`` block before the document.
     Never parsed; concatenating an attempt's pieces gives its reasoning."""
 
+    type: ClassVar[Literal["reasoning_delta"]] = "reasoning_delta"
+    """``"reasoning_delta"``: what this event is (narrows the :data:`Event` union)."""
+
     text: str
     """The new characters (never empty)."""
     attempt: int = 1
@@ -173,6 +183,9 @@ class ReasoningDelta(StreamEvent):
 class AttemptStarted(StreamEvent):
     """An attempt is about to send its request (``progress=True``)."""
 
+    type: ClassVar[Literal["attempt_started"]] = "attempt_started"
+    """``"attempt_started"``: what this event is (narrows the :data:`Event` union)."""
+
     attempt: int
     """Its number (1-based)."""
 
@@ -180,6 +193,9 @@ class AttemptStarted(StreamEvent):
 @dataclass(frozen=True, slots=True)
 class AttemptFailed(StreamEvent):
     """An attempt failed (``progress=True``); its generation was stopped."""
+
+    type: ClassVar[Literal["attempt_failed"]] = "attempt_failed"
+    """``"attempt_failed"``: what this event is (narrows the :data:`Event` union)."""
 
     attempt: int
     """Its number (1-based)."""
@@ -195,6 +211,9 @@ class AttemptFailed(StreamEvent):
 class UsageReported(StreamEvent):
     """The backend reported the token usage of the attempt in progress (``progress=True``)."""
 
+    type: ClassVar[Literal["usage_reported"]] = "usage_reported"
+    """``"usage_reported"``: what this event is (narrows the :data:`Event` union)."""
+
     attempt: int
     """The attempt (1-based)."""
     usage: Usage
@@ -205,7 +224,24 @@ class UsageReported(StreamEvent):
 class StreamEnded(StreamEvent):
     """The stream succeeded: the last event (``progress=True``). ``result()`` is ready."""
 
+    type: ClassVar[Literal["stream_ended"]] = "stream_ended"
+    """``"stream_ended"``: what this event is (narrows the :data:`Event` union)."""
+
     attempts: int
     """How many attempts it took."""
     usage: Usage
     """Token usage summed over every attempt."""
+
+
+Event: TypeAlias = (
+    FieldEvent
+    | TextDelta
+    | ReasoningDelta
+    | AttemptStarted
+    | AttemptFailed
+    | UsageReported
+    | StreamEnded
+)
+"""What iterating a stream yields: one of the event classes, told apart by their ``type``
+(``if ev.type == "field":`` or ``match ev: case FieldEvent():`` narrows it for mypy and
+pyright)."""

@@ -42,6 +42,7 @@ class StreamOptions(TypedDict, total=False):
 
     on_field: OnField
     retry: Retry | None
+    max_retries: int
     on_callback_error: CallbackErrorPolicy
     max_concurrency: int
     pending_callbacks: PendingCallbacks
@@ -64,6 +65,10 @@ class RequestOptions(StreamOptions, total=False):
     schema_name: str | None
     extra_body: Mapping[str, Any] | None
     tool_choice: ToolChoice | None
+    model: str | None
+    timeout: Any
+    extra_headers: Mapping[str, str] | None
+    extra_query: Mapping[str, str] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,7 +80,12 @@ class StreamConfig:
     callback for every field. Callbacks take the :class:`~sdk.FieldEvent`; sync ones run
     inline, ``async`` ones in the stream's task group."""
     retry: Retry | None = None
-    """The retry policy; ``None``: one attempt."""
+    """The retry policy of the answers (output errors); ``None``: one answer."""
+    max_retries: int = 0
+    """How many times in a row a transport failure (an HTTP status worth retrying, a
+    connection failure) is retried within an attempt, with backoff (:mod:`sdk._retry`); it
+    does not count against ``retry.max_attempts``. A :class:`~sdk.Client` sets its own
+    ``max_retries`` (2 by default) unless the call gives one."""
     on_callback_error: CallbackErrorPolicy = "raise"
     """A callback that raises: ``"raise"`` fails the stream with :class:`~sdk.CallbackError`;
     ``"log"`` logs it on the ``fieldstream`` logger and goes on; ``"ignore"`` goes on."""
@@ -110,6 +120,8 @@ class StreamConfig:
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a sdk.Retry (or None), not {type(self.retry).__name__}")
+        if not _is_int(self.max_retries) or self.max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, not {self.max_retries!r}")
         _choice("on_callback_error", self.on_callback_error, _CALLBACK_POLICIES)
         _choice("pending_callbacks", self.pending_callbacks, _PENDING)
         _choice("formats", self.formats, ("annotate", "assert"))
@@ -162,11 +174,24 @@ def _check_request(options: Mapping[str, Any]) -> None:
         "seed": (_is_int, "an int"),
         "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
         "extra_body": (lambda v: isinstance(v, Mapping), "a mapping of body parameters"),
+        "model": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
+        "timeout": (
+            lambda v: (_is_number(v) and v > 0) or type(v).__name__ == "Timeout",
+            "seconds > 0 or an httpx.Timeout",
+        ),
+        "extra_headers": (_str_mapping, "a mapping of header names to str values"),
+        "extra_query": (_str_mapping, "a mapping of query parameter names to str values"),
     }
     for name, (ok, what) in checks.items():
         value = options.get(name)
         if value is not None and not ok(value):
             raise TypeError(f"{name} must be {what} (or None), not {value!r}")
+
+
+def _str_mapping(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
 
 
 def _is_int(value: object) -> bool:

@@ -1,16 +1,38 @@
-"""Retries: the :class:`Retry` policy, the :class:`Attempt` a source is called with, the
-:class:`AttemptInfo` record of each attempt, and the feedback messages for the next attempt.
+"""Retries, decided here: whether and when a failed attempt or request is tried again.
 
-A retry starts as soon as an attempt fails, not at the end of the output: the stream aborts the
-failed generation at the violating character and calls the source again with the next
-:class:`Attempt`, whose ``feedback`` tells the model what was wrong and where.
+Two budgets, as the stream asks them (:func:`next_try`):
+
+* **Transport** failures (a :class:`~sdk.TransportError`: an HTTP status, a connection that
+  failed or broke) are retried up to ``max_retries`` times in a row per attempt (the
+  client's, or the request's own), each after a wait: the server's ``retry-after-ms`` /
+  ``Retry-After`` (:func:`retry_after_from`), else exponential backoff with jitter
+  (:meth:`Retry.delay`). Which statuses may go away on a retry is said once
+  (:func:`retryable_status`, :func:`retryable_response`, which also obeys the
+  ``x-should-retry`` header as openai-python does). These retries do not count against
+  :attr:`Retry.max_attempts`.
+* **Output** failures (the answer broke the schema, was not JSON, was cut short) are retried
+  at once, with feedback, while :attr:`Retry.max_attempts` allows: it counts answers.
+
+Every retry is logged on the ``fieldstream`` logger at INFO: what failed (the error's class,
+its status and request id; never its message, which may hold a URL with a key in its query,
+nor any output), which retry it is, and the wait.
+
+Also here: the :class:`Attempt` a source is called with, the :class:`AttemptInfo` record of
+each attempt, and the feedback messages for the next attempt. A retry starts as soon as an
+attempt fails, not at the end of the output: the stream aborts the failed generation at the
+violating character and calls the source again with the next :class:`Attempt`, whose
+``feedback`` tells the model what was wrong and where.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
+import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +52,17 @@ __all__ = [
     "FeedbackBuilder",
     "Retry",
     "ToolCallText",
+    "answers",
     "default_feedback",
     "describe_error",
+    "next_try",
+    "parse_retry_after",
+    "retry_after_from",
+    "retryable_response",
+    "retryable_status",
 ]
+
+logger = logging.getLogger("fieldstream")
 
 FeedbackBuilder = Callable[["AttemptInfo"], Sequence[Message]]
 """Builds the messages that tell the model about a failed attempt (see :func:`default_feedback`)."""
@@ -214,21 +244,22 @@ async def _sleep(seconds: float) -> None:
 class Retry:
     """When and how fast to retry.
 
-    An error is retried only if it is a :class:`~sdk.StreamError` whose ``retryable`` is true
-    (schema violations, syntax errors, truncation; transport errors: connection failures and
-    408/409/429/5xx) and attempts are left; refusals, content filters, callback errors and other
-    4xx are not. With ``output_errors=False`` only transport errors are retried (the policy a
-    :class:`~sdk.Client` applies when ``retry`` is not given).
+    An output error (the model wrote something wrong: schema violations, syntax errors,
+    truncation) is retried at once while answers are left (``max_attempts``); refusals,
+    content filters and callback errors are not. With ``output_errors=False`` none is.
 
-    Output errors (the model wrote something wrong) are retried at once. Transport errors wait:
-    the server's ``retry_after`` when it sent one, else ``backoff * multiplier ** (n - 1)``
-    seconds after the n-th attempt, capped at ``max_delay``, of which a ``jitter`` fraction is
-    drawn at random (``jitter=0.5``: between half and all of it). A ``retry_after`` longer than
-    ``max_delay`` is not waited for: the error is raised.
+    Transport errors (connection failures and 408/409/429/5xx) are not counted here: they are
+    retried up to the client's ``max_retries`` times (or the request's own ``max_retries=``)
+    per attempt, whatever ``max_attempts`` says. This policy says how long each of those
+    waits: the server's ``retry_after`` when it sent one, else ``backoff * multiplier **
+    (n - 1)`` seconds before the n-th retry in a row, capped at ``max_delay``, of which a
+    ``jitter`` fraction is drawn at random (``jitter=0.5``: between half and all of it). A
+    ``retry_after`` longer than ``max_delay`` is not waited for: the error is raised.
     """
 
     max_attempts: int = 3
-    """Attempts in all, the first included (1 means no retry)."""
+    """Answers in all, the first included (1 means no retry): how many times the model may
+    write an answer that fails. Transport failures (no answer) do not count."""
     backoff: float = 0.5
     """Seconds before the first retry of a transport error."""
     multiplier: float = 2.0
@@ -238,8 +269,8 @@ class Retry:
     jitter: float = 0.5
     """Fraction (0..1) of each delay that is random."""
     output_errors: bool = True
-    """Retry errors in the model's output (violations, syntax, truncation) too; ``False``:
-    transport errors only."""
+    """Retry errors in the model's output (violations, syntax, truncation); ``False``: none
+    (the waits still apply to transport retries)."""
     backtrack: bool = False
     """Repair in place: on a schema violation, a generation that can go back on its output (the
     local engine's) rewinds to where the offending value began, rules out what it wrote there,
@@ -263,38 +294,183 @@ class Retry:
             raise ValueError("jitter must be between 0 and 1")
 
     def covers(self, error: BaseException) -> bool:
-        """Whether this policy retries errors like ``error`` (attempts left or not)."""
+        """Whether this policy retries output errors like ``error`` (answers left or not);
+        never a transport error (``max_retries`` covers those)."""
         if not isinstance(error, StreamError) or not error.retryable:
             return False
-        return self.output_errors or isinstance(error, TransportError)
+        return self.output_errors and not isinstance(error, TransportError)
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
-        """Whether to start another attempt after attempt number ``attempt`` failed with
-        ``error``."""
-        if attempt >= self.max_attempts or not self.covers(error):
-            return False
-        return not (
-            isinstance(error, TransportError)
-            and error.retry_after is not None
-            and error.retry_after > self.max_delay
-        )
+        """Whether to ask for another answer after answer number ``attempt`` failed with the
+        output error ``error``."""
+        return attempt < self.max_attempts and self.covers(error)
 
     def final_error(self, error: BaseException, attempts: Sequence[AttemptInfo]) -> BaseException:
         """What a stream that will not retry after ``error`` fails with: the error itself, or
         :class:`~sdk.RetriesExhausted` (every attempt's error, ``error`` as its cause) when the
-        attempts ran out on an error this policy retries."""
-        if self.max_attempts > 1 and len(attempts) >= self.max_attempts and self.covers(error):
+        answers ran out on an output error this policy retries. A transport error is always
+        raised as itself, whatever came before it."""
+        if self.max_attempts > 1 and answers(attempts) >= self.max_attempts and self.covers(error):
             exhausted = RetriesExhausted([a.error for a in attempts if a.error is not None])
             exhausted.__cause__ = error
             return exhausted
         return error
 
     def delay(self, error: BaseException, attempt: int) -> float:
-        """Seconds to wait before the attempt after number ``attempt``, which failed with
-        ``error``: 0 for an output error, else the backoff (see the class docstring)."""
+        """Seconds to wait before the retry that follows ``attempt`` failures in a row, the
+        last with ``error``: 0 for an output error, else the backoff (see the class
+        docstring)."""
         if not isinstance(error, TransportError):
             return 0.0
         if error.retry_after is not None:
             return max(0.0, error.retry_after)
         base = min(self.max_delay, self.backoff * self.multiplier ** (attempt - 1))
         return base * (1.0 - self.jitter * self.rng())
+
+
+NO_RETRY = Retry(max_attempts=1)
+"""The policy of a stream given none: one answer; its waits time the transport retries."""
+
+
+def answers(attempts: Sequence[AttemptInfo]) -> int:
+    """How many of ``attempts`` were answers (ended by anything but a transport error)."""
+    return sum(1 for a in attempts if not isinstance(a.error, TransportError))
+
+
+def _transport_run(attempts: Sequence[AttemptInfo]) -> list[TransportError]:
+    """The transport errors that ended the last attempts in a row (oldest first)."""
+    run: list[TransportError] = []
+    for info in reversed(attempts):
+        if not isinstance(info.error, TransportError):
+            break
+        run.append(info.error)
+    run.reverse()
+    return run
+
+
+def next_try(
+    error: BaseException,
+    attempts: Sequence[AttemptInfo],
+    *,
+    retry: Retry | None,
+    max_retries: int,
+) -> float | None:
+    """Whether to try again after ``error`` ended the last of ``attempts`` (every attempt so
+    far, recorded), and after how many seconds; ``None``: fail now.
+
+    A transport error is retried while fewer than ``max_retries`` transport errors ended the
+    attempts just before it (its ``retryable``, which :func:`retryable_response` decided,
+    and a ``retry_after`` no longer than ``retry.max_delay``, permitting); it then holds the
+    earlier ones in ``retries``. An output error is retried, at once, while ``retry`` has
+    answers left (:meth:`Retry.should_retry`). Each retry is logged (see the module
+    docstring)."""
+    policy = retry if retry is not None else NO_RETRY
+    if isinstance(error, TransportError):
+        run = _transport_run(attempts)
+        error.retries = tuple(run[:-1])
+        taken = len(run) - 1  # the retries already made in this row
+        if not error.retryable or taken >= max_retries:
+            return None
+        if error.retry_after is not None and error.retry_after > policy.max_delay:
+            logger.info(
+                "not retrying %s: the server asked to wait %.1f s, more than max_delay (%.1f s)",
+                _reason(error),
+                error.retry_after,
+                policy.max_delay,
+            )
+            return None
+        wait = policy.delay(error, taken + 1)
+        logger.info(
+            "retrying the request after %s in %.2f seconds (retry %d of %d)",
+            _reason(error),
+            wait,
+            taken + 1,
+            max_retries,
+        )
+        return wait
+    if retry is None:
+        return None
+    given = answers(attempts)
+    if not retry.should_retry(error, given):
+        return None
+    logger.info(
+        "asking for a new answer after %s (answer %d of %d failed)",
+        _reason(error),
+        given,
+        retry.max_attempts,
+    )
+    return 0.0
+
+
+def _reason(error: BaseException) -> str:
+    """What failed, for a log line: the class, a status, a request id, a JSON Pointer and a
+    keyword; nothing the server or the model wrote."""
+    parts = [type(error).__name__]
+    if isinstance(error, TransportError):
+        if error.status is not None:
+            parts.append(f"HTTP {error.status}")
+        if error.request_id:
+            parts.append(f"request id {error.request_id}")
+    elif isinstance(error, SchemaViolation):
+        parts.append(f"at {error.pointer or '/'}")
+        if error.keyword:
+            parts.append(f"keyword {error.keyword!r}")
+    return " ".join(parts)
+
+
+def retryable_status(status: int) -> bool:
+    """Whether an HTTP status may go away on a new request: 408 (timeout), 409 (conflict), 429
+    (rate limited) and 5xx do, as openai-python judges them; other statuses will not."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def retryable_response(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether a response with ``status`` and ``headers`` is worth a new request: the server's
+    own ``x-should-retry: true`` / ``false`` when it sent one (as openai-python obeys it),
+    else :func:`retryable_status`."""
+    said = headers.get("x-should-retry")
+    if said == "true":
+        return True
+    if said == "false":
+        return False
+    return retryable_status(status)
+
+
+def retry_after_from(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from a response's headers: ``retry-after-ms`` (what OpenAI sends, in
+    milliseconds) when present and readable, else ``Retry-After``."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            seconds = float(millis) / 1000
+        except ValueError:
+            seconds = float("nan")
+        if 0 <= seconds < float("inf"):
+            return seconds
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait, from a ``Retry-After`` header: delta-seconds or an HTTP date.
+
+    ``None`` when absent or unreadable; never negative (a date in the past gives ``0.0``).
+    ``now`` (a Unix time) is for tests.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # RFC 9110 dates are GMT; a date without a zone is read so too
+            when = when.replace(tzinfo=datetime.UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
+        return None
+    return max(0.0, seconds)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -23,15 +24,17 @@ from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Event,
+    FieldEvent,
     StreamEnded,
-    StreamEvent,
     UsageReported,
 )
 from sdk._ledger import Ledger
 from sdk._options import StreamConfig
-from sdk._retry import AttemptInfo
+from sdk._retry import NO_RETRY, AttemptInfo, answers, next_try
 from sdk._source import Pulled, Source, SourceReader
 from sdk._target import Compiled
+from sdk._tracing import StreamTrace, stream_trace
 
 __all__ = ["Stream"]
 
@@ -49,7 +52,9 @@ class Stream(Generic[T]):
     ``schema=list[Item]``, ``Any`` for a dict schema.
 
     ``async for ev in s`` yields each :class:`~sdk.FieldEvent` once per stream (and
-    :class:`~sdk.TextDelta` / progress events if asked for), then ends when the document is
+    :class:`~sdk.TextDelta` / progress events if asked for), each typed as the
+    :data:`~sdk.Event` union that its ``type`` narrows (``s.fields()``: field events only),
+    then ends when the document is
     complete, valid, and every async callback has finished; it raises the stream's error
     otherwise (after yielding the events that came before it). ``await s.result()`` gives the
     validated value (a model instance, or the plain value for a dict schema), reading whatever
@@ -63,11 +68,18 @@ class Stream(Generic[T]):
     """
 
     def __init__(
-        self, source: Source, schema: Compiled, config: StreamConfig | None = None
+        self,
+        source: Source,
+        schema: Compiled,
+        config: StreamConfig | None = None,
+        *,
+        trace: Mapping[str, Any] | None = None,
     ) -> None:
         config = config if config is not None else StreamConfig()
         retry = config.retry
-        self._source = SourceReader(source, retries=retry is not None and retry.max_attempts > 1)
+        self._source = SourceReader(
+            source, retries=retry is not None and retry.max_attempts > 1 and retry.output_errors
+        )
         self._compiled = schema
         self._config = config
         self._progress = config.progress
@@ -79,12 +91,14 @@ class Stream(Generic[T]):
         )
         self._state = _NEW
         self._tg: TaskGroup | None = None
-        self._events: deque[StreamEvent] = deque()
+        self._events: deque[Event] = deque()
         self._iterated = False
         self._busy = False
         self._error: BaseException | None = None
         self._values: list[T] | None = None
         self._ledger = Ledger(schema, config)
+        self._trace_attributes = trace or {}
+        self._trace: StreamTrace | None = None
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -196,7 +210,15 @@ class Stream(Generic[T]):
         self._iterated = True
         return self
 
-    async def __anext__(self) -> StreamEvent:
+    async def fields(self) -> AsyncIterator[FieldEvent]:
+        """Iterate the stream for its :class:`~sdk.FieldEvent` values only (typed so), leaving
+        out text deltas and progress events; the same one-shot iteration as ``async for ev in
+        s`` (its errors are raised the same way)."""
+        async for event in self:
+            if isinstance(event, FieldEvent):
+                yield event
+
+    async def __anext__(self) -> Event:
         if not self._iterated:
             raise StreamUsageError("iterate the stream with `async for`")
         self._claim()
@@ -225,6 +247,7 @@ class Stream(Generic[T]):
             self._tg = tg
             self._dispatcher.start(tg, self._source.interrupt)  # a failed one: stop at once
         self._state = _OPEN
+        self._trace = stream_trace(self._trace_attributes)
         return self
 
     async def __aexit__(
@@ -253,6 +276,13 @@ class Stream(Generic[T]):
             # ExceptionGroup. Callbacks never raise into the group (the dispatcher catches).
             if tg is not None:
                 await tg.__aexit__(None, None, None)
+        if self._trace is not None:
+            trace, self._trace = self._trace, None
+            trace.ended(
+                attempts=len(self._ledger.records),
+                usage=self.usage,
+                error=self._error or unreported or exc,
+            )
         if unreported is not None:
             # An async callback failed after the caller stopped reading: never swallowed.
             raise unreported
@@ -267,6 +297,8 @@ class Stream(Generic[T]):
 
     def _begin(self) -> None:
         attempt = self._ledger.begin()
+        if self._trace is not None:
+            self._trace.attempt_started(attempt.number)
         if self._progress:
             self._events.append(AttemptStarted(attempt.number))
         self._source.start(attempt)
@@ -347,7 +379,9 @@ class Stream(Generic[T]):
         if self._dispatcher.failure is not None:
             await self._fail(self._dispatcher.failure)
             return
-        self._ledger.record(None)
+        info = self._ledger.record(None)
+        if self._trace is not None:
+            self._trace.attempt_ended(info)
         self._values = values
         self._state = _DONE
         if self._config.progress:
@@ -363,17 +397,24 @@ class Stream(Generic[T]):
         info = self._ledger.record(exc)
         number = info.number
         retry = self._config.retry
-        retrying = retry is not None and self._source.retryable and retry.should_retry(exc, number)
+        records = self._ledger.records
+        wait = (
+            next_try(exc, records, retry=retry, max_retries=self._config.max_retries)
+            if self._source.retryable
+            else None
+        )
+        retrying = wait is not None
+        if self._trace is not None:
+            self._trace.attempt_ended(info, retrying=retrying)
         if self._config.progress:
             self._events.append(AttemptFailed(number, exc, retrying, info.usage))
-        if not retrying:
-            await self._fail(exc if retry is None else retry.final_error(exc, self._ledger.records))
+        if wait is None:
+            await self._fail(exc if retry is None else retry.final_error(exc, records))
             return
-        assert retry is not None
-        self._ledger.learn(retry, info)
-        delay = retry.delay(exc, number)
-        if delay > 0:
-            await retry.sleep(delay)
+        if retry is not None:
+            self._ledger.learn(retry, info)
+        if wait > 0:
+            await (retry or NO_RETRY).sleep(wait)
         # The next _advance() starts the next attempt.
 
     async def _rewind(self, exc: Exception) -> bool:
@@ -387,7 +428,7 @@ class Stream(Generic[T]):
             start is None
             or not attempt.rewindable
             or not self._source.rewindable
-            or not retry.should_retry(exc, attempt.number)
+            or not retry.should_retry(exc, answers(self._ledger.records) + 1)
         ):
             return False
         try:
@@ -398,6 +439,9 @@ class Stream(Generic[T]):
         kept = attempt.text[: rewound.offset]
         info = self._ledger.record(exc)
         number = self._ledger.resume(kept, info)
+        if self._trace is not None:
+            self._trace.attempt_ended(info, retrying=True)
+            self._trace.attempt_started(number)
         if self._progress:
             self._events.append(AttemptFailed(info.number, exc, True, info.usage))
             self._events.append(AttemptStarted(number))
@@ -408,7 +452,9 @@ class Stream(Generic[T]):
         yet, is recorded with it. The iterator raises it after the events already queued."""
         await self._source.close()
         if self._ledger.in_progress:
-            self._ledger.record(error)
+            info = self._ledger.record(error)
+            if self._trace is not None:
+                self._trace.attempt_ended(info, retrying=False)
         if self._state == _OPEN:
             self._state = _FAILED
             self._error = error

@@ -13,7 +13,10 @@ loop's thread, as they do in the async client.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import logging
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -21,6 +24,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
+import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
@@ -29,7 +33,7 @@ from sdk._backend import Backend, Message, Usage
 from sdk._client import Client
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
-from sdk._events import StreamEvent
+from sdk._events import Event, FieldEvent
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._options import RequestOptions
@@ -42,19 +46,28 @@ __all__ = ["SyncClient", "SyncStream"]
 T = TypeVar("T")
 R = TypeVar("R")
 
+logger = logging.getLogger("fieldstream")
+
 _CANCEL_WAIT = 10.0  # seconds an interrupted call waits for its task to end in the loop
 
 
 class _Loop:
-    """The event loop thread of one client, started on first use."""
+    """The event loop thread of one client, started on first use; never again once stopped."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._manager: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
+        self._stopped = False
+        self._open: set[SyncStream[Any]] = set()  # entered, not yet left
 
     def portal(self) -> BlockingPortal:
+        _refuse_inside_a_loop()
         with self._lock:
+            if self._stopped:
+                raise StreamUsageError(
+                    "this SyncClient was closed; make a new one to send more requests"
+                )
             if self._portal is None:
                 manager = start_blocking_portal(name="fieldstream")
                 self._portal = manager.__enter__()
@@ -73,10 +86,66 @@ class _Loop:
             raise
 
     def stop(self) -> None:
+        for stream in list(self._open):  # entered, never left: left now, so nothing waits
+            stream._abandon()
         with self._lock:
+            self._stopped = True
             manager, self._manager, self._portal = self._manager, None, None
         if manager is not None:
             manager.__exit__(None, None, None)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _async_openai(client: Any) -> Any:
+    """``client`` as an ``openai.AsyncOpenAI``: an ``openai.OpenAI``'s settings copied into a
+    new one; anything else as it is (``Client.from_openai`` checks it)."""
+    try:
+        import openai
+    except ImportError:
+        return client
+    if isinstance(client, openai.AzureOpenAI):
+        raise TypeError(
+            "SyncClient.from_openai cannot copy an openai.AzureOpenAI; pass an "
+            "openai.AsyncAzureOpenAI made with the same settings"
+        )
+    if not isinstance(client, openai.OpenAI):
+        return client
+    return openai.AsyncOpenAI(
+        api_key=client.api_key,
+        organization=client.organization,
+        project=client.project,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
+def _refuse_inside_a_loop() -> None:
+    """A blocking call made from a running event loop would block that loop (and every task
+    on it) until it returns: refused, as ``asyncio.run`` refuses, with what to use instead."""
+    library = None
+    try:
+        asyncio.get_running_loop()
+        library = "asyncio"
+    except RuntimeError:
+        trio = sys.modules.get("trio")
+        if trio is not None:
+            try:
+                trio.lowlevel.current_trio_token()
+                library = "trio"
+            except RuntimeError:
+                pass
+    if library is None:
+        return
+    raise StreamUsageError(
+        f"SyncClient cannot be used inside a running {library} event loop (it would block "
+        "the loop until the call returns); use sdk.Client and `await` it there"
+    )
 
 
 class SyncClient:
@@ -97,6 +166,19 @@ class SyncClient:
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
+        http_client: object = options.get("http_client")
+        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+            raise TypeError(
+                f"SyncClient(http_client=...) takes an httpx.AsyncClient (it runs in the "
+                f"client's own event loop thread), not {type(http_client).__name__}; give its "
+                "settings instead (timeout=, headers=, default_query=), or build an "
+                "httpx.AsyncClient with the same proxies and TLS"
+                + (
+                    "; for an openai.OpenAI client, use SyncClient.from_openai"
+                    if type(http_client).__module__.startswith("openai")
+                    else ""
+                )
+            )
         self._attach(Client(base_url, api_key, model, max_retries=max_retries, api=api, **options))
 
     def _attach(self, client: Client) -> None:
@@ -110,6 +192,30 @@ class SyncClient:
         sync = cls.__new__(cls)
         sync._attach(client)
         return sync
+
+    def with_options(
+        self,
+        *,
+        max_retries: int | None = None,
+        timeout: Any = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, str] | None = None,
+        model: str | None = None,
+    ) -> SyncClient:
+        """As :meth:`sdk.Client.with_options`: a copy sharing this client's backend and loop
+        thread; closing the copy closes nothing (close the original)."""
+        copy = SyncClient.__new__(SyncClient)
+        copy._client = self._client.with_options(
+            max_retries=max_retries,
+            timeout=timeout,
+            extra_headers=extra_headers,
+            extra_query=extra_query,
+            model=model,
+        )
+        copy._loop = self._loop
+        copy._finalizer = weakref.finalize(copy, _nothing)
+        copy._finalizer.detach()  # a copy owns nothing: close() is a no-op
+        return copy
 
     @classmethod
     def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> SyncClient:
@@ -127,8 +233,12 @@ class SyncClient:
         api: Api = "chat",
         server: Server | None = None,
     ) -> SyncClient:
-        """As :meth:`sdk.Client.from_openai`; ``client`` is an ``openai.AsyncOpenAI`` (it runs
-        in this client's loop thread)."""
+        """As :meth:`sdk.Client.from_openai`. ``client`` is an ``openai.OpenAI``, whose settings
+        (API key, organization, project, base URL, timeout, max retries, default headers and
+        query) are copied into an ``openai.AsyncOpenAI`` that runs in this client's loop
+        thread (its HTTP client, being synchronous, cannot be: proxies and TLS set on it are
+        not carried over), or an ``openai.AsyncOpenAI`` used as it is."""
+        client = _async_openai(client)
         return cls._wrap(
             Client.from_openai(
                 client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
@@ -191,14 +301,25 @@ class SyncClient:
         **options: Unpack[RequestOptions],
     ) -> SyncStream[Any]:
         """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
+        if self._loop._stopped:
+            raise StreamUsageError(
+                "this SyncClient was closed; make a new one to send more requests"
+            )
+        _refuse_inside_a_loop()
         stream: Stream[Any] = self._client.stream(
             messages=messages, schema=schema, tools=tools, **options
         )
         return SyncStream(stream, self._loop)
 
     def close(self) -> None:
-        """Release the backend, then stop the loop thread."""
+        """Leave any stream still entered (its generation stops), release the backend, then
+        stop the loop thread. Closing twice does nothing; any other use after ``close()``
+        raises :class:`~sdk.StreamUsageError`."""
+        if not self._finalizer.alive:
+            return
         try:
+            for stream in list(self._loop._open):
+                stream._abandon()
             self._loop.call(self._client.aclose)
         finally:
             self._finalizer()
@@ -226,11 +347,27 @@ class SyncStream(Generic[T]):
         self._stream = stream
         self._loop = loop
         self._context: AbstractContextManager[Stream[T]] | None = None
+        self._left = False
 
     @property
     def snapshot(self) -> Any:
         """The partial value so far (see :attr:`sdk.Stream.snapshot`)."""
         return self._stream.snapshot
+
+    @property
+    def partial(self) -> T | None:
+        """The snapshot as the schema's type, not validated (see :attr:`sdk.Stream.partial`)."""
+        return self._stream.partial
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The resolved JSON Schema sent (see :attr:`sdk.Stream.json_schema`)."""
+        return self._stream.json_schema
+
+    @property
+    def schema_name(self) -> str:
+        """A name for the schema (see :attr:`sdk.Stream.schema_name`)."""
+        return self._stream.schema_name
 
     @property
     def usage(self) -> Usage:
@@ -265,7 +402,13 @@ class SyncStream(Generic[T]):
         """The validated values, one per tool call (see :meth:`sdk.Stream.results`)."""
         return self._loop.call(self._stream.results)
 
-    def __iter__(self) -> Iterator[StreamEvent]:
+    def fields(self) -> Iterator[FieldEvent]:
+        """The stream's :class:`~sdk.FieldEvent` values only (see :meth:`sdk.Stream.fields`)."""
+        for event in self:
+            if isinstance(event, FieldEvent):
+                yield event
+
+    def __iter__(self) -> Iterator[Event]:
         aiterator = self._stream.__aiter__()
         while True:
             try:
@@ -278,6 +421,7 @@ class SyncStream(Generic[T]):
             raise StreamUsageError("a stream can be entered once")
         self._context = self._loop.portal().wrap_async_context_manager(self._stream)
         self._context.__enter__()
+        self._loop._open.add(self)
         return self
 
     def __exit__(
@@ -287,4 +431,19 @@ class SyncStream(Generic[T]):
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._context is not None
+        self._loop._open.discard(self)
+        if self._left:
+            return None
+        self._left = True
         return self._context.__exit__(exc_type, exc, tb)
+
+    def _abandon(self) -> None:
+        """Leave a stream entered and never left (its client is closing, or collected): its
+        generation stops, and the loop thread is not kept waiting for the block's end."""
+        self._loop._open.discard(self)
+        if self._context is not None and not self._left:
+            self._left = True
+            try:
+                self._context.__exit__(None, None, None)
+            except Exception:  # the stream's own failure: nobody is left to raise it to
+                logger.debug("a stream left at close failed", exc_info=True)

@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         default=2,
         metavar="N",
-        help="attempts after the first when the output fails (default: 2)",
+        help="new answers after one that fails, and retries of a transport failure (default: 2)",
     )
 
     batch = parser.add_argument_group("batch jobs (a file of requests instead of one prompt)")

@@ -25,6 +25,7 @@ def request_options(args: argparse.Namespace) -> RequestOptions:
     """What every request of the run is sent with, and its retry policy."""
     options: dict[str, Any] = {
         "retry": Retry(max_attempts=args.retries + 1) if args.retries else None,
+        "max_retries": args.retries,  # transport failures in a row: the same count
         "max_tokens": args.max_tokens,
         "temperature": args.temperature,
         "top_p": args.top_p,

@@ -56,7 +56,8 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError, retryable_status
+from sdk._errors import BackendError, TransportError, status_error_class
+from sdk._retry import retryable_status
 
 __all__ = ["ChunkDecoder", "error_from_payload"]
 
@@ -305,8 +306,10 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
         retryable = retryable_status(status)
     else:
         retryable = kind != "invalid_request_error"
-    body = json.dumps(payload) if isinstance(payload, Mapping) else str(payload)
-    return TransportError(message, status=status, retryable=retryable, body=body[:2000])
+    body = payload if isinstance(payload, Mapping) else str(payload)[:2000]
+    if status is not None and status >= 400:  # a status in the stream: its family's class
+        return status_error_class(status)(message, status=status, retryable=retryable, body=body)
+    return TransportError(message, status=status, retryable=retryable, body=body)
 
 
 def _loads_chunk(data: str) -> Any:

@@ -8,7 +8,8 @@ deltas (:mod:`sdk._http._chunks`).
 
 Closing the iterator :meth:`OpenAIBackend.generate` returns closes the HTTP response at once:
 the connection is dropped, so the server sees the client go and stops decoding. Nothing is
-read after that. There are no retries here; the stream's :class:`~sdk.Retry` policy decides.
+read after that. There are no retries here: :mod:`sdk._retry` decides them, and the stream
+sends the request again.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class ServerOptions(TypedDict, total=False):
     http_client: httpx.AsyncClient | None
     timeout: httpx.Timeout | float | None
     headers: Mapping[str, str] | None
+    default_headers: Mapping[str, str] | None
+    default_query: Mapping[str, str] | None
+    organization: str | None
+    project: str | None
     strict: bool
     server: Server | None
 
@@ -85,7 +90,14 @@ class OpenAIBackend:
     given together with ``http_client`` applies to this backend's requests only.
 
     ``strict``: ask for strict structured outputs where the schema allows it (see
-    :mod:`sdk._http._strict`). ``headers`` are added to every request.
+    :mod:`sdk._http._strict`). ``headers`` (or ``default_headers``, openai-python's name) are
+    added to every request, ``default_query`` to every request's URL. ``organization`` and
+    ``project`` (default ``$OPENAI_ORG_ID`` and ``$OPENAI_PROJECT_ID``) are sent as the
+    ``OpenAI-Organization`` / ``OpenAI-Project`` headers, as openai-python sends them.
+
+    Without an API key (no ``api_key``, no ``$OPENAI_API_KEY``) a request to OpenAI's own
+    URL would only come back 401: that is refused here, with a ``ValueError`` that says how
+    to give one. Other servers (a local one) need no key.
 
     ``server``: which server this is (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not
     said), so constraints other than JSON Schema are sent its way (see
@@ -108,10 +120,23 @@ class OpenAIBackend:
         http_client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float | None = None,
         headers: Mapping[str, str] | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, str] | None = None,
+        organization: str | None = None,
+        project: str | None = None,
         strict: bool = True,
         server: Server | None = None,
     ) -> None:
         _check_arguments(base_url, api_key, model, http_client, timeout, headers, strict)
+        for name, value in (("organization", organization), ("project", project)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        for name, mapping in (
+            ("default_headers", default_headers),
+            ("default_query", default_query),
+        ):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
         check_server(server, self.api)
         self.server = server
         self.model = model
@@ -129,7 +154,20 @@ class OpenAIBackend:
         }
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
+        elif self._url.startswith(OPENAI_BASE_URL):
+            raise ValueError(
+                "Missing credentials: OpenAI's API needs a key; pass api_key=... or set the "
+                "OPENAI_API_KEY environment variable (or give the base_url of another server)"
+            )
+        organization = organization or os.environ.get("OPENAI_ORG_ID")
+        project = project or os.environ.get("OPENAI_PROJECT_ID")
+        if organization:
+            self._headers["OpenAI-Organization"] = organization
+        if project:
+            self._headers["OpenAI-Project"] = project
+        self._headers.update(default_headers or {})
         self._headers.update(headers or {})
+        self._query = dict(default_query or {})
         self._owns_client = http_client is None
         self._timeout = timeout
         if http_client is None:
@@ -153,20 +191,20 @@ class OpenAIBackend:
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
         body, wrapped = chat_request(
-            request, model=self.model, strict=self.strict, server=self.server
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         decoder = (
             ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
         )
         payload = encode_body(body)
-        return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
+        return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
         ``request`` (:func:`sdk._http._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
 
-    async def _open(self, payload: bytes) -> Opened:
+    async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
         """Send the request; the response (headers read, status 2xx) and its release.
 
         A pooled keep-alive connection the server closed while idle fails with "Server
@@ -174,10 +212,18 @@ class OpenAIBackend:
         once more at once, on a fresh connection. Other failures raise
         :class:`~sdk.TransportError`.
         """
-        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
+        chosen = request.timeout if request.timeout is not None else self._timeout
+        timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
+        headers = {**self._headers, **request.extra_headers}
+        query = {**self._query, **request.extra_query}
         for resend in (True, False):
             manager = self._http.stream(
-                "POST", self._url, content=payload, headers=self._headers, timeout=timeout
+                "POST",
+                self._url,
+                content=payload,
+                headers=headers,
+                params=query or None,
+                timeout=timeout,
             )
             try:
                 response = await manager.__aenter__()

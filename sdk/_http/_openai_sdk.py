@@ -7,9 +7,13 @@ request that fails before the stream begins (``max_retries``). The body is the o
 :func:`sdk._http._request.chat_body` builds for the httpx backend, sent through ``extra_body``,
 so both paths put the same JSON on the wire.
 
-One thing differs: its errors become :class:`~sdk.TransportError`. A stream that breaks midway
-(the SDK cannot retry that) and an output that breaks the schema are the stream's
-:class:`~sdk.Retry` policy's to retry. The response is read as a raw event stream
+Its errors stay what they are to the caller's code: an ``openai.RateLimitError`` is raised as
+an error that is both an :class:`~sdk.RateLimitError` (so a :class:`~sdk.TransportError`) and
+the ``openai.RateLimitError`` itself (same attributes), so ``except openai.RateLimitError``
+and ``except sdk.TransportError`` both catch it; likewise for every status class and for
+``openai.APIConnectionError`` / ``openai.APITimeoutError``. A stream that breaks midway (the
+SDK cannot retry that) is the client's ``max_retries``' to retry, an output that breaks the
+schema the stream's :class:`~sdk.Retry` policy's. The response is read as a raw event stream
 (``with_streaming_response``) by the same code as the httpx backend; closing the iterator
 closes that HTTP response at once.
 """
@@ -22,15 +26,33 @@ from typing import Any
 import httpx
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._errors import MissingDependencyError, TransportError, retryable_status
+from sdk._errors import (
+    APIConnectionError,
+    APITimeoutError,
+    MissingDependencyError,
+    TransportError,
+)
 from sdk._http._chunks import ChunkDecoder, error_from_payload
 from sdk._http._deltas import EventDecoder, Opened, stream_deltas
 from sdk._http._flavours import Api, Server, calls_forced, check_request, check_server
 from sdk._http._request import chat_request
-from sdk._http._sse import retry_after_from
+from sdk._http._sse import status_error
 from sdk._http._tool_ids import ToolIdDecoder
 
-__all__ = ["OpenAISDKBackend"]
+__all__ = ["OpenAISDKBackend", "per_request"]
+
+
+def per_request(request: GenerationRequest) -> dict[str, Any]:
+    """The openai SDK's per-request options for what ``request`` overrides: ``timeout``,
+    ``extra_headers``, ``extra_query`` (nothing when it overrides nothing)."""
+    options: dict[str, Any] = {}
+    if request.timeout is not None:
+        options["timeout"] = request.timeout
+    if request.extra_headers:
+        options["extra_headers"] = dict(request.extra_headers)
+    if request.extra_query:
+        options["extra_query"] = dict(request.extra_query)
+    return options
 
 
 class OpenAISDKBackend:
@@ -54,8 +76,13 @@ class OpenAISDKBackend:
             ) from exc
         if not isinstance(client, openai.AsyncOpenAI):
             raise TypeError(
-                f"expected an openai.AsyncOpenAI (or AsyncAzureOpenAI) client, got "
-                f"{type(client).__name__}; a synchronous OpenAI client cannot stream here"
+                f"Client.from_openai() takes an openai.AsyncOpenAI (or AsyncAzureOpenAI) "
+                f"client, not {type(client).__name__}"
+                + (
+                    "; for an openai.OpenAI, use SyncClient.from_openai"
+                    if isinstance(client, openai.OpenAI)
+                    else ""
+                )
             )
         self._openai = openai
         # The SDK's HTTP library: httpx for openai 1.x, httpx2 from openai 3.
@@ -74,7 +101,7 @@ class OpenAISDKBackend:
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
         body, wrapped = chat_request(
-            request, model=self.model, strict=self.strict, server=self.server
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
@@ -83,7 +110,7 @@ class OpenAISDKBackend:
         )
         return self._stream(
             lambda: self._client.chat.completions.with_streaming_response.create(
-                model=model, messages=messages, stream=True, extra_body=body
+                model=model, messages=messages, stream=True, extra_body=body, **per_request(request)
             ),
             decoder,
             unwrap=wrapped,
@@ -116,24 +143,25 @@ class OpenAISDKBackend:
         check_request(request, server=self.server, api=self.api)
 
     async def _call(self, awaitable: Any) -> Any:
-        """Await an SDK call, turning its errors into ours."""
+        """Await an SDK call; its errors raised as ours and theirs at once (:func:`both`)."""
         openai = self._openai
         try:
             return await awaitable
         except openai.APIStatusError as exc:
             status = exc.status_code
-            raise TransportError(
+            error: TransportError = status_error(
                 f"HTTP {status}: {exc.message}",
                 status=status,
-                retryable=retryable_status(status),
-                retry_after=retry_after_from(exc.response.headers),
-                body=exc.response.text[:65536] if _has_body(exc.response) else None,
-            ) from exc
+                headers=exc.response.headers,
+                body=exc.body,
+                response=exc.response,
+            )
+            raise both(error, exc) from exc
         except openai.APIConnectionError as exc:
-            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "failed"
-            raise TransportError(
-                f"the connection {kind}: {exc}", status=None, retryable=True
-            ) from exc
+            timed_out = isinstance(exc, openai.APITimeoutError)
+            cls = APITimeoutError if timed_out else APIConnectionError
+            error = cls(f"the connection {'timed out' if timed_out else 'failed'}: {exc}")
+            raise both(error, exc) from exc
         except openai.APIError as exc:  # an error object inside the stream
             payload = exc.body if exc.body is not None else exc.message
             raise error_from_payload(payload, default=exc.message) from exc
@@ -148,3 +176,30 @@ def _has_body(response: Any) -> bool:
     except Exception:
         return False
     return True
+
+
+_BOTH: dict[tuple[type[BaseException], type[BaseException]], type[TransportError]] = {}
+
+
+def both(ours: TransportError, theirs: BaseException) -> TransportError:
+    """An error that is ``ours`` and ``theirs`` at once: an instance of a class derived from
+    both classes (made once per pair), with ``theirs``' attributes (``request``, ``code``,
+    ``param``, ``type``...) and ``ours`` (which agree with them where the names meet:
+    ``message``, ``body``, ``response``, ``status_code``, ``request_id``)."""
+    key = (type(ours), type(theirs))
+    cls = _BOTH.get(key)
+    if cls is None:
+        cls = type(
+            type(ours).__name__,
+            key,
+            {
+                "__module__": type(ours).__module__,
+                "__doc__": f"{type(ours).__doc__}\n\nAlso a {type(theirs).__module__}."
+                f"{type(theirs).__qualname__} (raised through Client.from_openai).",
+            },
+        )
+        _BOTH[key] = cls
+    error = cls.__new__(cls, *ours.args)
+    error.__dict__.update(vars(theirs))
+    error.__dict__.update(vars(ours))
+    return error

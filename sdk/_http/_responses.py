@@ -41,7 +41,7 @@ from sdk._http._flavours import (
     tool_choice,
 )
 from sdk._http._openai import OpenAIBackend, encode_body
-from sdk._http._openai_sdk import OpenAISDKBackend
+from sdk._http._openai_sdk import OpenAISDKBackend, per_request
 from sdk._http._request import check_single_choice
 from sdk._http._responses_events import ResponsesDecoder
 from sdk._http._strict import schema_to_send
@@ -187,11 +187,11 @@ class ResponsesBackend(OpenAIBackend):
         """Stream one response; errors as for :meth:`sdk._http.OpenAIBackend.generate`, and
         ``response.failed`` / ``error`` events as :class:`~sdk.TransportError`."""
         body, wrapped = responses_request(
-            request, model=self.model, strict=self.strict, server=self.server
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         decoder = _decoder(request, self.server)
         payload = encode_body(body)
-        return stream_deltas(lambda: self._open(payload), decoder, unwrap=wrapped)
+        return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
 
 
 class ResponsesSDKBackend(OpenAISDKBackend):
@@ -203,13 +203,13 @@ class ResponsesSDKBackend(OpenAISDKBackend):
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one response; errors as for :class:`ResponsesBackend`."""
         body, wrapped = responses_request(
-            request, model=self.model, strict=self.strict, server=self.server
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         model, items = body.pop("model"), body.pop("input")
         del body["stream"]
         return self._stream(
             lambda: self._client.responses.with_streaming_response.create(
-                model=model, input=items, stream=True, extra_body=body
+                model=model, input=items, stream=True, extra_body=body, **per_request(request)
             ),
             _decoder(request, self.server),
             unwrap=wrapped,

@@ -36,7 +36,8 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
-from sdk._errors import TransportError, retryable_status
+from sdk._errors import TransportError, status_error_class
+from sdk._retry import retryable_status
 
 __all__ = ["ResponsesDecoder", "responses_error"]
 
@@ -124,7 +125,11 @@ class ResponsesDecoder:
             error = response.get("error") if isinstance(response, Mapping) else None
             raise responses_error(error, default="the response failed", payload=payload)
         if kind == "error":
-            raise responses_error(payload, default="the server sent an error event")
+            # OpenAI nests the error ({"type": "error", "error": {"code", "message"}}); others
+            # put its fields at the top level.
+            nested = payload.get("error")
+            error = nested if isinstance(nested, Mapping) else payload
+            raise responses_error(error, default="the server sent an error event", payload=payload)
         return []
 
     def end(self) -> list[Delta]:
@@ -225,8 +230,10 @@ def responses_error(
         retryable = True  # a server that failed mid-generation, saying no more
     if code is not None and status is None:
         message = f"{message} ({code})"
-    body = json.dumps(payload if payload is not None else error, default=str)
-    return TransportError(message, status=status, retryable=retryable, body=body[:2000])
+    body = payload if payload is not None else error
+    if status is not None and status >= 400:  # a status in the stream: its family's class
+        return status_error_class(status)(message, status=status, retryable=retryable, body=body)
+    return TransportError(message, status=status, retryable=retryable, body=body)
 
 
 def _object(text: str) -> dict[str, Any] | None:

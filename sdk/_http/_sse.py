@@ -4,28 +4,35 @@ how a streamed response is ended.
 The body is read as it arrives (:func:`body_pieces`: ``aiter_raw``, or ``aiter_bytes`` when the
 server compressed it) by :func:`~sdk._http._deltas.stream_deltas`, which parses it with
 :class:`~sdk._http._eventstream.EventStreamParser` and ends it with :func:`finish_response`.
-This module maps what can go wrong on the wire to :class:`~sdk.TransportError`.
+This module maps what can go wrong on the wire to :class:`~sdk.TransportError`: a status to
+its :class:`~sdk.APIStatusError` class (:func:`status_error`), a failed connection to
+:class:`~sdk.APIConnectionError` (:func:`transport_error`). Whether and when they are retried
+is :mod:`sdk._retry`'s to say.
 """
 
 from __future__ import annotations
 
-import datetime
-import email.utils
-import time
+import json
 from collections.abc import AsyncGenerator, Mapping
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import httpx
 
-from sdk._errors import TransportError, retryable_status
+from sdk._errors import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    TransportError,
+    status_error_class,
+)
+from sdk._retry import retry_after_from, retryable_response
 
 __all__ = [
     "body_pieces",
     "error_for_status",
     "finish_response",
-    "parse_retry_after",
-    "retry_after_from",
+    "status_error",
     "transport_error",
 ]
 
@@ -35,47 +42,7 @@ _DRAIN_SECONDS = 1.0  # how long the end of a body may take to arrive after [DON
 ErrorTypes = tuple[type[Exception], ...]
 
 
-def retry_after_from(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait, from a response's headers: ``retry-after-ms`` (what OpenAI sends, in
-    milliseconds) when present and readable, else ``Retry-After``."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            seconds = float(millis) / 1000
-        except ValueError:
-            seconds = float("nan")
-        if 0 <= seconds < float("inf"):
-            return seconds
-    return parse_retry_after(headers.get("retry-after"))
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait, from a ``Retry-After`` header: delta-seconds or an HTTP date.
-
-    ``None`` when absent or unreadable; never negative (a date in the past gives ``0.0``).
-    ``now`` (a Unix time) is for tests.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:  # RFC 9110 dates are GMT; a date without a zone is read so too
-            when = when.replace(tzinfo=datetime.UTC)
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
-        return None
-    return max(0.0, seconds)
-
-
-async def error_for_status(response: httpx.Response) -> TransportError:
+async def error_for_status(response: httpx.Response) -> APIStatusError:
     """The error for a response whose status is not 2xx (its body is read; 64 KiB are kept)."""
     chunks: list[bytes] = []
     size = 0
@@ -88,26 +55,60 @@ async def error_for_status(response: httpx.Response) -> TransportError:
                 size += len(chunk)
     except httpx.HTTPError:
         pass  # the status is what matters; a body cut short is still worth showing
-    body = b"".join(chunks)[:_BODY_LIMIT].decode("utf-8", "replace")
+    text = b"".join(chunks)[:_BODY_LIMIT].decode("utf-8", "replace")
+    detail = text.strip().replace("\n", " ")[:300]
     status = response.status_code
-    detail = body.strip().replace("\n", " ")[:300]
-    return TransportError(
+    return status_error(
         f"HTTP {status} from {response.request.url}" + (f": {detail}" if detail else ""),
         status=status,
-        retryable=retryable_status(status),
-        retry_after=retry_after_from(response.headers),
+        headers=response.headers,
+        body=parse_body(text),
+        response=response,
+    )
+
+
+def parse_body(text: str) -> Any:
+    """An error body as openai-python gives it: the JSON value when it is JSON (its ``error``
+    object when it has one), else the text (``None`` when empty)."""
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value.get("error", value) if isinstance(value, Mapping) else value
+
+
+def status_error(
+    message: str,
+    *,
+    status: int,
+    headers: Mapping[str, str],
+    body: Any,
+    response: Any,
+) -> APIStatusError:
+    """The :class:`~sdk.APIStatusError` of ``status``'s family (:func:`sdk._errors.
+    status_error_class`), with the response's ``Retry-After``, ``x-request-id`` and whether
+    it is worth retrying (:func:`sdk._retry.retryable_response`)."""
+    cls = status_error_class(status)
+    return cls(
+        message,
+        status=status,
+        retryable=retryable_response(status, headers),
+        retry_after=retry_after_from(headers),
         body=body,
+        response=response,
+        request_id=headers.get("x-request-id"),
     )
 
 
-def transport_error(exc: BaseException, *, during: str) -> TransportError:
-    """A :class:`~sdk.TransportError` for a failed connection (always retryable, no status)."""
-    kind = "timed out" if "Timeout" in type(exc).__name__ else "failed"
-    return TransportError(
-        f"the connection {kind} {during}: {type(exc).__name__}: {exc}",
-        status=None,
-        retryable=True,
-    )
+def transport_error(exc: BaseException, *, during: str) -> APIConnectionError:
+    """An :class:`~sdk.APIConnectionError` for a failed connection (an
+    :class:`~sdk.APITimeoutError` when it timed out): always retryable, no status."""
+    timed_out = "Timeout" in type(exc).__name__
+    cls = APITimeoutError if timed_out else APIConnectionError
+    kind = "timed out" if timed_out else "failed"
+    return cls(f"the connection {kind} {during}: {type(exc).__name__}: {exc}", retryable=True)
 
 
 def body_pieces(response: httpx.Response) -> AsyncGenerator[bytes, None]:

@@ -418,7 +418,9 @@ def test_transport_failure_exits_3() -> None:
     backend = FakeBackend([down], [down])
     result = cli("-s", PERSON_PY, "--retries", "1", "hi", backend=backend)
     assert result.code == 3
-    assert result.lines[-1]["error"]["type"] == "RetriesExhausted"
+    # Transport retries that run out raise the transport error itself.
+    assert result.lines[-1]["error"]["type"] == "TransportError"
+    assert backend.scripts == []
 
 
 def test_backend_that_cannot_be_made_exits_3() -> None:
@@ -559,7 +561,7 @@ def test_unreachable_server_exits_3() -> None:
     )
     assert done.returncode == 3, done.stderr
     line = json.loads(done.stdout.splitlines()[-1])
-    assert line["event"] == "error" and line["error"]["type"] == "TransportError"
+    assert line["event"] == "error" and line["error"]["type"] == "APIConnectionError"
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ Retry-After, exactly-once across attempts, usage; and the Client's constructors.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import types
@@ -18,7 +19,13 @@ from pydantic import BaseModel, Field
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._client import Client
-from sdk._errors import RetriesExhausted, SchemaViolation, TransportError, TruncatedError
+from sdk._errors import (
+    InternalServerError,
+    RateLimitError,
+    SchemaViolation,
+    TransportError,
+    TruncatedError,
+)
 from sdk._events import FieldEvent, ReasoningDelta
 from sdk._retry import Retry
 
@@ -191,12 +198,16 @@ async def test_every_attempt_failing(router: respx.MockRouter, client: Client) -
     router.post("/chat/completions").mock(
         side_effect=lambda _: httpx.Response(502, text="bad gateway")
     )
-    with pytest.raises(RetriesExhausted) as info:
+    # Retries of a transport failure that run out raise the failure's own class (as with
+    # retries off), the earlier tries in its ``retries``.
+    with pytest.raises(InternalServerError) as info:
         async with client.stream(
             messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=3, sleep=Sleeps())
         ) as s:
             await s.result()
-    assert [getattr(e, "status", None) for e in info.value.errors] == [502, 502, 502]
+    assert info.value.status_code == 502
+    assert [e.status for e in info.value.retries] == [502, 502]
+    assert [getattr(a.error, "status", None) for a in s.attempts] == [502, 502, 502]
 
 
 async def test_connection_drop_mid_stream_is_retried_and_fields_fire_once(
@@ -428,3 +439,84 @@ async def test_a_reasoning_models_thoughts_stream_apart_from_the_document(
         ("age",),
     ]
     assert s.attempts[0].reasoning == "A dog {maybe named Rex}."
+
+
+async def test_transport_retries_do_not_spend_the_answers_budget(
+    router: respx.MockRouter, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two budgets: two 429s are the client's max_retries' (2); the three answers Retry allows
+    # are all still there for the two bad answers and the good one.
+    bad = stream_of('{"name": "Rex", ', '"kind": "fish"')
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            httpx.Response(429, headers={"retry-after-ms": "250", "x-request-id": "req_1"}),
+            httpx.Response(429, headers={"retry-after-ms": "250", "x-request-id": "req_2"}),
+            sse(Body(list(bad))),
+            sse(Body(list(bad))),
+            sse(Body(list(GOOD))),
+        ]
+    )
+    sleeps = Sleeps()
+    caplog.set_level(logging.INFO, logger="fieldstream")
+    async with client.stream(
+        messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=3, sleep=sleeps)
+    ) as s:
+        assert (await s.result()).kind == "dog"
+    assert route.call_count == 5
+    assert sleeps.delays == [0.25, 0.25]
+    assert [type(a.error).__name__ for a in s.attempts] == [
+        "RateLimitError",
+        "RateLimitError",
+        "SchemaViolation",
+        "SchemaViolation",
+        "NoneType",
+    ]
+    lines = [r.getMessage() for r in caplog.records if r.name == "fieldstream"]
+    assert lines[:2] == [
+        "retrying the request after RateLimitError HTTP 429 request id req_1 in 0.25 seconds"
+        " (retry 1 of 2)",
+        "retrying the request after RateLimitError HTTP 429 request id req_2 in 0.25 seconds"
+        " (retry 2 of 2)",
+    ]
+    assert lines[2].startswith("asking for a new answer after SchemaViolation at /kind")
+    assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "fieldstream")
+
+
+async def test_no_log_line_holds_a_secret(router: respx.MockRouter) -> None:
+    # The error's message holds the URL (and so any key put in its query); no log line does.
+    import logging as std_logging
+
+    records: list[std_logging.LogRecord] = []
+    handler = std_logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log = std_logging.getLogger("fieldstream")
+    log.addHandler(handler)
+    old = log.level
+    log.setLevel(std_logging.DEBUG)
+    try:
+        router.post("/chat/completions").mock(
+            side_effect=[httpx.Response(500, text="sk-secret in body"), sse(Body(list(GOOD)))]
+        )
+        async with Client(base_url=BASE, api_key="sk-secret", model="m") as c:
+            async with c.stream(messages=MESSAGES, schema=Pet, retry=Retry(sleep=Sleeps())) as s:
+                await s.result()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old)
+    assert records
+    assert not any("sk-secret" in r.getMessage() for r in records)
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+async def test_a_429_is_a_rate_limit_error_with_retries_off_or_exhausted(
+    router: respx.MockRouter, retries: int
+) -> None:
+    router.post("/chat/completions").mock(
+        side_effect=lambda _: httpx.Response(429, json={"error": {"message": "slow"}})
+    )
+    async with Client(base_url=BASE, model="m", max_retries=retries) as c:
+        with pytest.raises(TransportError) as info:
+            async with c.stream(messages=MESSAGES, schema=Pet, retry=Retry(sleep=Sleeps())) as s:
+                await s.result()
+    assert isinstance(info.value, RateLimitError) and info.value.status == 429
+    assert len(info.value.retries) == retries

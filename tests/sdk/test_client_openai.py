@@ -16,6 +16,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+import sdk
 from sdk._backend import Usage
 from sdk._client import Client
 from sdk._errors import RefusedError, SchemaViolation, TransportError
@@ -191,7 +192,7 @@ async def test_429_with_retry_after_then_success_when_the_sdk_does_not_retry() -
 
     client = Client.from_openai(openai_client(handler, max_retries=0), model="gpt-4o")
     async with client.stream(
-        messages=MESSAGES, schema=Location, retry=Retry(max_attempts=2, sleep=sleep)
+        messages=MESSAGES, schema=Location, max_retries=1, retry=Retry(max_attempts=1, sleep=sleep)
     ) as s:
         await s.result()
     assert delays == [3.0]
@@ -213,8 +214,66 @@ async def test_400_is_not_retried() -> None:
         ) as s:
             await s.result()
     assert (info.value.status, info.value.retryable) == (400, False)
-    assert info.value.body is not None and "bad schema" in info.value.body
+    assert info.value.body == {"message": "bad schema"}  # as openai's error has it
     assert len(handler.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "ours", "theirs"),
+    [
+        (400, sdk.BadRequestError, openai.BadRequestError),
+        (401, sdk.AuthenticationError, openai.AuthenticationError),
+        (403, sdk.PermissionDeniedError, openai.PermissionDeniedError),
+        (404, sdk.NotFoundError, openai.NotFoundError),
+        (409, sdk.ConflictError, openai.ConflictError),
+        (422, sdk.UnprocessableEntityError, openai.UnprocessableEntityError),
+        (429, sdk.RateLimitError, openai.RateLimitError),
+        (500, sdk.InternalServerError, openai.InternalServerError),
+    ],
+)
+async def test_openais_error_classes_keep_catching(
+    status: int, ours: type[sdk.APIStatusError], theirs: type[openai.APIStatusError]
+) -> None:
+    handler = Recorder(
+        lambda: httpx2.Response(
+            status,
+            headers={"x-request-id": "req_abc"},
+            json={"error": {"message": "no", "code": "some_code"}},
+        )
+    )
+    client = Client.from_openai(openai_client(handler, max_retries=0), model="gpt-4o")
+    with pytest.raises(theirs) as info:  # the user's existing `except openai.RateLimitError`
+        async with client.stream(messages=MESSAGES, schema=Location) as s:
+            await s.result()
+    error = info.value
+    assert isinstance(error, ours) and isinstance(error, sdk.TransportError)
+    assert isinstance(error, openai.APIStatusError)
+    assert error.status_code == status == error.status
+    assert error.request_id == "req_abc"
+    assert error.body == {"message": "no", "code": "some_code"}
+    assert error.code == "some_code"  # openai's own attributes are there too
+    assert isinstance(error.response, httpx2.Response)
+    assert isinstance(error.__cause__, theirs)
+
+
+async def test_openais_connection_and_timeout_errors_keep_catching() -> None:
+    def refuse() -> httpx2.Response:
+        raise httpx2.ConnectError("refused")
+
+    def stall() -> httpx2.Response:
+        raise httpx2.ReadTimeout("slow")
+
+    client = Client.from_openai(openai_client(Recorder(refuse), max_retries=0), model="m")
+    with pytest.raises(openai.APIConnectionError) as info:
+        async with client.stream(messages=MESSAGES, schema=Location) as s:
+            await s.result()
+    assert isinstance(info.value, sdk.APIConnectionError)
+    assert not isinstance(info.value, (sdk.APITimeoutError, openai.APITimeoutError))
+    client = Client.from_openai(openai_client(Recorder(stall), max_retries=0), model="m")
+    with pytest.raises(sdk.APITimeoutError) as timeout:
+        async with client.stream(messages=MESSAGES, schema=Location) as s:
+            await s.result()
+    assert isinstance(timeout.value, openai.APITimeoutError)
 
 
 async def test_connection_error() -> None:
@@ -262,3 +321,21 @@ async def test_a_violation_closes_the_sdk_stream_at_once() -> None:
 def test_a_synchronous_client_is_refused() -> None:
     with pytest.raises(TypeError, match="AsyncOpenAI"):
         Client.from_openai(openai.OpenAI(api_key="x"), model="m")
+
+
+async def test_per_request_overrides_reach_the_users_client() -> None:
+    handler = Recorder(corpus("test_parse_pydantic_model"))
+    client = Client.from_openai(openai_client(handler), model="gpt-4o")
+    async with client.stream(
+        messages=MESSAGES,
+        schema=Location,
+        model="gpt-4o-mini",
+        extra_headers={"X-Trace": "t1"},
+        extra_query={"v": "2"},
+        timeout=7.0,
+    ) as s:
+        await s.result()
+    request = handler.requests[0]
+    assert handler.body(0)["model"] == "gpt-4o-mini"
+    assert request.headers["x-trace"] == "t1"
+    assert request.url.params["v"] == "2"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError
+from sdk._errors import BackendError, BadRequestError, TransportError
 from sdk._http._chunks import ChunkDecoder, error_from_payload
 
 
@@ -223,8 +223,9 @@ def test_error_object_inside_a_chunk() -> None:
     with pytest.raises(TransportError, match="bad grammar") as info:
         ChunkDecoder().feed_event("", data)
     assert info.value.status == 400
+    assert isinstance(info.value, BadRequestError)  # a status in the stream: its class
     assert not info.value.retryable
-    assert info.value.body is not None and "bad grammar" in info.value.body
+    assert info.value.body == json.loads(data)
 
 
 @pytest.mark.parametrize(

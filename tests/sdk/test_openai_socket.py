@@ -17,7 +17,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from pydantic import BaseModel
 
 from sdk._client import Client
-from sdk._errors import RetriesExhausted, SchemaViolation, TransportError
+from sdk._errors import APITimeoutError, SchemaViolation, TransportError
 from sdk._events import FieldEvent
 from sdk._retry import Retry
 
@@ -245,11 +245,12 @@ async def test_a_stalled_server_is_retried_by_default_then_gives_up() -> None:
     async with server(*[stall([event('{"name": ')])] * 2) as srv:
         async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.2)) as http:
             async with Client(base_url=srv.url, http_client=http, max_retries=1) as client:
-                with pytest.raises(RetriesExhausted) as info:
+                with pytest.raises(APITimeoutError) as info:
                     async with client.stream(messages=MESSAGES, schema=Pet) as s:
                         await s.result()
-    assert len(info.value.errors) == 2
-    assert all(isinstance(e, TransportError) for e in info.value.errors)
+    # The same class as without retries; the try before it in its ``retries``.
+    assert [type(e) for e in info.value.retries] == [APITimeoutError]
+    assert len(s.attempts) == 2
 
 
 async def test_an_abrupt_disconnect_mid_stream_is_a_retryable_transport_error() -> None:

@@ -13,12 +13,13 @@ import pytest
 import respx
 from _http_support import Body
 
+import sdk
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
 from sdk._http._openai import OpenAIBackend
-from sdk._http._sse import parse_retry_after
+from sdk._retry import parse_retry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -148,12 +149,86 @@ async def test_user_http_client_with_its_base_url_is_not_closed(mock: respx.Mock
 
 def test_the_base_url_defaults_like_openai_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert OpenAIBackend().url == "https://api.openai.com/v1/chat/completions"
+    assert OpenAIBackend(api_key="sk").url == "https://api.openai.com/v1/chat/completions"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://proxy.test/v1/")
     assert OpenAIBackend().url == "http://proxy.test/v1/chat/completions"
     assert (
         OpenAIBackend(base_url="http://mine.test/v1").url == "http://mine.test/v1/chat/completions"
     )
+
+
+def test_no_key_for_openais_url_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"Missing credentials.*OPENAI_API_KEY"):
+        sdk.Client()
+    sdk.Client(base_url="http://127.0.0.1:8080/v1")  # a local server needs none
+
+
+async def test_organization_project_default_headers_and_query(
+    mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-env")
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, text="")
+    )
+    await collect(
+        OpenAIBackend(
+            base_url=BASE, default_headers={"X-App": "a"}, default_query={"api-version": "1"}
+        )
+    )
+    sent = route.calls.last.request
+    assert sent.headers["OpenAI-Organization"] == "org-env"
+    assert sent.headers["OpenAI-Project"] == "proj-env"
+    assert sent.headers["X-App"] == "a"
+    assert sent.url.params["api-version"] == "1"
+    await collect(OpenAIBackend(base_url=BASE, organization="org-arg", project="proj-arg"))
+    sent = route.calls.last.request
+    assert (sent.headers["OpenAI-Organization"], sent.headers["OpenAI-Project"]) == (
+        "org-arg",
+        "proj-arg",
+    )
+
+
+async def test_per_request_overrides_and_with_options(mock: respx.MockRouter) -> None:
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, text='data: {"choices": []}\n\n'
+        )
+    )
+    client = sdk.Client(base_url=BASE, model="base-model", default_query={"q": "0"})
+    narrow = client.with_options(model="other", extra_headers={"X-A": "1"}, max_retries=0)
+    async with narrow.stream(
+        messages=[{"role": "user", "content": "hi"}],
+        schema={"type": "object"},
+        extra_headers={"X-B": "2"},
+        extra_query={"q": "1"},
+        timeout=3.5,
+        mode="none",
+    ) as s:
+        with pytest.raises(sdk.TruncatedError):
+            await s.result()
+    sent = route.calls.last.request
+    assert json.loads(sent.content)["model"] == "other"
+    assert (sent.headers["X-A"], sent.headers["X-B"]) == ("1", "2")
+    assert sent.url.params["q"] == "1"
+    assert sent.extensions["timeout"]["read"] == 3.5
+    await narrow.aclose()  # the copy closes nothing: the original still works
+    async with client.stream(
+        messages=[{"role": "user", "content": "hi"}], schema={"type": "object"}, mode="none"
+    ) as s:
+        with pytest.raises(sdk.TruncatedError):
+            await s.result()
+    assert json.loads(route.calls.last.request.content)["model"] == "base-model"
+    await client.aclose()
+
+
+def test_an_unknown_argument_names_the_public_call() -> None:
+    with pytest.raises(TypeError, match=r"^Client\(\) got unexpected argument\(s\) 'organisation'"):
+        sdk.Client(base_url=BASE, organisation="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timeout must be"):
+        sdk.Client(base_url=BASE).with_options(timeout="soon")
 
 
 @pytest.mark.parametrize(
@@ -303,28 +378,74 @@ async def test_not_an_event_stream(mock: respx.MockRouter) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"),
+    ("status", "retryable", "kind"),
     [
-        (400, False),
-        (401, False),
-        (404, False),
-        (422, False),
-        (429, True),
-        (500, True),
-        (502, True),
-        (503, True),
+        (400, False, sdk.BadRequestError),
+        (401, False, sdk.AuthenticationError),
+        (403, False, sdk.PermissionDeniedError),
+        (404, False, sdk.NotFoundError),
+        (409, True, sdk.ConflictError),
+        (422, False, sdk.UnprocessableEntityError),
+        (429, True, sdk.RateLimitError),
+        (402, False, sdk.APIStatusError),
+        (408, True, sdk.APIStatusError),
+        (500, True, sdk.InternalServerError),
+        (502, True, sdk.InternalServerError),
+        (503, True, sdk.InternalServerError),
     ],
 )
-async def test_http_status_errors(mock: respx.MockRouter, status: int, retryable: bool) -> None:
+async def test_http_status_errors(
+    mock: respx.MockRouter, status: int, retryable: bool, kind: type[sdk.APIStatusError]
+) -> None:
     mock.post("/chat/completions").mock(
-        return_value=httpx.Response(status, json={"error": {"message": "nope", "code": status}})
+        return_value=httpx.Response(
+            status,
+            json={"error": {"message": "nope", "code": status}},
+            headers={"x-request-id": "req_123"},
+        )
     )
     with pytest.raises(TransportError) as info:
         await collect(OpenAIBackend(base_url=BASE))
     err = info.value
+    assert type(err) is kind
     assert (err.status, err.retryable, err.retry_after) == (status, retryable, None)
-    assert err.body is not None and "nope" in err.body
+    assert isinstance(err, sdk.APIStatusError) and err.status_code == status
+    assert err.body == {"message": "nope", "code": status}  # the error object, as openai's
+    assert err.request_id == "req_123"
+    assert isinstance(err.response, httpx.Response) and err.response.status_code == status
     assert f"HTTP {status}" in str(err)
+
+
+async def test_a_status_error_with_a_text_body(mock: respx.MockRouter) -> None:
+    mock.post("/chat/completions").mock(return_value=httpx.Response(503, text="overloaded"))
+    with pytest.raises(sdk.InternalServerError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.body == "overloaded"
+    assert info.value.request_id is None
+
+
+@pytest.mark.parametrize(("said", "retryable"), [("true", True), ("false", False)])
+async def test_x_should_retry_is_obeyed(mock: respx.MockRouter, said: str, retryable: bool) -> None:
+    status = 400 if retryable else 503
+    mock.post("/chat/completions").mock(
+        return_value=httpx.Response(status, headers={"x-should-retry": said}, text="x")
+    )
+    with pytest.raises(TransportError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert info.value.retryable is retryable
+
+
+async def test_connection_and_timeout_errors_have_classes_of_their_own(
+    mock: respx.MockRouter,
+) -> None:
+    mock.post("/chat/completions").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(sdk.APIConnectionError) as info:
+        await collect(OpenAIBackend(base_url=BASE))
+    assert not isinstance(info.value, sdk.APITimeoutError)
+    assert info.value.status is None and info.value.retryable
+    mock.post("/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
+    with pytest.raises(sdk.APITimeoutError):
+        await collect(OpenAIBackend(base_url=BASE))
 
 
 async def test_retry_after_seconds(mock: respx.MockRouter) -> None:

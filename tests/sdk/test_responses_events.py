@@ -106,7 +106,7 @@ def test_a_failed_response_is_a_transport_error_retryable_by_its_code() -> None:
     ) as info:
         decode("failed")
     assert info.value.retryable and info.value.status is None
-    assert "server_error" in (info.value.body or "")
+    assert info.value.body["response"]["error"]["code"] == "server_error"  # the event, parsed
 
 
 def test_an_error_event_is_a_transport_error() -> None:
@@ -131,6 +131,29 @@ def test_error_codes_decide_whether_a_retry_may_help(
     with pytest.raises(TransportError) as info:
         ResponsesDecoder().feed("error", {"type": "error", **error})
     assert (info.value.status, info.value.retryable) == (status, retryable)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "retryable"),
+    [
+        ({"code": "invalid_prompt", "message": "no"}, None, False),
+        ({"code": "rate_limit_exceeded", "message": "slow down"}, None, True),
+        ({"code": 429, "message": "slow down"}, 429, True),
+        ({"code": None, "message": "something broke"}, None, True),
+    ],
+)
+def test_error_events_in_openais_nested_shape_keep_message_and_code(
+    error: dict[str, Any], status: int | None, retryable: bool
+) -> None:
+    # OpenAI's own shape: {"type": "error", "error": {"type", "code", "message", "param"}}.
+    payload = {"type": "error", "error": {"type": "invalid_request_error", "param": None, **error}}
+    with pytest.raises(TransportError) as info:
+        ResponsesDecoder().feed("error", payload)
+    assert (info.value.status, info.value.retryable) == (status, retryable)
+    assert error["message"] in str(info.value)
+    if isinstance(error["code"], str):
+        assert f"({error['code']})" in str(info.value)
+    assert info.value.body == payload
 
 
 def test_llama_cpp_events_without_indices_or_sequence_numbers() -> None:

@@ -78,9 +78,8 @@ def mock() -> Iterator[respx.MockRouter]:
 
 def client(**kw: Any) -> Client:
     # No default transport retries: each test says what it retries.
-    return Client(
-        base_url=BASE, api_key="sk-test", model="gpt-4o", api="responses", max_retries=0, **kw
-    )
+    kw.setdefault("max_retries", 0)
+    return Client(base_url=BASE, api_key="sk-test", model="gpt-4o", api="responses", **kw)
 
 
 async def test_json_output(mock: respx.MockRouter) -> None:
@@ -157,12 +156,35 @@ async def test_a_failed_response_is_retried_and_the_next_attempt_succeeds(
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    retry = Retry(max_attempts=2, sleep=sleep, jitter=0.0)
-    async with client() as c, c.stream(messages=MESSAGES, schema=Weather, retry=retry) as s:
+    retry = Retry(max_attempts=1, sleep=sleep, jitter=0.0)
+    async with (
+        client() as c,
+        c.stream(messages=MESSAGES, schema=Weather, retry=retry, max_retries=1) as s,
+    ):
         assert (await s.result()).city == "Paris"
     assert route.call_count == 2 and slept == [0.5]  # a transport error backs off
     first = s.attempts[0].error
     assert isinstance(first, TransportError) and "server_error" in str(first)
+
+
+async def test_a_non_retryable_nested_error_event_is_not_retried(mock: respx.MockRouter) -> None:
+    # OpenAI's shape nests the error; its code decides: invalid_prompt will not go away.
+    event = {
+        "type": "error",
+        "sequence_number": 1,
+        "error": {"type": "invalid_request_error", "code": "invalid_prompt", "message": "no"},
+    }
+    body = f"event: error\ndata: {json.dumps(event)}\n\n".encode()
+    route = mock.post("/responses").mock(
+        return_value=httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body
+        )
+    )
+    async with client(max_retries=2) as c, c.stream(messages=MESSAGES, schema=Weather) as s:
+        with pytest.raises(TransportError, match=r"no \(invalid_prompt\)") as info:
+            await s.result()
+    assert not info.value.retryable
+    assert route.call_count == 1
 
 
 async def test_an_error_event_fails_the_stream(mock: respx.MockRouter) -> None:

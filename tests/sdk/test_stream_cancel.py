@@ -129,7 +129,10 @@ async def test_cancelling_during_backoff_starts_no_new_attempt() -> None:
     source = Scripted([TransportError("unavailable", status=503)], [TEXT])
     with anyio.CancelScope() as scope:
         async with stream_structured(
-            source, schema=PERSON, retry=Retry(backoff=3600.0, max_delay=3600.0, jitter=0.0)
+            source,
+            schema=PERSON,
+            retry=Retry(backoff=3600.0, max_delay=3600.0, jitter=0.0),
+            max_retries=1,
         ) as s:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(s.result)

@@ -143,3 +143,32 @@ async def test_formats_are_annotations_unless_asserted() -> None:
         with pytest.raises(SchemaViolation) as info:
             await s.result()
     assert info.value.keyword == "format"
+
+
+async def test_each_event_says_its_type_and_fields_gives_field_events_only() -> None:
+    source = Scripted([BAD], [json.dumps(GOOD)])
+    retry = Retry(max_attempts=2, sleep=_no_sleep)
+    names = {
+        FieldEvent: "field",
+        AttemptStarted: "attempt_started",
+        AttemptFailed: "attempt_failed",
+        UsageReported: "usage_reported",
+        StreamEnded: "stream_ended",
+    }
+    async with stream_structured(
+        source, schema=PERSON, retry=retry, progress=True, deltas=True
+    ) as s:
+        seen = [ev async for ev in s]
+    assert {ev.type for ev in seen} >= {"field", "attempt_started", "attempt_failed"}
+    for ev in seen:
+        assert ev.type == names.get(type(ev), ev.type)
+        assert (ev.type == "text_delta") == (type(ev).__name__ == "TextDelta")
+    source = Scripted([BAD], [json.dumps(GOOD)])
+    async with stream_structured(
+        source, schema=PERSON, retry=retry, progress=True, deltas=True
+    ) as s:
+        fields = [ev async for ev in s.fields()]
+    assert fields and all(type(ev) is FieldEvent for ev in fields)
+    assert [ev.pointer for ev in fields] == [
+        ev.pointer for ev in seen if isinstance(ev, FieldEvent)
+    ]

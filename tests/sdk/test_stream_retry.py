@@ -172,7 +172,11 @@ async def test_transport_errors_back_off_exponentially() -> None:
     retry = Retry(max_attempts=4, backoff=1.0, multiplier=2.0, jitter=0.0, sleep=sleep)
     fired: list[str] = []
     async with stream_structured(
-        source, schema=PERSON, retry=retry, on_field={"/name": lambda ev: fired.append(ev.value)}
+        source,
+        schema=PERSON,
+        retry=retry,
+        max_retries=3,
+        on_field={"/name": lambda ev: fired.append(ev.value)},
     ) as s:
         assert await s.result() == GOOD
     assert sleep.delays == [1.0, 2.0, 4.0]
@@ -196,7 +200,7 @@ async def test_retry_after_is_honoured() -> None:
         [TransportError("slow down", status=429, retry_after=7.0)], [json.dumps(GOOD)]
     )
     retry = Retry(backoff=1.0, jitter=0.0, sleep=sleep)
-    async with stream_structured(source, schema=PERSON, retry=retry) as s:
+    async with stream_structured(source, schema=PERSON, retry=retry, max_retries=1) as s:
         await s.result()
     assert sleep.delays == [7.0]
 
@@ -292,7 +296,7 @@ async def test_a_source_callable_that_raises_is_a_failed_attempt() -> None:
             raise TransportError("connect failed", status=None)
         return scripted(attempt)
 
-    async with stream_structured(source, schema=PERSON, retry=no_wait()) as s:
+    async with stream_structured(source, schema=PERSON, retry=no_wait(), max_retries=1) as s:
         assert await s.result() == GOOD
     assert [a.number for a in scripted.attempts] == [2]
     assert isinstance(s.attempts[0].error, TransportError)

@@ -15,7 +15,7 @@ import respx
 from _http_support import Body
 from pydantic import BaseModel, Field
 
-from sdk import FieldEvent, Retry, SchemaViolation, SyncClient, TransportError
+from sdk import FieldEvent, Retry, SchemaViolation, StreamUsageError, SyncClient, TransportError
 
 BASE = "http://llm.test/v1"
 MESSAGES = [{"role": "user", "content": "Describe a pet."}]
@@ -174,3 +174,140 @@ def test_arguments_are_checked_at_the_call(client: SyncClient) -> None:
         client.stream(messages="hi", schema=Pet)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="mode"):
         client.stream(messages=MESSAGES, schema=Pet, mode="json")  # type: ignore[call-overload]
+
+
+def test_a_closed_client_says_so_and_starts_no_thread(router: respx.MockRouter) -> None:
+    client = SyncClient(base_url=BASE, api_key="k")
+    client.close()
+    threads = threading.active_count()
+    with pytest.raises(StreamUsageError, match="closed"):
+        client.stream(messages=MESSAGES, schema=Pet)
+    assert threading.active_count() == threads
+    client.close()  # closing twice does nothing
+
+
+def test_a_stream_never_left_does_not_block_close(router: respx.MockRouter) -> None:
+    body = body_of(GOOD, end=False)
+    router.post("/chat/completions").mock(return_value=sse(body))
+    client = SyncClient(base_url=BASE, api_key="k", max_retries=0)
+    s = client.stream(messages=MESSAGES, schema=Pet)
+    s.__enter__()
+    next(iter(s))  # reading, then abandoned inside its block
+    closer = threading.Thread(target=client.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "close() waited for a stream nobody will leave"
+    assert body.closed  # the generation was stopped
+    s.__exit__(None, None, None)  # leaving it later does nothing
+
+
+_NEVER_LEFT = """
+import anyio, sdk
+from sdk import Delta, SyncClient
+
+class Forever:
+    async def generate(self, request):
+        yield Delta(text='{"name": ')
+        await anyio.sleep_forever()
+    async def aclose(self):
+        pass
+
+client = SyncClient.from_backend(Forever(), max_retries=0)
+stream = client.stream(messages=[{"role": "user", "content": "x"}], schema={"type": "object"})
+stream.__enter__()
+print("entered", flush=True)
+"""
+
+
+def test_the_process_exits_with_a_stream_never_left_and_a_client_never_closed() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-c", _NEVER_LEFT], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "entered"
+
+
+@pytest.mark.anyio
+async def test_inside_a_running_event_loop_it_refuses_clearly(router: respx.MockRouter) -> None:
+    client = SyncClient(base_url=BASE, api_key="k")
+    try:
+        with pytest.raises(StreamUsageError, match=r"inside a running .* event loop"):
+            client.stream(messages=MESSAGES, schema=Pet)
+    finally:
+        client._finalizer()  # the loop thread never started; nothing to release there
+
+
+def test_sync_stream_has_partial_and_the_schema(router: respx.MockRouter) -> None:
+    router.post("/chat/completions").mock(return_value=sse(body_of(GOOD)))
+    with SyncClient(base_url=BASE, api_key="k") as client:
+        with client.stream(messages=MESSAGES, schema=Pet) as s:
+            assert s.partial is None
+            first = next(iter(s))
+            assert isinstance(first, FieldEvent)
+            partial = s.partial
+            assert isinstance(partial, Pet) and partial.name == "Rex"
+            assert s.schema_name == "Pet" and s.json_schema["type"] == "object"
+            s.result()
+
+
+def test_from_openai_takes_the_sync_openai_client_settings() -> None:
+    import openai
+
+    users = openai.OpenAI(
+        api_key="sk-user",
+        organization="org-1",
+        project="proj-1",
+        base_url="http://oai.test/v1",
+        max_retries=4,
+        timeout=12.0,
+        default_headers={"X-App": "a"},
+        default_query={"v": "1"},
+    )
+    with SyncClient.from_openai(users, model="gpt-4o") as client:
+        copied = client.backend._client  # type: ignore[attr-defined]
+        assert isinstance(copied, openai.AsyncOpenAI)
+        assert (copied.api_key, copied.organization, copied.project) == (
+            "sk-user",
+            "org-1",
+            "proj-1",
+        )
+        assert str(copied.base_url) == "http://oai.test/v1/"
+        assert (copied.max_retries, copied.timeout) == (4, 12.0)
+        assert copied.default_headers["X-App"] == "a"
+        assert copied.default_query["v"] == "1"
+    with pytest.raises(TypeError, match="AsyncAzureOpenAI"):
+        SyncClient.from_openai(
+            openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://a"),
+            model="m",
+        )
+
+
+def test_a_sync_httpx_client_gets_a_clear_error() -> None:
+    with (
+        httpx.Client() as http,
+        pytest.raises(
+            TypeError,
+            match=r"SyncClient\(http_client=\.\.\.\) takes an httpx.AsyncClient.*timeout=",
+        ),
+    ):
+        SyncClient(base_url=BASE, http_client=http)  # type: ignore[arg-type]
+
+
+def test_with_options_shares_the_loop_and_closes_nothing(router: respx.MockRouter) -> None:
+    route = router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    with SyncClient(base_url=BASE, api_key="k", model="m") as client:
+        other = client.with_options(model="m2", extra_headers={"X-A": "1"})
+        with other.stream(messages=MESSAGES, schema=Pet) as s:
+            s.result()
+        sent = route.calls.last.request
+        assert json.loads(sent.content)["model"] == "m2" and sent.headers["X-A"] == "1"
+        other.close()
+        with client.stream(messages=MESSAGES, schema=Pet) as s:  # the original still works
+            s.result()
+    with pytest.raises(StreamUsageError, match="closed"):
+        other.stream(messages=MESSAGES, schema=Pet)

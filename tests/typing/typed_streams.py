@@ -6,7 +6,16 @@ from typing import Any, assert_type
 
 from pydantic import BaseModel, TypeAdapter
 
-from sdk import Client, FieldEvent, Stream, StreamEvent, stream_structured
+from sdk import (
+    AttemptFailed,
+    Client,
+    Event,
+    FieldEvent,
+    Stream,
+    SyncClient,
+    TextDelta,
+    stream_structured,
+)
 from sdk._source import Chunk
 
 
@@ -25,15 +34,44 @@ async def client_streams(client: Client) -> None:
         assert_type(await s.result(), Item)
         assert_type(await s.results(), list[Item])
         async for event in s:
-            assert_type(event, StreamEvent)
-            if isinstance(event, FieldEvent):
+            assert_type(event, Event)
+            if event.type == "field":  # the discriminator narrows, as openai's events' type
+                assert_type(event, FieldEvent)
+                assert_type(event.pointer, str)
+                assert_type(event.value, Any)
                 assert_type(event.path, tuple[str | int, ...])
+            elif event.type == "text_delta":
+                assert_type(event, TextDelta)
+                assert_type(event.text, str)
+            match event:
+                case AttemptFailed():
+                    assert_type(event.error, BaseException)
+                case _:
+                    pass
+            print(event.pointer)  # type: ignore[union-attr]  # not every event has a path
+    async with client.stream(messages=messages, schema=Item) as only:
+        async for field in only.fields():
+            assert_type(field, FieldEvent)
+            assert_type(field.pointer, str)
     async with client.stream(messages=messages, schema=list[Item]) as many:
         assert_type(await many.result(), list[Item])
     async with client.stream(messages=messages, schema=TypeAdapter(int)) as n:
         assert_type(await n.result(), int)
     async with client.stream(messages=messages, schema={"type": "object"}) as d:
         assert_type(await d.result(), Any)
+
+
+def sync_streams(client: SyncClient) -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    with client.stream(messages=messages, schema=Item) as s:
+        for event in s:
+            assert_type(event, Event)
+            if event.type == "field":
+                assert_type(event.value, Any)
+        assert_type(s.partial, Item | None)
+    with client.stream(messages=messages, schema=Item) as f:
+        for field in f.fields():
+            assert_type(field, FieldEvent)
 
 
 async def plain_streams(source: Any) -> None:

@@ -23,7 +23,7 @@ from sdk._errors import (
     StreamUsageError,
     TruncatedError,
 )
-from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._events import TextDelta, TrackerEvent, new_field_event
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 
@@ -287,7 +287,7 @@ class FieldTracker:
                         stop = ev.offset if kind == "number" else ev.offset + 1
                         n = forced.count(start, stop)
                     out.append(
-                        FieldEvent(
+                        new_field_event(
                             ev.path,
                             ev.value,
                             ev.offset,
@@ -296,7 +296,7 @@ class FieldTracker:
                             self.tool_call,
                             self.tool_name,
                             self.tool_call_id,
-                            instance=instance,
+                            instance,
                         )
                     )
                 elif type(ev) is ValueStart:

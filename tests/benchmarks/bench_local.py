@@ -26,12 +26,20 @@ the same prompts and schemas, greedy, one request at a time. Runs are interleave
 without jump-forward, local with it, llama.cpp; then again) and the medians are printed, with
 the local engine's tokens/s as a fraction of llama.cpp's. Decode speed excludes the prompt on
 both sides (llama.cpp's own ``timings.predicted_per_second``).
+
+    .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
+        [--max-tokens 32]
+
+instead decodes the first case (constrained, no jump-forward) with each torch thread count in
+turn, interleaved, and prints the median tokens/s of each and the load average: what the
+default thread count (``sdk/_local/_threads.py``) is about.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -243,6 +251,24 @@ def vs_llama(engine: Engine, threads: int, repeat: int, max_tokens: int) -> None
             print(f"{name:<8}{label:<18}{median:>14.1f}{median / ref:>13.2f}x   {runs}")
 
 
+def thread_counts(engine: Engine, counts: list[int], repeat: int, max_tokens: int) -> None:
+    """Decode speed per torch thread count, interleaved; medians (module docstring)."""
+    name, schema, prompt = CASES[0]
+    rates: dict[int, list[float]] = {n: [] for n in counts}
+    texts: dict[int, str] = {}
+    for _ in range(repeat):
+        for n in counts:
+            torch.set_num_threads(n)
+            run = run_once(engine, schema, prompt, max_tokens, jump_forward=False)
+            rates[n].append(decode_rate(run))
+            texts[n] = run.text
+    print(f"case {name}, load average {os.getloadavg()[0]:.1f} at the end")
+    for n, values in rates.items():
+        runs = " ".join(f"{v:.1f}" for v in values)
+        print(f"threads {n}: median {statistics.median(values):.1f} tok/s   {runs}")
+    print(f"same text with every thread count: {len(set(texts.values())) == 1}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -253,6 +279,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--json-format", default=JSON_FORMATS[0], choices=JSON_FORMATS)
     parser.add_argument("--vs-llama", action="store_true", help="race llama.cpp's server")
+    parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -269,6 +296,10 @@ def main() -> None:
     run_once(engine, None, "Hi", 4, jump_forward=False)
     if args.vs_llama:
         vs_llama(engine, torch.get_num_threads(), args.repeat, args.max_tokens)
+        return
+    if args.thread_counts:
+        counts = [int(n) for n in args.thread_counts.split(",")]
+        thread_counts(engine, counts, args.repeat, args.max_tokens)
         return
 
     rows: list[tuple[str, ...]] = []

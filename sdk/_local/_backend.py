@@ -38,9 +38,11 @@ from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
 from sdk._local._constrain import check
 from sdk._local._decode import DecodeStats, Generation, Piece
+from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS, JsonFormat
 from sdk._local._model import load_model
+from sdk._local._threads import default_threads
 from sdk._local._tool_calls import LocalToolCalls
 
 __all__ = ["LocalBackend", "LocalGeneration"]
@@ -60,7 +62,10 @@ class LocalBackend:
     is the same either way; it saves forward passes). ``cache_dir``: where converted models
     live (default ``$FIELDSTREAM_CACHE``, else ``$XDG_CACHE_HOME/fieldstream``, else
     ``~/.cache/fieldstream``). ``threads``: torch's intra-op threads, set process-wide when the
-    model loads (None leaves torch's setting). ``json_format``: how the grammar lets the model
+    model loads; None takes the cores the machine leaves idle (the usable CPUs less the load
+    average, at least 1, at most torch's setting: ``sdk._local._threads``), so that a busy
+    machine slows decoding down gracefully instead of making torch's threads wait on each
+    other. ``json_format``: how the grammar lets the model
     lay JSON out: ``"bounded"`` (the default: the model's own whitespace, at most 20 characters
     per gap), ``"spaced"`` (``{"a": 1, "b": [2]}``), ``"compact"`` (``{"a":1,"b":[2]}``),
     ``"indented"`` (``json.dumps(indent=2)``) or ``"any"`` (see
@@ -116,10 +121,12 @@ class LocalBackend:
         """Load the model now (blocking; idempotent) and return the engine."""
         if self._engine is not None:
             return self._engine
-        if self.threads is not None:
-            from sdk._local._deps import require
-
-            require("torch").set_num_threads(self.threads)
+        torch = require("torch")
+        threads = self.threads
+        if threads is None:
+            threads = default_threads(torch.get_num_threads())
+        if threads != torch.get_num_threads():
+            torch.set_num_threads(threads)
         loaded = load_model(self.model, self.device, dtype=self.dtype, cache_dir=self.cache_dir)
         key = (loaded.source, loaded.device, self.dtype, self.json_format)
         with _engines_lock:

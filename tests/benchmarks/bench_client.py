@@ -1,21 +1,27 @@
 """Client CPU per streamed token: fieldstream against openai-python and the bare httpx-sse floor.
 
-    .venv/bin/python tests/benchmarks/bench_client.py [--rounds 5] [--concurrency 1,32,256]
-        [--rate 0] [--hold 256] [--contenders ...] [--breakdown] [--profile C]
+    .venv/bin/python tests/benchmarks/bench_client.py [--doc weather|catalog] [--rounds 5]
+        [--concurrency 1,32,256] [--rate 0] [--hold 256] [--contenders ...] [--breakdown]
+        [--profile C]
 
 A loopback OpenAI-compatible server (tests/integration/loopback_server.py, its own process, so
 its CPU is not counted) streams the 177-token weather document recorded from the OpenAI API,
 one token per server-sent event, in the recorded chunk format (role chunk, 177 content chunks,
-finish chunk, usage chunk, ``[DONE]``). In this one process, on asyncio, interleaved (the order
+finish chunk, usage chunk, ``[DONE]``). ``--doc catalog`` streams the field-dense document
+instead, in the same format: ``{"items": [...]}``, 30 records of ``id``, ``name``, ``price``,
+``tags`` (3 KB, 1,143 tokens, a value finished every ~4.7 tokens), what extraction and
+tool-call arguments look like: it measures the per-value work where the weather document's
+long strings measure the per-token work. In this one process, on asyncio, interleaved (the order
 rotates each round), at each concurrency (that many streams at once, started together, as
 ``asyncio.gather`` over a batch does):
 
 - **floor**: httpx + httpx-sse, ``json.loads`` of each event's data, nothing else;
-- **fieldstream**: ``Client.stream(schema=Weather)``, every field event, ``result()`` (the final
-  jsonschema + pydantic validation);
+- **fieldstream**: ``Client.stream(schema=Weather)`` (``Catalog``), every field event,
+  ``result()`` (the final jsonschema + pydantic validation);
 - **openai raw**: openai-python ``chat.completions.create(stream=True)``, every chunk (a pydantic
   ``ChatCompletionChunk`` each), no parsing of the document;
-- **openai structured**: openai-python ``chat.completions.stream(response_format=Weather)``,
+- **openai structured**: openai-python ``chat.completions.stream(response_format=Weather)``
+  (``Catalog``),
   every event, ``get_final_completion()`` (partial JSON parse per chunk, the model at the end);
 - **floor httpx2**, **fieldstream from_openai**: the floor over httpx2 (httpcore2), the HTTP
   library openai-python 3 uses, and fieldstream through ``Client.from_openai`` (so over httpx2
@@ -82,10 +88,10 @@ import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 from client_contenders import (  # noqa: E402
+    DOCUMENTS,
     EXTRAS,
     NAMES,
     PARTS,
-    TOKENS,
     Contenders,
     Hold,
     command,
@@ -97,13 +103,14 @@ from loopback_server import start  # noqa: E402
 
 async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[str, list[float]]]:
     """µs of client CPU per token, per concurrency and contender, one value per round."""
-    contenders = Contenders(base_url)
+    contenders = Contenders(base_url, DOCUMENTS[args.doc])
+    tokens = contenders.tokens
     results: dict[int, dict[str, list[float]]] = {}
     try:
         for c in args.concurrency:
             # Enough streams per measurement for a few ms of CPU at concurrency 1.
             waves = max(1, 12 // c)
-            cmd = command(c, args.rate)
+            cmd = command(c, args.rate, args.doc)
             names = args.contenders
             for name in names:  # warm-up: imports, caches, c connections in each pool
                 await wave(contenders.run[name], cmd, c)
@@ -118,14 +125,14 @@ async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[s
                         for _ in range(waves):
                             await wave(contenders.run[name], cmd, c)
                         cpu = time.process_time() - t0
-                    per[name].append(cpu / (waves * c * TOKENS) * 1e6)
+                    per[name].append(cpu / (waves * c * tokens) * 1e6)
                     reads[name] += count[0]
             results[c] = per
             print(_row_line(c, per), flush=True)
             streams = args.rounds * waves * c
             print(
                 "    tokens per socket read: "
-                + "; ".join(f"{n} {streams * TOKENS / r:.2f}" for n, r in reads.items() if r),
+                + "; ".join(f"{n} {streams * tokens / r:.2f}" for n, r in reads.items() if r),
                 flush=True,
             )
     finally:
@@ -160,18 +167,18 @@ def _row_line(c: int, per: dict[str, list[float]]) -> str:
     return f"  concurrency {c}: " + "; ".join(parts) + " (µs/token, median [min-max])"
 
 
-async def memory_one(base_url: str, name: str, streams: int) -> dict[str, float]:
+async def memory_one(base_url: str, name: str, streams: int, doc: str) -> dict[str, float]:
     """In this process: what one more stream of ``name`` held half-way costs, in RSS and in
     traced Python heap. Two batches of ``streams // 2`` are opened one after the other and
     held; the figure is the growth from the first batch to both, per stream of the second (so
     memory the allocator kept from earlier streams is not taken for free)."""
-    contenders = Contenders(base_url)
+    contenders = Contenders(base_url, DOCUMENTS[doc])
     run = contenders.run[name]
     half = streams // 2
-    cmd = command(streams, 0, hold_after=TOKENS // 2)
+    cmd = command(streams, 0, doc, hold_after=contenders.tokens // 2)
     try:
         for _ in range(2):  # warm-up: imports, caches, first-use code paths
-            await wave(run, command(16, 0), 16)
+            await wave(run, command(16, 0, doc), 16)
         out: dict[str, float] = {}
         for how in ("rss", "heap"):
             if how == "heap":
@@ -200,7 +207,9 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_table(base_url: str, streams: int, names: list[str]) -> dict[str, dict[str, float]]:
+def memory_table(
+    base_url: str, streams: int, names: list[str], doc: str
+) -> dict[str, dict[str, float]]:
     """Each contender in a fresh process, so that memory freed by one is not reused by the
     next."""
     out = {}
@@ -215,6 +224,8 @@ def memory_table(base_url: str, streams: int, names: list[str]) -> dict[str, dic
                 str(streams),
                 "--url",
                 base_url,
+                "--doc",
+                doc,
             ],
             capture_output=True,
             text=True,
@@ -307,6 +318,7 @@ def print_breakdown(cpu: dict[int, dict[str, list[float]]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--doc", default="weather", choices=list(DOCUMENTS))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", default="1,32,256")
     parser.add_argument("--rate", type=float, default=0.0)
@@ -340,21 +352,27 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown contenders: {sorted(unknown)}")
     if args.memory_one:
-        print(json.dumps(asyncio.run(memory_one(args.url, args.memory_one, args.hold))))
+        memory = asyncio.run(memory_one(args.url, args.memory_one, args.hold, args.doc))
+        print(json.dumps(memory))
         return
     with start() as server:
         if args.profile:
             profile(server.base_url, args)
             return
         print(
-            f"{TOKENS} tokens per stream, one per event; rate {args.rate:g} tokens/s "
+            f"{args.doc}: {len(DOCUMENTS[args.doc].tokens)} tokens per stream, one per event; "
+            f"rate {args.rate:g} tokens/s "
             f"(0 = unpaced); {args.rounds} rounds; openai {openai.__version__} "
             f"(over httpx2 {httpx2.__version__}), httpx {httpx.__version__}; "
             f"{os.cpu_count()} CPUs (shared)",
             flush=True,
         )
         cpu = {} if args.memory_only else asyncio.run(cpu_table(server.base_url, args))
-        mem = None if args.no_memory else memory_table(server.base_url, args.hold, args.contenders)
+        mem = (
+            None
+            if args.no_memory
+            else memory_table(server.base_url, args.hold, args.contenders, args.doc)
+        )
     if args.breakdown:
         print_breakdown(cpu)
     else:

@@ -16,15 +16,38 @@ Same prompts and schemas for every row; greedy decoding. Prints:
     jump-forward (drafts trusted blindly, canonical split) for comparison.
 Every configuration runs ``--repeat`` times; the fastest run counts (the machine is shared).
 ``--json-format`` picks the grammar's JSON layout (default: the engine's, ``bounded``).
+
+    .venv/bin/python tests/benchmarks/bench_local.py --vs-llama [--threads 1] [--repeat 5]
+        [--max-tokens 64]
+
+instead races the local engine against llama.cpp's server (xllamacpp, the same SmolLM2-135M
+GGUF the engine converts; ``tests/integration/llama_server.py``) with the same thread count,
+the same prompts and schemas, greedy, one request at a time. Runs are interleaved (local
+without jump-forward, local with it, llama.cpp; then again) and the medians are printed, with
+the local engine's tokens/s as a fraction of llama.cpp's. Decode speed excludes the prompt on
+both sides (llama.cpp's own ``timings.predicted_per_second``).
+
+    .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
+        [--max-tokens 32]
+
+instead decodes the first case (constrained, no jump-forward) with each torch thread count in
+turn, interleaved, and prints the median tokens/s of each and the load average: what the
+default thread count (``sdk/_local/_threads.py``) is about.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -183,6 +206,69 @@ class _Canonical(DraftMemory):
         pass
 
 
+def llama_rate(base_url: str, schema: dict[str, Any], prompt: str, max_tokens: int) -> float:
+    """One greedy request to llama.cpp's server: its decode tokens/s (prompt excluded)."""
+    body = {
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": 0,
+        "max_tokens": max_tokens,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "out", "schema": schema, "strict": True},
+        },
+    }
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=600) as response:
+        reply = json.load(response)
+    return float(reply["timings"]["predicted_per_second"])
+
+
+def vs_llama(engine: Engine, threads: int, repeat: int, max_tokens: int) -> None:
+    """The local engine against llama.cpp's server, interleaved; medians (module docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from llama_server import start
+
+    rates: dict[tuple[str, str], list[float]] = {}
+    with start(threads=threads) as server:
+        for _ in range(repeat):
+            for name, schema, prompt in CASES:
+                for label, jump in (("local", False), ("local jump-fwd", True)):
+                    run = run_once(engine, schema, prompt, max_tokens, jump_forward=jump)
+                    rates.setdefault((name, label), []).append(decode_rate(run))
+                rate = llama_rate(server.base_url, schema, prompt, max_tokens)
+                rates.setdefault((name, "llama.cpp"), []).append(rate)
+    print(f"{'case':<8}{'engine':<18}{'median tok/s':>14}{'vs llama.cpp':>14}   runs")
+    for name, _, _ in CASES:
+        ref = statistics.median(rates[(name, "llama.cpp")])
+        for label in ("local", "local jump-fwd", "llama.cpp"):
+            values = rates[(name, label)]
+            median = statistics.median(values)
+            runs = " ".join(f"{v:.1f}" for v in values)
+            print(f"{name:<8}{label:<18}{median:>14.1f}{median / ref:>13.2f}x   {runs}")
+
+
+def thread_counts(engine: Engine, counts: list[int], repeat: int, max_tokens: int) -> None:
+    """Decode speed per torch thread count, interleaved; medians (module docstring)."""
+    name, schema, prompt = CASES[0]
+    rates: dict[int, list[float]] = {n: [] for n in counts}
+    texts: dict[int, str] = {}
+    for _ in range(repeat):
+        for n in counts:
+            torch.set_num_threads(n)
+            run = run_once(engine, schema, prompt, max_tokens, jump_forward=False)
+            rates[n].append(decode_rate(run))
+            texts[n] = run.text
+    print(f"case {name}, load average {os.getloadavg()[0]:.1f} at the end")
+    for n, values in rates.items():
+        runs = " ".join(f"{v:.1f}" for v in values)
+        print(f"threads {n}: median {statistics.median(values):.1f} tok/s   {runs}")
+    print(f"same text with every thread count: {len(set(texts.values())) == 1}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -192,6 +278,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--json-format", default=JSON_FORMATS[0], choices=JSON_FORMATS)
+    parser.add_argument("--vs-llama", action="store_true", help="race llama.cpp's server")
+    parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -206,6 +294,13 @@ def main() -> None:
     )
     # Warm up (first forward passes allocate).
     run_once(engine, None, "Hi", 4, jump_forward=False)
+    if args.vs_llama:
+        vs_llama(engine, torch.get_num_threads(), args.repeat, args.max_tokens)
+        return
+    if args.thread_counts:
+        counts = [int(n) for n in args.thread_counts.split(",")]
+        thread_counts(engine, counts, args.repeat, args.max_tokens)
+        return
 
     rows: list[tuple[str, ...]] = []
     print(f"{'case':<14}{'what':<34}{'value':>14}")

@@ -1,5 +1,5 @@
 """The contenders of bench_client.py: one HTTP client each against the loopback server, and the
-weather document they read (see bench_client.py)."""
+documents they read (see bench_client.py): the weather document, and the field-dense catalog."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,12 @@ import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 from httpx_sse import EventSource  # noqa: E402
-from loopback_server import WEATHER_TEXT, WEATHER_TOKENS  # noqa: E402
+from loopback_server import (  # noqa: E402
+    CATALOG_TEXT,
+    CATALOG_TOKENS,
+    WEATHER_TEXT,
+    WEATHER_TOKENS,
+)
 from pydantic import BaseModel  # noqa: E402
 
 from sdk._backend import GenerationRequest  # noqa: E402
@@ -47,9 +53,37 @@ class Weather(BaseModel):
     forecast: list[Day]
 
 
-EXPECTED = Weather.model_validate_json(WEATHER_TEXT)
-SCHEMA = Weather.model_json_schema()
-TOKENS = len(WEATHER_TOKENS)
+class Item(BaseModel):
+    id: int
+    name: str
+    price: float
+    tags: list[str]
+
+
+class Catalog(BaseModel):
+    items: list[Item]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document the server streams (``doc`` in its command) and what the clients expect."""
+
+    name: str
+    model: type[BaseModel]
+    tokens: list[str]
+    expected: BaseModel
+
+
+DOCUMENTS = {
+    "weather": Document(
+        "weather", Weather, WEATHER_TOKENS, Weather.model_validate_json(WEATHER_TEXT)
+    ),
+    "catalog": Document(
+        "catalog", Catalog, CATALOG_TOKENS, Catalog.model_validate_json(CATALOG_TEXT)
+    ),
+}
+"""The weather document (177 tokens, long values) and the field-dense catalog (30 records of
+``id``, ``name``, ``price``, ``tags``: 1,143 tokens, a value finished every ~4.7 tokens)."""
 NAMES = ["floor", "fieldstream", "openai raw", "openai structured"]
 EXTRAS = ["floor httpx2", "fieldstream from_openai"]
 """The same two over httpx2/httpcore2, the transport openai-python 3 uses (see the module
@@ -62,12 +96,10 @@ backend alone (events, chunks, deltas; no tracker, no Stream); the tracker over 
 without any I/O (feed, finish, close: the final validation)."""
 
 
-def _fields_after(tokens: int) -> int:
+def _fields_after(doc: Document, tokens: int) -> int:
     """How many field events fieldstream has yielded once ``tokens`` tokens are read."""
-    tracker = FieldTracker(Weather)
-    return sum(
-        isinstance(ev, FieldEvent) for t in WEATHER_TOKENS[:tokens] for ev in tracker.feed(t)
-    )
+    tracker = FieldTracker(doc.model)
+    return sum(isinstance(ev, FieldEvent) for t in doc.tokens[:tokens] for ev in tracker.feed(t))
 
 
 class Hold:
@@ -90,8 +122,10 @@ class Contenders:
     """One client per contender, all against the same server; ``run[name](command, hold)``
     reads one whole stream (or holds it mid-document)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, doc: Document = DOCUMENTS["weather"]) -> None:
         self.base_url = base_url
+        self.doc = doc
+        self.tokens = len(doc.tokens)
         # Room for every stream at once; at most 20 idle connections kept (httpx's default): a
         # big keep-alive pool makes httpcore 1's bookkeeping quadratic (see the module docstring
         # of bench_client.py).
@@ -116,7 +150,7 @@ class Contenders:
             http_client=openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(**self.limits)),
         )
         self.fs2 = Client.from_openai(self.oai2, model="bench")
-        self.fs_held = _fields_after(TOKENS // 2)
+        self.fs_held = _fields_after(doc, self.tokens // 2)
         self.run: dict[str, Callable[[str, Hold | None], Awaitable[None]]] = {
             "floor": lambda cmd, hold: self.floor(self.floor_http, cmd, hold),
             "fieldstream": lambda cmd, hold: self.fieldstream(self.fs, cmd, hold),
@@ -151,17 +185,17 @@ class Contenders:
                     n += 1
                     if hold is not None and n == hold.at:
                         await hold.reached()
-        assert n == TOKENS + 3, n  # role, content, finish and usage chunks
+        assert n == self.tokens + 3, n  # role, content, finish and usage chunks
 
     async def fieldstream(self, client: Client, command: str, hold: Hold | None) -> None:
         messages = [{"role": "user", "content": command}]
         n = 0
-        async with client.stream(messages=messages, schema=Weather) as stream:
+        async with client.stream(messages=messages, schema=self.doc.model) as stream:
             async for _ in stream:
                 n += 1
                 if hold is not None and n == hold.at:
                     await hold.reached()
-            assert await stream.result() == EXPECTED
+            assert await stream.result() == self.doc.expected
 
     async def socket_only(self, command: str, hold: Hold | None) -> None:
         url = httpx.URL(self.base_url)
@@ -193,18 +227,18 @@ class Contenders:
 
     async def fieldstream_backend(self, command: str, hold: Hold | None) -> None:
         messages = ({"role": "user", "content": command},)
-        request = GenerationRequest(messages=messages, schema=SCHEMA)
+        request = GenerationRequest(messages=messages, schema=self.doc.model.model_json_schema())
         n = 0
         async for delta in self.fs.backend.generate(request):
             n += bool(delta.text)
-        assert n == TOKENS
+        assert n == self.tokens
 
     async def tracker_only(self, command: str, hold: Hold | None) -> None:
-        tracker = FieldTracker(Weather)
-        for token in WEATHER_TOKENS:
+        tracker = FieldTracker(self.doc.model)
+        for token in self.doc.tokens:
             tracker.feed(token)
         tracker.finish()
-        assert tracker.close() == EXPECTED
+        assert tracker.close() == self.doc.expected
 
     async def openai_raw(self, command: str, hold: Hold | None) -> None:
         messages: Any = [{"role": "user", "content": command}]
@@ -217,13 +251,13 @@ class Contenders:
                 n += 1
                 if hold is not None and n == hold.at:
                     await hold.reached()
-        assert n == TOKENS + 3, n
+        assert n == self.tokens + 3, n
 
     async def openai_structured(self, command: str, hold: Hold | None) -> None:
         messages: Any = [{"role": "user", "content": command}]
         n = 0
         async with self.oai.chat.completions.stream(
-            model="bench", messages=messages, response_format=Weather
+            model="bench", messages=messages, response_format=self.doc.model
         ) as stream:
             async for event in stream:
                 if event.type == "content.delta":
@@ -231,20 +265,20 @@ class Contenders:
                     if hold is not None and n == hold.at:
                         await hold.reached()
             completion = await stream.get_final_completion()
-        assert completion.choices[0].message.parsed == EXPECTED
+        assert completion.choices[0].message.parsed == self.doc.expected
 
     def hold_at(self, name: str) -> int:
         """The unit count at which a stream of ``name`` is half-way through the document."""
         if name.startswith("fieldstream"):
             return self.fs_held
         if name == "openai structured":
-            return TOKENS // 2
-        return TOKENS // 2 + 1  # chunks: the role chunk comes first
+            return self.tokens // 2
+        return self.tokens // 2 + 1  # chunks: the role chunk comes first
 
 
-def command(concurrency: int, rate: float, **extra: Any) -> str:
+def command(concurrency: int, rate: float, doc: str = "weather", **extra: Any) -> str:
     interval = 0.0 if rate <= 0 else max(0.001, concurrency / rate)
-    return json.dumps({"doc": "weather", "interval": interval, **extra})
+    return json.dumps({"doc": doc, "interval": interval, **extra})
 
 
 async def wave(run: Callable[[str, Hold | None], Awaitable[None]], cmd: str, n: int) -> None:

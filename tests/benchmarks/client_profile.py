@@ -7,7 +7,7 @@ import asyncio
 import os
 from typing import Any
 
-from client_contenders import TOKENS, Contenders, command, wave
+from client_contenders import DOCUMENTS, Contenders, command, wave
 
 
 def profile(base_url: str, args: argparse.Namespace) -> None:
@@ -17,12 +17,12 @@ def profile(base_url: str, args: argparse.Namespace) -> None:
     concurrency = args.profile
 
     async def main() -> None:
-        contenders = Contenders(base_url)
-        cmd = command(concurrency, args.rate)
+        contenders = Contenders(base_url, DOCUMENTS[args.doc])
+        cmd = command(concurrency, args.rate, args.doc)
         run = contenders.run[args.profile_contender]
         await wave(run, cmd, concurrency)
         waves = max(1, 96 // concurrency)
-        tokens = waves * concurrency * TOKENS
+        tokens = waves * concurrency * contenders.tokens
         if args.profile_with == "pyinstrument":
             from pyinstrument import Profiler
 

@@ -14,7 +14,9 @@ message, when that is a JSON object (anything else gets the defaults):
   ``tests/data/openai_sse/test_non_pydantic_response_format.sse``, its bytes as recorded; or
   ``"small"``, the 14-token ``test_parse_pydantic_model.sse`` document with ``"id": <id>``
   first, in the same chunk format (role chunk, content chunks, finish chunk, usage chunk,
-  ``[DONE]``).
+  ``[DONE]``); or ``"catalog"``, the field-dense document (:data:`CATALOG_TOKENS`: 30 records
+  of ``id``, ``name``, ``price``, ``tags``, short values, one token per event), in the same
+  format.
 - ``"id"``: the integer put in the small document.
 - ``"interval"``: seconds to wait after each event (default 0: each event is written and
   drained, as fast as the client reads).
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,6 +84,37 @@ def small_value(ident: int) -> dict[str, Any]:
     return value
 
 
+_TAGS = ("tools", "steel", "garden", "kitchen", "outdoor", "sale", "new", "eco", "bulk", "kids")
+_NOUNS = ("bolt", "hammer", "kettle", "lamp", "rope", "brush", "bucket", "clamp", "fan", "mug")
+_ADJECTIVES = ("Small", "Large", "Red", "Blue", "Steel", "Light", "Heavy", "Quiet", "Smart")
+
+
+def _catalog() -> dict[str, Any]:
+    items = [
+        {
+            "id": 1001 + i * 7,
+            "name": f"{_ADJECTIVES[i % 9]} {_NOUNS[i % 10]}, model {i + 1}",
+            "price": round(1.25 + i * 3.37, 2),
+            "tags": [_TAGS[(i + k) % 10] for k in range(2 + i % 3)],
+        }
+        for i in range(30)
+    ]
+    return {"items": items}
+
+
+def _tokenize(text: str) -> list[str]:
+    """A BPE-like split (what a model's tokens look like): words with their leading space,
+    digits in runs of at most three, runs of punctuation, runs of whitespace."""
+    return re.findall(r" ?[A-Za-z]+|\d{1,3}| ?[^\sA-Za-z\d]+|\s+", text)
+
+
+CATALOG_VALUE = _catalog()
+CATALOG_TEXT = json.dumps(CATALOG_VALUE)
+"""The field-dense document: ``{"items": [...]}``, 30 records, 3 KB."""
+CATALOG_TOKENS = _tokenize(CATALOG_TEXT)
+assert "".join(CATALOG_TOKENS) == CATALOG_TEXT
+
+
 def _chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
     keys = ("id", "object", "created", "model", "system_fingerprint")
     chunk = {k: _ENVELOPE[k] for k in keys} | {"choices": choices} | extra
@@ -123,6 +157,7 @@ def _frames(events: list[bytes]) -> list[tuple[bytes, bool]]:
 
 
 _WEATHER_FRAMES = _frames(WEATHER_EVENTS)
+_CATALOG_FRAMES = _frames(events_for(CATALOG_TOKENS))
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
@@ -166,6 +201,8 @@ async def _stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bo
     command, before = _command(body)
     if command.get("doc") == "small":
         frames = _frames(events_for(small_tokens(int(command.get("id", 0)))))
+    elif command.get("doc") == "catalog":
+        frames = _CATALOG_FRAMES
     else:
         frames = _WEATHER_FRAMES
     interval = float(command.get("interval", 0))

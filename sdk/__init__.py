@@ -5,9 +5,11 @@ The layers, top to bottom (``docs/architecture.md`` draws the whole house):
 * :class:`Client` — starts generations on an OpenAI-compatible server or the local engine and
   returns a :class:`Stream`; :func:`stream_structured` does the same for any async source of
   text deltas; :class:`SyncClient` is the same client for code without an event loop.
-* :class:`Stream` — an async context manager and async iterator of :class:`FieldEvent`; runs
-  ``on_field`` callbacks exactly once per field, aborts on a violation, retries at once
-  (:class:`Retry`), and validates the whole result (``await stream.result()``).
+* :class:`Stream` — an async context manager and async iterator of :data:`Event`
+  (``Stream.fields()``: field events only); runs ``on_field`` callbacks exactly once per
+  field, aborts on a violation, retries a bad answer at once (:class:`Retry`) and a transport
+  failure with backoff (``max_retries``), and validates the whole result
+  (``await stream.result()``).
 * :func:`compile_schema` — a schema (pydantic type, or JSON Schema in any dialect from draft-04
   to 2020-12) compiled once into a :class:`CompiledSchema`, which every entry point accepts.
 * :class:`FieldTracker` — the sans-I/O core: feed text, get field events; it knows each

@@ -507,12 +507,38 @@ def no_wider_elsewhere(pattern: str, *, python_re: bool = False) -> bool:
     (``\\d``, ``\\w``, ``\\s``, ``\\b`` and their negations, ``.``, case-insensitive groups; for
     ``re``, ``$`` too). A pydantic ``Field(pattern=...)`` is checked early only when this holds,
     so that the tracker never refuses what pydantic accepts."""
+    if _set_syntax_elsewhere(pattern):
+        return False
     reader = _Reader(pattern)
     try:
         reader.pattern()
     except EcmaRegexError:
         return False
     return not reader.unicode_sets and not (python_re and reader.dollar)
+
+
+def _set_syntax_elsewhere(pattern: str) -> bool:
+    """Whether ``pattern`` may hold syntax Rust's ``regex`` (and Python's ``re``, with a
+    warning) reads as something else than ECMA-262 does: a ``[`` inside a class (nested classes,
+    ``[[:alpha:]]``), a ``]`` outside one, or the set operators ``&&``, ``--``, ``~~``.
+    Conservative: a pattern that only looks like it is merely not checked early."""
+    if "&&" in pattern or "--" in pattern or "~~" in pattern:
+        return True
+    in_class = escaped = False
+    for ch in pattern:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "[":
+            if in_class:
+                return True
+            in_class = True
+        elif ch == "]":
+            if not in_class:
+                return True
+            in_class = False
+    return False
 
 
 def compile_ecma(pattern: str) -> EcmaRegex:

@@ -87,7 +87,9 @@ class CompiledSchema:
         else:
             # pydantic writes Draft 2020-12; what it sends is sent as it wrote it.
             raw, models = tracker_schema(adapter)
-            read = canonical(raw, registry=registry, unknown=unknown, ecma_patterns=False)
+            # The tracker's copy keeps only patterns ECMA-262 reads as pydantic does (the rest
+            # are pydantic's to judge, at the end), so every pattern left is vetted here.
+            read = canonical(raw, registry=registry, unknown=unknown)
             checked = read.schema
             sent = json_schema
         if unknown == "refuse":

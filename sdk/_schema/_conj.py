@@ -393,8 +393,8 @@ class Conjs:
                 pointer=node.where,
             )
         self._flattening.add(node)
-        node.ready()  # compiled the first time a value meets it
         try:
+            node.ready()  # compiled the first time a value meets it
             out: list[Node] = [node]
             for sub in (node.ref, *node.all_of):
                 if sub is not None:

@@ -262,14 +262,11 @@ def canonical(
     dialect: str | None = None,
     registry: Any = None,
     unknown: str = "ignore",
-    ecma_patterns: bool = True,
 ) -> Canonical:
     """``schema`` in the canonical form (see the module docstring). ``dialect`` is the default
     for a document without ``$schema`` (Draft 2020-12 when ``None``; it also stands for a
     ``$schema`` no dialect is known by); ``registry`` resolves references outside the document;
-    ``unknown="refuse"`` refuses keywords the dialect does not define; ``ecma_patterns`` (a schema
-    the user wrote) refuses a pattern that is not ECMA-262 (a pydantic type's patterns are in
-    pydantic's dialect, which pydantic itself judges). Raises
+    ``unknown="refuse"`` refuses keywords the dialect does not define. Raises
     :class:`~sdk.SchemaError` for anything that is not a usable schema."""
     default = "2020-12"
     if dialect is not None:
@@ -284,7 +281,6 @@ def canonical(
     if unknown not in ("ignore", "refuse"):
         raise ValueError(f"unknown must be 'ignore' or 'refuse', not {unknown!r}")
     translator = _Translator(default, dialect is not None, registry, unknown == "refuse")
-    translator.ecma_patterns = ecma_patterns
     try:
         return translator.run(schema)
     except RecursionError:
@@ -333,7 +329,6 @@ class _Translator:
         self.forced = forced  # the caller named the dialect: it stands for unknown $schema
         self.registry = registry
         self.refuse = refuse
-        self.ecma_patterns = True  # vet patterns as ECMA-262 (not for pydantic's own schemas)
         self.ignored: list[tuple[str, str]] = []
         self.resources: dict[str, _Resource] = {}
         self.sites: list[_RefSite] = []
@@ -553,7 +548,7 @@ class _Translator:
             for name, v in value.items():
                 if not isinstance(name, str):
                     raise _bad(key, where, "an object (with string keys)")
-                if key == "patternProperties" and self.ecma_patterns:
+                if key == "patternProperties":
                     _regex(name, here)
                 part = f"/{key}/{_escape(name)}"
                 target[name] = sub(v, part, part)
@@ -614,7 +609,7 @@ class _Translator:
         elif key in ("pattern", "format", "$anchor"):
             if not isinstance(value, str):
                 raise _bad(key, where, "a string")
-            if key == "pattern" and self.ecma_patterns:
+            if key == "pattern":
                 _regex(value, here)  # refused now, not when a value first meets it
             out[key] = value
         elif key == "$dynamicAnchor":

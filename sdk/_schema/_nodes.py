@@ -196,9 +196,11 @@ class Node:
         lock of the schema's conjunctions (:class:`~sdk._schema._conj.Conjs`)."""
         compiler = self.pending
         if compiler is not None:
-            self.pending = None
             assert isinstance(self.raw, Mapping)
             compiler.fill(self, self.raw)
+            # Only once filled: a fill that raises leaves the node to be filled (and refused)
+            # again, never half-filled for the next tracker of this cached schema.
+            self.pending = None
         return self
 
     def __repr__(self) -> str:

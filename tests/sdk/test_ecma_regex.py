@@ -244,3 +244,27 @@ def test_engines_get_the_shorthand_classes_spelled_out() -> None:
     assert portable(r"[.\D]") == r"[.\D]"  # inside a class: as written
     spelled = compile_ecma(portable(r"^\s\S$"))
     assert spelled.search("\u3000x") and not spelled.search("  ")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [
+        (r"^[[a-z]]$", "b"),  # Rust's nested class: one letter; ECMA-262 would need "b]"
+        (r"^[[:alpha:]]+$", "abc"),  # a POSIX class inside a class
+        (r"^[a-z&&[^x]]+$", "ab"),  # class intersection
+    ],
+)
+def test_a_pydantic_pattern_in_rust_set_syntax_is_left_to_pydantic(
+    pattern: str, value: str
+) -> None:
+    # pydantic's default engine (Rust's regex) reads these classes otherwise than ECMA-262:
+    # the tracker must not refuse, early or at the end, what pydantic accepts.
+    class Model(pydantic.BaseModel):
+        s: str = pydantic.Field(pattern=pattern)
+
+    document = json.dumps({"s": value})
+    assert Model.model_validate_json(document).s == value
+    tracker = FieldTracker(Model)
+    for ch in document:
+        tracker.feed(ch)
+    assert tracker.close() == Model(s=value)

@@ -418,3 +418,21 @@ async def test_a_server_is_sent_the_canonical_form_strict_and_the_client_checks_
     assert "$schema" not in schema and "dependencies" not in schema
     assert schema["properties"]["total"]["exclusiveMinimum"] == 0
     assert schema["properties"]["lines"]["prefixItems"][0] == {"type": "string"}
+
+
+def test_a_pattern_a_pydantic_model_adds_itself_is_vetted_when_it_is_compiled() -> None:
+    # A pattern from json_schema_extra is the tracker's to check (pydantic never reads it), so
+    # one that is not ECMA-262 is refused by compile_schema, never first met mid-stream; and a
+    # refused schema stays refused the same way (no half-compiled state left in a cache).
+    from pydantic import BaseModel, Field
+
+    from sdk import FieldTracker
+
+    class Model(BaseModel):
+        s: str = Field(json_schema_extra={"pattern": "(?P<x>a)"})
+
+    for _ in range(2):
+        with pytest.raises(SchemaError, match="not a valid regular expression"):
+            compile_schema(Model)
+        with pytest.raises(SchemaError, match="not a valid regular expression"):
+            FieldTracker(Model)

@@ -87,6 +87,7 @@ class Client:
         self._max_retries = _check_max_retries(max_retries)
         self._defaults: dict[str, Any] = {}
         self._owns_backend = True
+        self._parent: Client | None = None  # a with_options copy's owner
 
     @classmethod
     def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
@@ -96,6 +97,7 @@ class Client:
         client._max_retries = _check_max_retries(max_retries)
         client._defaults = {}
         client._owns_backend = True
+        client._parent = None
         return client
 
     def with_options(
@@ -111,8 +113,9 @@ class Client:
         ``client.with_options(...)``): ``max_retries`` (transport retries), ``timeout``
         (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``; an
         argument left ``None`` keeps this client's. A call's own arguments still win. The copy
-        shares this client's backend and connections: closing it closes nothing (close the
-        original)."""
+        shares this client's backend and connections and keeps this client alive while it is
+        used; closing the copy closes nothing: close the original (``async with Client(...) as
+        client:``, then ``client.with_options(...)`` inside)."""
         copy = Client.from_backend(
             self._backend,
             max_retries=self._max_retries if max_retries is None else max_retries,
@@ -127,6 +130,7 @@ class Client:
         split_options(defaults, where="Client.with_options", request=True)  # checked now
         copy._defaults = defaults
         copy._owns_backend = False
+        copy._parent = self  # the owner of the backend lives as long as the copy
         return copy
 
     @classmethod

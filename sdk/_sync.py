@@ -183,6 +183,7 @@ class SyncClient:
 
     def _attach(self, client: Client) -> None:
         self._client = client
+        self._parent: SyncClient | None = None
         self._loop = _Loop()
         # A client never closed still stops its loop thread when collected or at exit.
         self._finalizer = weakref.finalize(self, self._loop.stop)
@@ -203,7 +204,8 @@ class SyncClient:
         model: str | None = None,
     ) -> SyncClient:
         """As :meth:`sdk.Client.with_options`: a copy sharing this client's backend and loop
-        thread; closing the copy closes nothing (close the original)."""
+        thread; it keeps this client alive while it is used (``SyncClient(...).with_options(...)``
+        works on one line); closing the copy closes nothing (close the original)."""
         copy = SyncClient.__new__(SyncClient)
         copy._client = self._client.with_options(
             max_retries=max_retries,
@@ -213,8 +215,9 @@ class SyncClient:
             model=model,
         )
         copy._loop = self._loop
+        copy._parent = self  # the owner of the loop thread lives as long as the copy
         copy._finalizer = weakref.finalize(copy, _nothing)
-        copy._finalizer.detach()  # a copy owns nothing: close() is a no-op
+        copy._finalizer.detach()  # the owner's finalizer stops the loop, not the copy's
         return copy
 
     @classmethod

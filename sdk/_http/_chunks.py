@@ -61,6 +61,11 @@ from sdk._retry import retryable_status
 
 __all__ = ["ChunkDecoder", "error_from_payload"]
 
+# How many of a tool call's entries wait for its id, when the id did not come with the first
+# (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
+# server that never sends ids delays the call's checks by no more than this.
+HOLD_FOR_ID = 3
+
 
 class ChunkDecoder:
     """Turns the chunks of one streamed completion into deltas.
@@ -80,6 +85,7 @@ class ChunkDecoder:
         self._current: int | None = None  # the call the last tool_calls entry went to
         # With ids asked for: calls whose id has not come yet -> (their text, their name).
         self._waiting: dict[int, tuple[list[str], str | None]] = {}
+        self._no_id: set[int] = set()  # calls whose text stopped waiting for an id
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
         self._ended = False
@@ -242,12 +248,16 @@ class ChunkDecoder:
             self._named[index] = name
             new_name = name
         out = self._let_go(but=index) if self._waiting else []
-        if self._report_ids and index not in self._ids:
+        if self._report_ids and index not in self._ids and index not in self._no_id:
             texts, held_name = self._waiting.setdefault(index, ([], None))
-            texts.append(text)
-            if new_name is not None:
-                self._waiting[index] = (texts, new_name)
-            return out  # waits for its id
+            if len(texts) < HOLD_FOR_ID:
+                texts.append(text)
+                if new_name is not None:
+                    self._waiting[index] = (texts, new_name)
+                return out  # waits for its id
+            # A server that sends no id (or sends it late) must not delay the call's checks:
+            # its text goes on without one; an id that comes later still marks later events.
+            self._no_id.add(index)
         if index in self._waiting:
             texts, held_name = self._waiting.pop(index)
             text = "".join(texts) + text

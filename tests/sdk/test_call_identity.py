@@ -339,3 +339,28 @@ async def test_retries_exhausted_says_which_call_broke(mock: respx.MockRouter) -
     assert "tool call 1 ('search', id 'c2'): /query" in str(caught.value)
     sent = json.loads(mock.calls.last.request.content)["messages"]
     assert "tool call 1 ('search', id 'c2')" in sent[-1]["content"]
+
+
+@pytest.mark.anyio
+async def test_a_server_that_sends_no_ids_still_aborts_a_broken_call_early(
+    mock: respx.MockRouter,
+) -> None:
+    # No id on any entry: the call's text waits for one only a few entries (HOLD_FOR_ID), then
+    # is checked without it, so the violation (a number where `city` must be a string) stops
+    # the stream long before the call's end.
+    from sdk._http._chunks import HOLD_FOR_ID
+
+    pieces = ['{"city"', ": ", "12", "3", *(["4"] * 40), "}"]
+    parts = [chunk(entry(pieces[0], index=0, name="weather"))]
+    parts += [chunk(entry(p, index=0)) for p in pieces[1:]]
+    body = Body([*parts, chunk(finish="tool_calls"), b"data: [DONE]\n\n"])
+    mock.post("/chat/completions").mock(return_value=httpx.Response(200, headers=SSE, stream=body))
+    with pytest.raises(SchemaViolation) as info:
+        async with client() as c, c.stream(messages=MESSAGES, tools=TOOLS) as s:
+            async for _ in s:
+                pass
+    assert info.value.pointer == "/city" and info.value.keyword == "type"
+    # The violation is proven by the third entry ("12"); the stream read at most the entries
+    # held waiting for an id past it (three), then closed the body: not the other 40.
+    assert HOLD_FOR_ID == 3
+    assert body.closed and body.pulled <= 6, body.pulled

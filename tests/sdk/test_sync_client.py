@@ -311,3 +311,17 @@ def test_with_options_shares_the_loop_and_closes_nothing(router: respx.MockRoute
             s.result()
     with pytest.raises(StreamUsageError, match="closed"):
         other.stream(messages=MESSAGES, schema=Pet)
+
+
+def test_a_with_options_copy_made_on_one_line_keeps_its_owner_alive(
+    router: respx.MockRouter,
+) -> None:
+    # openai-python's usual `OpenAI().with_options(...)`: the owner is unreachable at once, and
+    # its finalizer must not stop the loop thread the copy runs on.
+    import gc
+
+    router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    client = SyncClient(base_url=BASE, api_key="k", model="m").with_options(timeout=5)
+    gc.collect()
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        assert s.result() == Pet.model_validate_json(GOOD)

@@ -31,7 +31,6 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from sdk._backend import Message, Usage
 from sdk._options import split_options
-from sdk._schema import compile_schema
 
 if TYPE_CHECKING:
     from sdk._options import RequestOptions
@@ -129,9 +128,11 @@ async def run_batch(
         raise ValueError(f"concurrency must be an int >= 1, not {concurrency!r}")
     if not isinstance(requests, (Iterable, AsyncIterable)) or isinstance(requests, (str, bytes)):
         raise TypeError("requests must be an iterable (or async iterable) of requests")
-    # Checked now, once: a mistake there is the caller's, not every request's.
-    config, _ = split_options(options, where="Client.batch", request=True)
-    compile_schema(schema, formats=config.formats)
+    # Checked now, once, as every request will be (the schema or constraint, the options,
+    # what the backend can send): a mistake there is the caller's, not every request's. A
+    # stream sends nothing until it is entered.
+    split_options(options, where="Client.batch", request=True)
+    open_stream(messages=[{"role": "user", "content": ""}], schema=schema, **options)
     send, receive = anyio.create_memory_object_stream[BatchResult[Any]](math.inf)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_feed, open_stream, requests, schema, concurrency, system, options, send)

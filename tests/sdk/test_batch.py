@@ -12,7 +12,7 @@ import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
-from sdk import BatchRequest, Client, Retry
+from sdk import BatchRequest, Choice, Client, Retry, UnsupportedConstraint
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._batch import BatchInputError
 
@@ -54,7 +54,11 @@ class Backend:
 
 
 async def collect(client: Client, requests: Any, **kw: Any) -> list[Any]:
-    async with client.batch(requests, schema=Answer, **kw) as results:
+    return await collect_with(client, requests, schema=Answer, **kw)
+
+
+async def collect_with(client: Client, requests: Any, *, schema: Any, **kw: Any) -> list[Any]:
+    async with client.batch(requests, schema=schema, **kw) as results:
         return [r async for r in results]
 
 
@@ -163,6 +167,20 @@ async def test_bad_arguments_fail_before_anything_runs() -> None:
         await collect(client, [], max_tokens="many")
     with pytest.raises(TypeError, match="iterable"):
         await collect(client, 42)
+
+
+async def test_a_batch_checks_schema_and_options_as_each_stream_would() -> None:
+    # Checked once, at the call, by the same checks as Client.stream: an option that does not
+    # go with the schema fails there (not once per request), and so does a constraint the
+    # backend cannot send (this one sends JSON Schema only) — a typed error, not a crash.
+    backend = Backend()
+    client = Client.from_backend(backend)
+    with pytest.raises(ValueError, match="tool_choice goes with tools="):
+        await collect(client, [{"id": "1", "prompt": "1"}], tool_choice="auto")
+    assert backend.closed == 0  # nothing was sent
+    with pytest.raises(UnsupportedConstraint):
+        await collect_with(client, [{"id": "1", "prompt": "7"}], schema=Choice(["7", "8"]))
+    assert backend.closed == 0
 
 
 def test_batch_input_errors_say_what_is_missing() -> None:

@@ -170,14 +170,6 @@ class OpenAISDKBackend:
         """Nothing to release: the openai client belongs to the caller."""
 
 
-def _has_body(response: Any) -> bool:
-    try:
-        response.text  # noqa: B018 - raises when a streamed body was never read
-    except Exception:
-        return False
-    return True
-
-
 _BOTH: dict[tuple[type[BaseException], type[BaseException]], type[TransportError]] = {}
 
 

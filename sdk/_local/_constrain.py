@@ -124,6 +124,21 @@ def check(request: GenerationRequest) -> None:
         raise UnsupportedConstraint(
             f"tools are decoded as tool calls: mode must be 'tool', not {request.mode!r}"
         )
+    sent = [
+        name
+        for name, given in (
+            ("model", request.model),
+            ("timeout", request.timeout),
+            ("extra_headers", request.extra_headers),
+            ("extra_query", request.extra_query),
+        )
+        if given
+    ]
+    if sent:
+        raise UnsupportedConstraint(
+            f"the local engine runs the model it loaded, in process: {', '.join(sent)} "
+            "(per-request HTTP options) would be ignored; give them to a server's client"
+        )
     if request.tools and request.tool_choice in ("auto", "none"):
         raise UnsupportedConstraint(
             f"the local engine decodes tools as calls only: tool_choice={request.tool_choice!r} "

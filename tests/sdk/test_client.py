@@ -520,3 +520,19 @@ async def test_a_429_is_a_rate_limit_error_with_retries_off_or_exhausted(
                 await s.result()
     assert isinstance(info.value, RateLimitError) and info.value.status == 429
     assert len(info.value.retries) == retries
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"model": "other/model"}, {"timeout": 5}, {"extra_headers": {"X-A": "1"}}],
+    ids=["model", "timeout", "extra_headers"],
+)
+def test_the_local_engine_refuses_per_request_http_options(option: dict[str, Any]) -> None:
+    # They would be silently ignored in process: refused at the call instead, by name.
+    from sdk import UnsupportedConstraint
+    from sdk._local import LocalBackend
+
+    client = Client.from_backend(LocalBackend())
+    name = next(iter(option))
+    with pytest.raises(UnsupportedConstraint, match=name):
+        client.stream(messages=[{"role": "user", "content": "x"}], schema={}, **option)

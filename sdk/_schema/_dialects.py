@@ -188,12 +188,6 @@ _KNOWN = {
     "2019-09": _DRAFT2019,
     "2020-12": _DRAFT2020,
 }
-_REFUSED = {
-    "unevaluatedProperties": "it depends on the annotations of every applicator that touched "
-    "the object, which the tracker does not collect",
-    "unevaluatedItems": "it depends on the annotations of every applicator that touched the "
-    "array, which the tracker does not collect",
-}
 _SUBSCHEMA = {
     "additionalProperties": _SCHEMA,
     "additionalItems": _SCHEMA,
@@ -204,6 +198,8 @@ _SUBSCHEMA = {
     "then": _SCHEMA,
     "else": _SCHEMA,
     "contentSchema": _SCHEMA,
+    "unevaluatedProperties": _SCHEMA,
+    "unevaluatedItems": _SCHEMA,
     "properties": _MAP,
     "patternProperties": _MAP,
     "dependentSchemas": _MAP,
@@ -214,6 +210,7 @@ _SUBSCHEMA = {
     "oneOf": _LIST,
     "prefixItems": _LIST,
 }
+_UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
 _COUNTS = (
     "maxLength",
     "minLength",
@@ -243,6 +240,10 @@ class Canonical:
     """What each ``$ref`` names: ``id()`` of the canonical subschema that holds it -> the
     canonical subschema it names and where that is in the input (so that the compiler resolves
     nothing again)."""
+    places: dict[int, str]
+    """Where each subschema with ``unevaluatedProperties``/``unevaluatedItems`` is: ``id()``
+    of the canonical subschema -> a reference to it (its resource's URI, ``#``, a JSON
+    Pointer) that resolves from the canonical root."""
 
 
 def dialect_named(name: str) -> str | None:
@@ -339,6 +340,7 @@ class _Translator:
         # (resource, name) -> (the canonical schema, where it is in the input, its pointer)
         self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
         self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
+        self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
         self.root: _Resource | None = None
         self.extra = 0
 
@@ -356,7 +358,7 @@ class _Translator:
         root = self.root
         assert root is not None
         self._resolve_all()
-        return Canonical(out, root.dialect, tuple(self.ignored), self.targets)
+        return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
 
     def _declared(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
@@ -479,12 +481,10 @@ class _Translator:
                 and key not in (_ANNOTATIONS)
             ):
                 continue  # draft <= 7: $ref overrides its siblings
-            if key in _REFUSED:
-                raise SchemaError(
-                    f"{key} (at {where or '/'}) is not supported: {_REFUSED[key]}",
-                    keyword=key,
-                    pointer=where,
-                )
+            if key in _UNEVALUATED:
+                # Judged on the whole subschema at the value's close: where it is, as a
+                # reference jsonschema resolves in the canonical document.
+                self.places[id(out)] = f"{resource.uri}#{_quote(at)}"
             if key in _ANNOTATIONS:
                 out[key] = _copy(value)
                 continue

@@ -7,6 +7,8 @@ resources, ``CompiledSchema.validate``, and that a schema without the keywords d
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +106,14 @@ def test_a_keyword_that_allows_everything_costs_nothing(value: Any) -> None:
 
 def test_a_schema_without_them_has_no_judge() -> None:
     assert compile_schema({"type": "object", "properties": {"a": {}}}).root.unevaluated == ()
+
+
+def test_compose_spec_closes_a_service_with_unevaluated_properties() -> None:
+    corpus = Path(__file__).resolve().parents[1] / "data" / "schema-corpus" / "schemastore"
+    schema = json.loads((corpus / "compose-spec.json").read_text(encoding="utf-8"))
+    ok = {"services": {"web": {"image": "nginx", "ports": ["80:80"], "x-team": "a"}}}
+    assert first_violation(schema, json.dumps(ok)) is None
+    found = first_violation(schema, json.dumps({"services": {"web": {"image": "x", "bogus": 1}}}))
+    assert found is not None
+    assert (found[1].path, found[1].keyword) == (("services", "web"), "unevaluatedProperties")
+    assert "'bogus'" in found[1].message

@@ -341,6 +341,8 @@ class _Translator:
         self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
         self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
         self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
+        self.items_where: str | None = None  # the first unevaluatedItems met
+        self.contains_2019: str | None = None  # the first contains read as Draft 2019-09
         self.root: _Resource | None = None
         self.extra = 0
 
@@ -358,6 +360,14 @@ class _Translator:
         root = self.root
         assert root is not None
         self._resolve_all()
+        if self.contains_2019 is not None and self.items_where is not None:
+            raise SchemaError(
+                f"unevaluatedItems (at {self.items_where or '/'}) in a schema with a Draft "
+                f"2019-09 contains (at {self.contains_2019 or '/'}) is not supported: in 2019-09 "
+                "contains evaluates no items, in the 2020-12 form the tracker reads it does",
+                keyword="unevaluatedItems",
+                pointer=self.items_where,
+            )
         return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
 
     def _declared(self, value: Any, where: str) -> str:
@@ -485,6 +495,10 @@ class _Translator:
                 # Judged on the whole subschema at the value's close: where it is, as a
                 # reference jsonschema resolves in the canonical document.
                 self.places[id(out)] = f"{resource.uri}#{_quote(at)}"
+                if key == "unevaluatedItems" and self.items_where is None:
+                    self.items_where = where
+            if key == "contains" and dialect == "2019-09" and self.contains_2019 is None:
+                self.contains_2019 = where
             if key in _ANNOTATIONS:
                 out[key] = _copy(value)
                 continue

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _tracker_support import assert_fires, first_violation
 
-from sdk._errors import ValidationFailed
+from sdk._errors import SchemaError, ValidationFailed
 from sdk._schema._compile import compile_schema
 
 PERSON = {
@@ -117,3 +117,13 @@ def test_compose_spec_closes_a_service_with_unevaluated_properties() -> None:
     assert found is not None
     assert (found[1].path, found[1].keyword) == (("services", "web"), "unevaluatedProperties")
     assert "'bogus'" in found[1].message
+
+
+def test_contains_evaluates_items_in_2020_12_and_2019_09_with_both_is_refused() -> None:
+    schema: dict[str, Any] = {"contains": {"type": "string"}, "unevaluatedItems": False}
+    assert first_violation(schema, '["a", "b"]') is None
+    assert_fires(schema, '["a", 1¦]', (), "unevaluatedItems")
+    draft2019 = {"$schema": "https://json-schema.org/draft/2019-09/schema", **schema}
+    with pytest.raises(SchemaError) as info:
+        compile_schema(draft2019)
+    assert (info.value.keyword, info.value.pointer) == ("unevaluatedItems", "")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -342,6 +343,7 @@ class _Translator:
         self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
         self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
         self.items_where: str | None = None  # the first unevaluatedItems met
+        self.patterns: list[tuple[str, str]] = []  # (where, pattern) of every regex read
         self.contains_2019: str | None = None  # the first contains read as Draft 2019-09
         self.root: _Resource | None = None
         self.extra = 0
@@ -368,7 +370,24 @@ class _Translator:
                 keyword="unevaluatedItems",
                 pointer=self.items_where,
             )
+        if self.places:
+            self._python_patterns()
         return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
+
+    def _python_patterns(self) -> None:
+        """unevaluated* is judged by jsonschema, which reads patterns with Python's ``re``: one
+        that ``re`` cannot read would fail mid-stream, so it is refused now."""
+        for where, pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SchemaError(
+                    f"the pattern {pattern!r} at {where} is valid ECMA-262 but Python's re "
+                    f"cannot read it ({exc}), and unevaluatedProperties/unevaluatedItems in "
+                    "this schema are judged by jsonschema, which uses re",
+                    keyword="pattern",
+                    pointer=where,
+                ) from None
 
     def _declared(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
@@ -564,6 +583,7 @@ class _Translator:
                     raise _bad(key, where, "an object (with string keys)")
                 if key == "patternProperties":
                     _regex(name, here)
+                    self.patterns.append((here, name))
                 part = f"/{key}/{_escape(name)}"
                 target[name] = sub(v, part, part)
         elif kind == _LIST:
@@ -625,6 +645,7 @@ class _Translator:
                 raise _bad(key, where, "a string")
             if key == "pattern":
                 _regex(value, here)  # refused now, not when a value first meets it
+                self.patterns.append((here, value))
             out[key] = value
         elif key == "$dynamicAnchor":
             if not isinstance(value, str):

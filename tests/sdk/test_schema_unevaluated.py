@@ -127,3 +127,11 @@ def test_contains_evaluates_items_in_2020_12_and_2019_09_with_both_is_refused() 
     with pytest.raises(SchemaError) as info:
         compile_schema(draft2019)
     assert (info.value.keyword, info.value.pointer) == ("unevaluatedItems", "")
+
+
+def test_a_pattern_python_cannot_read_is_refused_beside_them() -> None:
+    pattern = {"type": "string", "pattern": "^\\p{L}+$"}  # ECMA-262 (u), not Python's re
+    assert first_violation(pattern, '"abc"') is None
+    with pytest.raises(SchemaError) as info:
+        compile_schema({"properties": {"a": pattern}, "unevaluatedProperties": False})
+    assert (info.value.keyword, info.value.pointer) == ("pattern", "/properties/a/pattern")

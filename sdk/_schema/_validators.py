@@ -74,7 +74,8 @@ class SubschemaJudge:
     def at(self, place: str) -> Callable[[Any], str | None]:
         """A check of the subschema at ``place`` (a reference that resolves from the root: URI,
         ``#``, JSON Pointer): the first error's message for a value, with where in the value
-        it is, or ``None`` when the value is valid."""
+        it is, or ``None`` when the value is valid. A value nested too deeply for jsonschema
+        (a few hundred levels) is not judged valid."""
         wrapper = {"$ref": place}
         evolved: Any = None
 
@@ -82,7 +83,10 @@ class SubschemaJudge:
             nonlocal evolved
             if evolved is None:
                 evolved = self._root_validator().evolve(schema=wrapper)
-            error = next(iter(evolved.iter_errors(value)), None)
+            try:
+                error = next(iter(evolved.iter_errors(value)), None)
+            except RecursionError:  # jsonschema recurses a few frames per level of the value
+                return "the value is nested too deeply for jsonschema to judge it"
             if error is None:
                 return None
             where = "".join(f"/{p}" for p in error.absolute_path)

@@ -135,3 +135,12 @@ def test_a_pattern_python_cannot_read_is_refused_beside_them() -> None:
     with pytest.raises(SchemaError) as info:
         compile_schema({"properties": {"a": pattern}, "unevaluatedProperties": False})
     assert (info.value.keyword, info.value.pointer) == ("pattern", "/properties/a/pattern")
+
+
+def test_a_value_too_deep_for_jsonschema_is_a_violation_not_a_crash() -> None:
+    schema = {"type": "array", "items": {"$ref": "#"}, "unevaluatedItems": False}
+    assert first_violation(schema, "[" * 50 + "]" * 50) is None
+    found = first_violation(schema, "[" * 400 + "]" * 400)
+    assert found is not None
+    assert found[1].keyword == "unevaluatedItems"
+    assert "too deeply" in found[1].message

@@ -415,7 +415,7 @@ class RetriesExhausted(StreamError):
 class SchemaError(ValueError):
     """The schema cannot be used: it is not valid JSON Schema in its dialect (a keyword's value
     of the wrong type, an invalid pattern...), pydantic cannot describe the type, or it holds
-    something the tracker cannot check (``unevaluatedProperties``, a ``$dynamicRef`` whose
+    something the tracker cannot check (a ``$dynamicRef`` whose
     target depends on the evaluation path, a ``$ref`` no registry resolves, an unknown keyword
     when ``unknown="refuse"``...). Raised when the schema is compiled, never later.
     ``keyword`` names the keyword (``""`` when not one keyword's fault),

@@ -15,7 +15,11 @@ given (objects are closed only where they had no ``additionalProperties``; optio
 become required; equivalent forms replace each other). A schema that cannot be said strictly
 without changing what it means (a free-form object, a map, ``patternProperties``) is sent as it
 was, with ``strict: false``. Keywords a server does not support are kept, never dropped: a
-server that refuses them says so in its error, and the client checks them either way.
+server that refuses them says so in its error, and the client checks them either way. The one
+exception is a keyword that means nothing where it stands: ``unevaluatedProperties`` beside
+``additionalProperties`` (every closed object has it) and ``unevaluatedItems`` beside ``items``
+(the node itself evaluates every member) are dropped, which changes no document's verdict; one
+that still means something makes the schema not strict (sent as it was; the client checks it).
 """
 
 from __future__ import annotations
@@ -111,6 +115,8 @@ class _Rewriter:
                 return self.rewrite(merged, path)
         if _is_object(node):
             self._close(node)
+        if "unevaluatedProperties" in node or "unevaluatedItems" in node:
+            self._unevaluated(node)
         for key in _SCHEMA_MAPS:
             sub = node.get(key)
             if isinstance(sub, dict):
@@ -143,6 +149,16 @@ class _Rewriter:
             return
         node["additionalProperties"] = False
         node["required"] = list(props)
+
+    def _unevaluated(self, node: dict[str, Any]) -> None:
+        """Drop ``unevaluated*`` where the node evaluates every member itself (strict servers
+        do not take it); anywhere else it cannot be said strictly."""
+        if "additionalProperties" in node:
+            node.pop("unevaluatedProperties", None)
+        if "items" in node:
+            node.pop("unevaluatedItems", None)
+        if "unevaluatedProperties" in node or "unevaluatedItems" in node:
+            self.loose = True
 
     def _inline(self, node: dict[str, Any], ref: str, path: tuple[str, ...]) -> Any:
         """A ``$ref`` with siblings (or at the root): the referenced schema, merged with the

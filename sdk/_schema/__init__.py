@@ -8,7 +8,8 @@ resolved), ``_nodes`` (each sub-schema's keywords compiled when first needed), `
 (``$ref``/``allOf`` flattened into conjunctions with merged checks), ``_checker`` (the state
 machine the tracker drives, with ``_states``, ``_streaming`` and ``_finals`` for its states
 and checks), ``_values`` (JSON Schema equality), ``_formats`` (``format`` when asserted),
-``_walk`` (events to checker calls), ``_validators`` (jsonschema behind a typed face).
+``_walk`` (events to checker calls), ``_validators`` (jsonschema behind a typed face: the
+meta-schema check, and the judge of ``unevaluated*``).
 No I/O, no event loop.
 
 Where each keyword is checked (a keyword is read into a node in ``_nodes`` and merged per value
@@ -24,6 +25,9 @@ in ``_conj`` first):
   ``format``, ``required``, ``minProperties``, ``dependentRequired``, ``minItems``,
   ``minContains``, ``enum``/``const`` of a container -> ``_finals`` (equality and
   ``multipleOf`` in ``_values``);
+- when an object or array is final, against its node's whole subschema:
+  ``unevaluatedProperties``, ``unevaluatedItems`` -> ``_finals``, judged by jsonschema
+  (``_validators.SubschemaJudge``: they depend on every applicator's annotations);
 - applicators: ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``, ``dependentSchemas``,
   ``propertyNames`` -> ``_states``; ``$ref``/``allOf`` flattened in ``_conj``;
 - each dialect's spelling of them (``dependencies``, array ``items``...) -> ``_dialects``.

@@ -131,6 +131,7 @@ class CompiledSchema:
             read.targets,
             assert_formats=formats == "assert" and adapter is None,
             models=models,
+            places=read.places,
         )
         self.conjs = Conjs()
         self.root: Conj = self.conjs.of_node(compiler.compile_root())

@@ -22,7 +22,7 @@ from typing import Any
 
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck
-from sdk._schema._nodes import KINDS, Node
+from sdk._schema._nodes import KINDS, Node, Unevaluated
 from sdk._schema._values import describe_types, kind_of, scalar_key
 
 __all__ = ["Choice", "Conj", "Conjs", "Forbidden"]
@@ -92,6 +92,7 @@ class Conj:
         "str_members",
         "str_shown",
         "trivial",
+        "unevaluated",
         "unique",
         "watch",
     )
@@ -123,6 +124,8 @@ class Conj:
         self.min_items: int | None = None
         self.unique = False
         self.models: tuple[Any, ...] = ()
+        self.unevaluated: tuple[Unevaluated, ...] = ()
+        """Each node's ``unevaluatedProperties``/``unevaluatedItems``, judged at the close."""
         if self.impossible:
             for kind in KINDS:
                 self.kind_fail[kind] = ("false", "no value is allowed here")
@@ -180,6 +183,7 @@ class Conj:
             or self.min_items is not None
             or self.unique
             or self.models
+            or self.unevaluated
             or self.any_of
             or self.one_of
             or self.nots
@@ -233,6 +237,8 @@ class Conj:
         self.unique = self.unique or node.unique
         if node.model is not None:
             self.models += (node.model,)
+        if node.unevaluated is not None:
+            self.unevaluated += (node.unevaluated,)
 
     # ------------------------------------------------------------------ members
 

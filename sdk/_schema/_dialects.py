@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -188,12 +189,6 @@ _KNOWN = {
     "2019-09": _DRAFT2019,
     "2020-12": _DRAFT2020,
 }
-_REFUSED = {
-    "unevaluatedProperties": "it depends on the annotations of every applicator that touched "
-    "the object, which the tracker does not collect",
-    "unevaluatedItems": "it depends on the annotations of every applicator that touched the "
-    "array, which the tracker does not collect",
-}
 _SUBSCHEMA = {
     "additionalProperties": _SCHEMA,
     "additionalItems": _SCHEMA,
@@ -204,6 +199,8 @@ _SUBSCHEMA = {
     "then": _SCHEMA,
     "else": _SCHEMA,
     "contentSchema": _SCHEMA,
+    "unevaluatedProperties": _SCHEMA,
+    "unevaluatedItems": _SCHEMA,
     "properties": _MAP,
     "patternProperties": _MAP,
     "dependentSchemas": _MAP,
@@ -214,6 +211,7 @@ _SUBSCHEMA = {
     "oneOf": _LIST,
     "prefixItems": _LIST,
 }
+_UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
 _COUNTS = (
     "maxLength",
     "minLength",
@@ -243,6 +241,10 @@ class Canonical:
     """What each ``$ref`` names: ``id()`` of the canonical subschema that holds it -> the
     canonical subschema it names and where that is in the input (so that the compiler resolves
     nothing again)."""
+    places: dict[int, str]
+    """Where each subschema with ``unevaluatedProperties``/``unevaluatedItems`` is: ``id()``
+    of the canonical subschema -> a reference to it (its resource's URI, ``#``, a JSON
+    Pointer) that resolves from the canonical root."""
 
 
 def dialect_named(name: str) -> str | None:
@@ -339,6 +341,10 @@ class _Translator:
         # (resource, name) -> (the canonical schema, where it is in the input, its pointer)
         self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
         self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
+        self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
+        self.items_where: str | None = None  # the first unevaluatedItems met
+        self.patterns: list[tuple[str, str]] = []  # (where, pattern) of every regex read
+        self.contains_2019: str | None = None  # the first contains read as Draft 2019-09
         self.root: _Resource | None = None
         self.extra = 0
 
@@ -356,7 +362,32 @@ class _Translator:
         root = self.root
         assert root is not None
         self._resolve_all()
-        return Canonical(out, root.dialect, tuple(self.ignored), self.targets)
+        if self.contains_2019 is not None and self.items_where is not None:
+            raise SchemaError(
+                f"unevaluatedItems (at {self.items_where or '/'}) in a schema with a Draft "
+                f"2019-09 contains (at {self.contains_2019 or '/'}) is not supported: in 2019-09 "
+                "contains evaluates no items, in the 2020-12 form the tracker reads it does",
+                keyword="unevaluatedItems",
+                pointer=self.items_where,
+            )
+        if self.places:
+            self._python_patterns()
+        return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
+
+    def _python_patterns(self) -> None:
+        """unevaluated* is judged by jsonschema, which reads patterns with Python's ``re``: one
+        that ``re`` cannot read would fail mid-stream, so it is refused now."""
+        for where, pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SchemaError(
+                    f"the pattern {pattern!r} at {where} is valid ECMA-262 but Python's re "
+                    f"cannot read it ({exc}), and unevaluatedProperties/unevaluatedItems in "
+                    "this schema are judged by jsonschema, which uses re",
+                    keyword="pattern",
+                    pointer=where,
+                ) from None
 
     def _declared(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
@@ -479,12 +510,14 @@ class _Translator:
                 and key not in (_ANNOTATIONS)
             ):
                 continue  # draft <= 7: $ref overrides its siblings
-            if key in _REFUSED:
-                raise SchemaError(
-                    f"{key} (at {where or '/'}) is not supported: {_REFUSED[key]}",
-                    keyword=key,
-                    pointer=where,
-                )
+            if key in _UNEVALUATED:
+                # Judged on the whole subschema at the value's close: where it is, as a
+                # reference jsonschema resolves in the canonical document.
+                self.places[id(out)] = f"{resource.uri}#{_quote(at)}"
+                if key == "unevaluatedItems" and self.items_where is None:
+                    self.items_where = where
+            if key == "contains" and dialect == "2019-09" and self.contains_2019 is None:
+                self.contains_2019 = where
             if key in _ANNOTATIONS:
                 out[key] = _copy(value)
                 continue
@@ -550,6 +583,7 @@ class _Translator:
                     raise _bad(key, where, "an object (with string keys)")
                 if key == "patternProperties":
                     _regex(name, here)
+                    self.patterns.append((here, name))
                 part = f"/{key}/{_escape(name)}"
                 target[name] = sub(v, part, part)
         elif kind == _LIST:
@@ -611,6 +645,7 @@ class _Translator:
                 raise _bad(key, where, "a string")
             if key == "pattern":
                 _regex(value, here)  # refused now, not when a value first meets it
+                self.patterns.append((here, value))
             out[key] = value
         elif key == "$dynamicAnchor":
             if not isinstance(value, str):

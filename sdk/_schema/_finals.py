@@ -1,8 +1,10 @@
 """The checks that only a final value can answer, each on the value alone.
 
 A container's checks here read its own keys or length, never its members' subtrees (members
-were checked when they closed); ``enum``/``const`` on a container is the one exception, and it
-costs the container's size once.
+were checked when they closed); ``enum``/``const`` on a container is one exception, and it
+costs the container's size once; ``unevaluatedProperties``/``unevaluatedItems`` is the other: it
+depends on what every applicator of its subschema evaluated, so that whole subschema is judged
+on the final value (by jsonschema, :class:`~sdk._schema._validators.SubschemaJudge`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def check_close(
         fail = _array(s, value)
     if fail is None and conj.choices:
         fail = _choices(s, value, canon)
+    if fail is None and conj.unevaluated and (kind == "object" or kind == "array"):
+        fail = _unevaluated(s, value, kind == "object")
     if fail is None:
         return None
     return Reason(frame.path, fail[0], fail[1], value, offset, frame.start)
@@ -101,6 +105,15 @@ def _array(s: State, value: list[Any]) -> tuple[str, str] | None:
         if found < fewest:
             keyword = "contains" if fewest == 1 else "minContains"
             return (keyword, f"expected at least {fewest} items that match 'contains', got {found}")
+    return None
+
+
+def _unevaluated(s: State, value: Any, is_object: bool) -> tuple[str, str] | None:
+    for u in s.conj.unevaluated:
+        if u.props if is_object else u.items:
+            message = u.judge(value)
+            if message is not None:
+                return ("unevaluatedProperties" if is_object else "unevaluatedItems", message)
     return None
 
 

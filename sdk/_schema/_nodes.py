@@ -16,14 +16,15 @@ mistake.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
+from sdk._schema._validators import SubschemaJudge
 
-__all__ = ["KINDS", "MODEL_KEY", "Node", "NodeCompiler"]
+__all__ = ["KINDS", "MODEL_KEY", "Node", "NodeCompiler", "Unevaluated"]
 
 KINDS = ("object", "array", "string", "number", "boolean", "null")
 """The kinds of JSON value, named as JSON Schema's types (and as ``partial.Kind`` values)."""
@@ -94,6 +95,8 @@ KEYWORDS = frozenset(
         "if",
         "then",
         "else",
+        "unevaluatedProperties",
+        "unevaluatedItems",
     }
 )
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -138,6 +141,7 @@ class Node:
         "required",
         "then",
         "types",
+        "unevaluated",
         "unique",
         "where",
     )
@@ -185,6 +189,8 @@ class Node:
         self.if_: Node | None = None
         self.then: Node | None = None
         self.else_: Node | None = None
+        self.unevaluated: Unevaluated | None = None
+        """``unevaluatedProperties``/``unevaluatedItems``: judged on the final value."""
         self.model: Any = None
         """The pydantic model this sub-schema describes (see :mod:`sdk._schema._pydantic`)."""
         self.pending: NodeCompiler | None = None
@@ -212,7 +218,9 @@ class NodeCompiler:
     ``$ref`` are fine: a node exists before its children are compiled).
 
     ``assert_formats`` makes ``format`` a check (where a checker knows the format);
-    ``models`` resolves the :data:`MODEL_KEY` markers of a pydantic type's schema.
+    ``models`` resolves the :data:`MODEL_KEY` markers of a pydantic type's schema;
+    ``places`` says where each subschema with ``unevaluated*`` is (see
+    :attr:`~sdk._schema._dialects.Canonical.places`).
     """
 
     def __init__(
@@ -222,9 +230,12 @@ class NodeCompiler:
         *,
         assert_formats: bool = False,
         models: Sequence[Any] = (),
+        places: Mapping[int, str] | None = None,
     ) -> None:
         self._root = root
         self._targets = targets
+        self._places = places or {}
+        self._judge: SubschemaJudge | None = None
         self._assert_formats = assert_formats
         self._models = models
         self._nodes: dict[int, Node] = {}
@@ -340,9 +351,29 @@ class NodeCompiler:
             for k in ("then", "else"):
                 if k in raw:
                     sub(raw[k], f"/{k}")
+        props = not _anything(raw.get("unevaluatedProperties", True))
+        items = not _anything(raw.get("unevaluatedItems", True))
+        if props or items:
+            node.unevaluated = Unevaluated(self._judge_of(node, raw), props, items)
         marker = raw.get(MODEL_KEY)
         if isinstance(marker, int) and 0 <= marker < len(self._models):
             node.model = self._models[marker]
+
+    def _judge_of(self, node: Node, raw: Mapping[str, Any]) -> Callable[[Any], str | None]:
+        place = self._places.get(id(raw))
+        if place is None:  # the translation records every one it writes
+            raise SchemaError(
+                f"unevaluatedProperties/unevaluatedItems at {node.where or '/'} cannot be "
+                "located in the schema",
+                keyword="unevaluatedProperties"
+                if "unevaluatedProperties" in raw
+                else ("unevaluatedItems"),
+                pointer=node.where,
+            )
+        judge = self._judge
+        if judge is None:
+            judge = self._judge = SubschemaJudge(self._root)
+        return judge.at(place)
 
     def _sub_compiler(self, node: Node) -> Any:
         def sub(raw: Any, rel: str) -> Node:
@@ -364,9 +395,30 @@ class NodeCompiler:
 _MISSING: Any = object()
 
 
+class Unevaluated:
+    """A node's ``unevaluatedProperties``/``unevaluatedItems``: they depend on what every
+    applicator of the node evaluated, so the node's whole subschema is judged on the final
+    object or array (by jsonschema, which collects those annotations)."""
+
+    __slots__ = ("items", "judge", "props")
+
+    def __init__(self, judge: Callable[[Any], str | None], props: bool, items: bool) -> None:
+        self.judge = judge
+        """The node's subschema on a final value: the first error's message, or ``None``."""
+        self.props = props
+        """``unevaluatedProperties`` is there (and not ``true``): objects are judged."""
+        self.items = items
+        """``unevaluatedItems`` is there (and not ``true``): arrays are judged."""
+
+
 def _trivial_to_none(node: Node) -> Node | None:
     """``True`` and ``{}`` stand for "anything goes": ``None``, the common case."""
-    return None if node.raw is True or (isinstance(node.raw, Mapping) and not node.raw) else node
+    return None if _anything(node.raw) else node
+
+
+def _anything(raw: Any) -> bool:
+    """``True`` and ``{}``: every value is valid."""
+    return raw is True or (isinstance(raw, Mapping) and not raw)
 
 
 def _regex(pattern: str, where: str) -> EcmaRegex:

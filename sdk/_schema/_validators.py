@@ -1,15 +1,18 @@
 """jsonschema behind a typed face: the one module of the sdk that imports it.
 
-The tracker checks documents itself; jsonschema is used for one thing only: vetting a schema
+The tracker checks documents itself; jsonschema is used for two things only: vetting a schema
 against its dialect's meta-schema when the caller asks for strictness (``unknown="refuse"``;
-asserted formats have their own checkers, in ``_formats.py``). jsonschema ships no type
-information; this module
-states the little used of it so that the rest stays checked by mypy.
+asserted formats have their own checkers, in ``_formats.py``), and judging a final object or
+array against a subschema with ``unevaluatedProperties``/``unevaluatedItems``
+(:class:`SubschemaJudge`: those depend on the annotations of every applicator, which jsonschema
+collects). jsonschema ships no type information; this module states the little used of it so
+that the rest stays checked by mypy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
@@ -18,7 +21,7 @@ from jsonschema import exceptions as _exceptions
 from sdk._ecma_regex import EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 
-__all__ = ["check_schema"]
+__all__ = ["SubschemaJudge", "check_schema"]
 
 # The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
 # sdk._ecma_regex, so that is what decides whether one is valid.
@@ -54,3 +57,47 @@ def check_schema(
             keyword=str(exc.validator),
             pointer=where,
         ) from None
+
+
+class SubschemaJudge:
+    """Judges values against subschemas of one canonical (Draft 2020-12) document, with
+    jsonschema's validator for the whole document built once, when first needed, so that every
+    ``$ref`` resolves (remote resources are embedded in the canonical form). Thread-safe."""
+
+    __slots__ = ("_lock", "_root", "_validator")
+
+    def __init__(self, root: Mapping[str, Any] | bool) -> None:
+        self._root = root
+        self._validator: Any = None
+        self._lock = threading.Lock()
+
+    def at(self, place: str) -> Callable[[Any], str | None]:
+        """A check of the subschema at ``place`` (a reference that resolves from the root: URI,
+        ``#``, JSON Pointer): the first error's message for a value, with where in the value
+        it is, or ``None`` when the value is valid. A value nested too deeply for jsonschema
+        (a few hundred levels) is not judged valid."""
+        wrapper = {"$ref": place}
+        evolved: Any = None
+
+        def judge(value: Any) -> str | None:
+            nonlocal evolved
+            if evolved is None:
+                evolved = self._root_validator().evolve(schema=wrapper)
+            try:
+                error = next(iter(evolved.iter_errors(value)), None)
+            except RecursionError:  # jsonschema recurses a few frames per level of the value
+                return "the value is nested too deeply for jsonschema to judge it"
+            if error is None:
+                return None
+            where = "".join(f"/{p}" for p in error.absolute_path)
+            return f"{error.message} (at {where})" if where else str(error.message)
+
+        return judge
+
+    def _root_validator(self) -> Any:
+        with self._lock:
+            if self._validator is None:
+                # No format checker: ``format`` is an annotation here (asserted formats are the
+                # tracker's own checks, done on every value anyway).
+                self._validator = jsonschema.Draft202012Validator(self._root)
+            return self._validator

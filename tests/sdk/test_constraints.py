@@ -97,7 +97,7 @@ def test_tag_names_default_to_the_schema_name_else_the_begin() -> None:
 
 def test_a_tag_with_an_unusable_schema_raises_at_the_call() -> None:
     with pytest.raises(SchemaError):
-        Tag("<w>", {"type": "object", "unevaluatedProperties": False}, "</w>")
+        Tag("<w>", {"type": "strnig"}, "</w>")
 
 
 def test_triggers_default_to_the_begins() -> None:

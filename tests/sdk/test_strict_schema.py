@@ -203,3 +203,50 @@ def test_every_document_the_strict_schema_accepts_the_original_accepts(name: str
         inner = doc[WRAPPER_KEY] if sent.wrapped else doc
         assert check_original.is_valid(inner), (name, inner)
     assert accepted >= 20, f"too few documents generated for {name}: {accepted}"
+
+
+# -- unevaluatedProperties / unevaluatedItems ----------------------------------------------------
+
+
+def test_unevaluated_keywords_are_dropped_where_they_mean_nothing() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}, "unevaluatedItems": False},
+        },
+        "unevaluatedProperties": False,
+    }
+    sent = strict_schema(schema)
+    assert sent.strict and not sent.wrapped
+    assert sent.schema == {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": False,
+        "required": ["a", "tags"],
+    }
+    # Dropped, not widened: the original refuses what the strict schema refuses.
+    for doc in ({"a": "x", "tags": ["t"], "b": 1}, {"a": "x", "tags": [1]}):
+        assert not jsonschema.Draft202012Validator(sent.schema).is_valid(doc)
+        assert not jsonschema.Draft202012Validator(schema).is_valid(doc)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+            "unevaluatedProperties": False,
+        },
+        {"type": "array", "prefixItems": [{"type": "string"}], "unevaluatedItems": False},
+    ],
+)
+def test_unevaluated_keywords_that_still_mean_something_are_sent_as_they_are(
+    schema: dict[str, Any],
+) -> None:
+    sent = strict_schema(schema)
+    assert not sent.strict
+    assert sent.schema == schema

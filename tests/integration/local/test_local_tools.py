@@ -12,7 +12,7 @@ import pytest
 from _local_support import collect, constrained
 from pydantic import BaseModel, field_validator
 
-from sdk import Client, FieldEvent, Tool, ValidationFailed
+from sdk import Client, FieldEvent, SchemaViolation, Tool
 from sdk._backend import Delta
 from sdk._local import LocalBackend, LocalToolCalls
 
@@ -85,14 +85,17 @@ async def test_a_call_is_checked_against_its_own_tool(local_backend: LocalBacken
     client = Client.from_backend(local_backend, max_retries=0)
     tools = [TOOLS[0], Tool("search", StrictSearch, "Search the web")]
     fields: list[FieldEvent] = []  # filled as the events come, up to the failure
-    with pytest.raises(ValidationFailed, match="no pastry") as caught:
+    # The field validator runs the moment `query` is final, before its event (dispatch
+    # "validated"): the refusal is a SchemaViolation at the field, not at the call's end.
+    with pytest.raises(SchemaViolation, match="no pastry") as caught:
         async with client.stream(messages=MESSAGES, tools=tools, max_tokens=80) as stream:
             async for ev in stream:
                 if isinstance(ev, FieldEvent):
                     fields.append(ev)  # noqa: PERF401 (a comprehension would lose them)
     # The weather call passed its own schema and was handed over before the search failed.
     assert any(ev.tool_name == "get_weather" and ev.path == () for ev in fields)
-    assert caught.value.path in ((), ("query",))
+    assert caught.value.path == ("query",) and caught.value.tool_name == "search"
+    assert not any(ev.tool_name == "search" and ev.path == ("query",) for ev in fields)
 
 
 def test_jump_forward_writes_the_same_calls(

@@ -57,7 +57,7 @@ import referencing
 import referencing.exceptions
 
 from sdk._errors import SchemaError
-from sdk._schema._nodes import _regex
+from sdk._schema._nodes import PLAIN_ANNOTATIONS, _regex, escape
 
 __all__ = ["DIALECTS", "META_SCHEMAS", "Canonical", "canonical", "dialect_named"]
 
@@ -95,24 +95,6 @@ META_SCHEMAS = {
 _SCHEMA = "schema"
 _MAP = "map"
 _LIST = "list"
-_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "contentMediaType",
-        "contentEncoding",
-        "contentSchema",
-        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
-        # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
-        "discriminator",
-    }
-)
 _DRAFT4 = frozenset(
     {
         "type",
@@ -507,7 +489,7 @@ class _Translator:
             if (
                 overriding
                 and key not in ("$ref", "$defs", "definitions")
-                and key not in (_ANNOTATIONS)
+                and key not in (PLAIN_ANNOTATIONS)
             ):
                 continue  # draft <= 7: $ref overrides its siblings
             if key in _UNEVALUATED:
@@ -518,7 +500,7 @@ class _Translator:
                     self.items_where = where
             if key == "contains" and dialect == "2019-09" and self.contains_2019 is None:
                 self.contains_2019 = where
-            if key in _ANNOTATIONS:
+            if key in PLAIN_ANNOTATIONS:
                 out[key] = _copy(value)
                 continue
             self._keyword(raw, key, value, where, dialect, out, sub)
@@ -550,7 +532,7 @@ class _Translator:
     ) -> None:
         """Translate one keyword of ``raw`` into ``out`` (vetting its value)."""
         kind = _SUBSCHEMA.get(key)
-        here = f"{where}/{_escape(key)}"
+        here = f"{where}/{escape(key)}"
         if key == "items":
             if isinstance(value, list) and dialect != "2020-12":
                 out["prefixItems"] = [
@@ -584,7 +566,7 @@ class _Translator:
                 if key == "patternProperties":
                     _regex(name, here)
                     self.patterns.append((here, name))
-                part = f"/{key}/{_escape(name)}"
+                part = f"/{key}/{escape(name)}"
                 target[name] = sub(v, part, part)
         elif kind == _LIST:
             if not isinstance(value, list) or not value:
@@ -599,7 +581,7 @@ class _Translator:
                 if isinstance(v, list):
                     out.setdefault("dependentRequired", {})[name] = _strings(v, key, here)
                 else:
-                    part = f"/{_escape(name)}"
+                    part = f"/{escape(name)}"
                     out.setdefault("dependentSchemas", {})[name] = sub(
                         v, f"/dependencies{part}", f"/dependentSchemas{part}"
                     )
@@ -664,7 +646,7 @@ class _Translator:
                 raise _bad(key, where, "an object")
             if not all(isinstance(k, str) for k in value):
                 raise _bad(key, where, "an object (with string keys)")
-            out[key] = {k: _strings(v, key, f"{here}/{_escape(k)}") for k, v in value.items()}
+            out[key] = {k: _strings(v, key, f"{here}/{escape(k)}") for k, v in value.items()}
         elif key in ("$recursiveRef", "$dynamicRef"):
             if not isinstance(value, str):
                 raise _bad(key, where, "a string")
@@ -920,17 +902,11 @@ def _quote(pointer: str) -> str:
     return quote(pointer, safe="/~!$&'()*+,;=:@")
 
 
-def _escape(token: str) -> str:
-    if "~" not in token and "/" not in token:
-        return token
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 def _bad(key: str, where: str, expected: str) -> SchemaError:
     return SchemaError(
         f"{key} (at {where or '/'}) must be {expected}",
         keyword=key,
-        pointer=f"{where}/{_escape(key)}",
+        pointer=f"{where}/{escape(key)}",
     )
 
 

@@ -32,7 +32,7 @@ KINDS = ("object", "array", "string", "number", "boolean", "null")
 MODEL_KEY = "x-fieldstream-model"
 """Marks the schema of a pydantic model in the tracker's copy of a pydantic type's schema."""
 
-ANNOTATIONS = frozenset(
+PLAIN_ANNOTATIONS = frozenset(
     {
         "title",
         "description",
@@ -48,14 +48,17 @@ ANNOTATIONS = frozenset(
         # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
         # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
         "discriminator",
-        "$id",
-        "$anchor",
-        "$dynamicAnchor",
-        "$defs",
-        "definitions",
-        "$vocabulary",
     }
 )
+"""Keywords that only annotate, in every dialect (the translation keeps them as they are)."""
+ANNOTATIONS = PLAIN_ANNOTATIONS | {
+    "$id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$defs",
+    "definitions",
+    "$vocabulary",
+}
 KEYWORDS = frozenset(
     {
         "type",
@@ -298,10 +301,10 @@ class NodeCompiler:
         node.numbers = tuple((k, raw[k]) for k in NUMBER_KEYWORDS if k in raw)
 
         node.props = {
-            k: sub(v, f"/properties/{_escape(k)}") for k, v in raw.get("properties", {}).items()
+            k: sub(v, f"/properties/{escape(k)}") for k, v in raw.get("properties", {}).items()
         }
         node.pattern_props = tuple(
-            (_regex(p, f"{where}/patternProperties"), sub(v, f"/patternProperties/{_escape(p)}"))
+            (_regex(p, f"{where}/patternProperties"), sub(v, f"/patternProperties/{escape(p)}"))
             for p, v in raw.get("patternProperties", {}).items()
         )
         if "additionalProperties" in raw:
@@ -317,7 +320,7 @@ class NodeCompiler:
             (k, tuple(v)) for k, v in raw.get("dependentRequired", {}).items() if v
         )
         node.dep_schemas = tuple(
-            (k, sub(v, f"/dependentSchemas/{_escape(k)}"))
+            (k, sub(v, f"/dependentSchemas/{escape(k)}"))
             for k, v in raw.get("dependentSchemas", {}).items()
         )
 
@@ -432,5 +435,8 @@ def _regex(pattern: str, where: str) -> EcmaRegex:
         ) from None
 
 
-def _escape(token: str) -> str:
+def escape(token: str) -> str:
+    """``token`` as a JSON Pointer reference token (``~`` and ``/`` escaped)."""
+    if "~" not in token and "/" not in token:
+        return token
     return token.replace("~", "~0").replace("/", "~1")

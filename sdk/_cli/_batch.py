@@ -90,11 +90,11 @@ def run_batch_command(
         requests = _requests(lines, recovered.done, system, results)
         try:
             # What is left, before any backend: a rerun of a finished batch loads no model.
-            first = next(requests, None)
-            if first is None:
+            head = next(requests, None)
+            if head is None:
                 code = _finish(results)
             else:
-                pending = itertools.chain([first], requests)
+                pending = itertools.chain([head], requests)
                 code = anyio.run(
                     until_sigterm, lambda: _run(args, schema, make_backend, pending, results)
                 )

@@ -203,12 +203,12 @@ async def sse_events(stream: Stream[Any], *, error_details: bool = False) -> Asy
 
     sent: dict[int, tuple[BaseException, dict[str, Any]]] = {}  # logged once, one id
 
-    def error(error: BaseException) -> dict[str, Any]:
-        if error_details or is_public(error):
-            return error_data(error)
-        if id(error) not in sent:  # the last attempt's error is also the stream's
-            sent[id(error)] = (error, _withheld(error))
-        return sent[id(error)][1]
+    def error(failure: BaseException) -> dict[str, Any]:
+        if error_details or is_public(failure):
+            return error_data(failure)
+        if id(failure) not in sent:  # the last attempt's error is also the stream's
+            sent[id(failure)] = (failure, _withheld(failure))
+        return sent[id(failure)][1]
 
     try:
         async with stream:

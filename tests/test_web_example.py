@@ -1,10 +1,12 @@
 """The web example (examples/web/) in a real browser: headless Chromium, driven by selenium.
 
 The app runs for real (Starlette under uvicorn, the real client, stream, tracker, retries and
-``sdk.sse_events``); the page runs for real in Chromium. Two backends: a scripted one that
+``sdk.sse_events``); the page runs for real in Chromium. Three backends: a scripted one that
 writes a violating answer first (a ``mood`` no enum allows) and a valid one next, each chunk
 a little apart, so that the violation, the retry and the fields arriving one at a time are
-certain; and the packaged local model, through the example's own command line.
+certain; an upstream that refuses the API key and says it back (the page must show the status
+and the request id, never the key or the internal URL); and the packaged local model, through
+the example's own command line.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/bootstrap`` installs them on a fresh
 machine when run as root). Each test saves a screenshot in its temporary folder.

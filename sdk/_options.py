@@ -107,8 +107,11 @@ class StreamConfig:
     """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
     formats: Formats = "annotate"
     """JSON Schema's ``format``: an annotation (``"annotate"``, Draft 2020-12's default), or
-    checked (``"assert"``: ``date``, ``date-time``, ``uuid``... with jsonschema's checkers,
-    and their prefixes while they stream). A pydantic type's formats are pydantic's to judge."""
+    checked (``"assert"``: ``date``, ``date-time``, ``uuid``, ``email``, ``uri``... by
+    fieldstream's own checkers, not jsonschema's; ``sdk._schema._formats.CHECKED`` lists them,
+    and ``date``, ``time``, ``date-time``, ``uuid`` and ``ipv4`` are checked while they stream
+    too). A format it does not check stays an annotation. A pydantic type's formats are
+    pydantic's to judge."""
     dispatch: Dispatch = "validated"
     """When a field's event goes out (iterator and ``on_field`` alike): ``"validated"`` (the
     default) runs the field's own pydantic validators first, and holds the events of a model

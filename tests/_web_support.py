@@ -1,17 +1,25 @@
-"""Helpers for the web example's tests: the app, imported from its file, and a backend that
-writes scripted answers a piece at a time."""
+"""Helpers for the web tests: the example app, imported from its file; a backend that writes
+scripted answers a piece at a time; an upstream that answers 401 with the caller's API key in
+its body; headless Chromium; an ASGI app served by uvicorn in a thread."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import socket
 import sys
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import anyio
+import httpx
 
-from sdk import Delta, GenerationRequest
+from sdk import Client, Delta, GenerationRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "web" / "app.py"
@@ -57,3 +65,70 @@ class PacedBackend:
 
     async def aclose(self) -> None:
         pass
+
+
+SECRET = "sk-secret-4242"
+INTERNAL_URL = "http://models.internal:9000/v1"
+REQUEST_ID = "req_abc123"
+
+
+def echoing_upstream(request: httpx.Request) -> httpx.Response:
+    """An OpenAI-compatible server that refuses the key, and says it back (some do)."""
+    key = request.headers["authorization"]
+    body = {"error": {"message": f"Incorrect API key provided: {key}", "code": "invalid_api_key"}}
+    return httpx.Response(401, json=body, headers={"x-request-id": REQUEST_ID})
+
+
+def echoing_client() -> Client:
+    """A client for :func:`echoing_upstream` at :data:`INTERNAL_URL`, with :data:`SECRET`."""
+    http = httpx.AsyncClient(transport=httpx.MockTransport(echoing_upstream))
+    return Client(base_url=INTERNAL_URL, api_key=SECRET, model="m", http_client=http)
+
+
+def chromium() -> Any:
+    """Headless Chromium, driven by selenium (Debian's ``chromium`` and ``chromium-driver``)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    driver_path = shutil.which("chromedriver")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert driver_path and binary, (
+        "the browser test needs Chromium: apt-get install chromium chromium-driver "
+        "(.ci/bootstrap does it as root)"
+    )
+    options = Options()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=760,900")
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+def listening_socket() -> socket.socket:
+    """A socket bound to a free port on 127.0.0.1, listening."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    return sock
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread; its URL."""
+    import uvicorn
+
+    sock = listening_socket()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="none"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()

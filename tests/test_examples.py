@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -171,16 +170,11 @@ def test_tool_call_on_the_local_engine() -> None:
     check_tool_call(run_example("tool_call.py"))
 
 
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server (the integration tests' own), for the examples
-    that need no torch."""
-    llama = import_file(ROOT / "tests" / "integration" / "llama_server.py")
-    server = llama.start(log=tmp_path_factory.mktemp("llama") / "server.log")
-    try:
-        yield str(server.base_url)
-    finally:
-        server.stop()
+@pytest.fixture
+def server_url(llama_server: Any) -> str:
+    """llama.cpp's OpenAI-compatible server (the integration tests' own, started once per
+    session), for the examples that need no torch."""
+    return str(llama_server.base_url)
 
 
 @pytest.mark.slow

@@ -1,13 +1,24 @@
 """The web example's app (examples/web/app.py) without a browser: the page, and the event
-stream a browser would read, over a scripted backend that violates the schema once."""
+stream a browser would read, over a scripted backend that violates the schema once, and over
+an upstream whose error holds the API key."""
 
 from __future__ import annotations
 
 import json
+import logging
 
 import httpx
 import pytest
-from _web_support import BAD, GOOD, PacedBackend, import_app
+from _web_support import (
+    BAD,
+    GOOD,
+    INTERNAL_URL,
+    REQUEST_ID,
+    SECRET,
+    PacedBackend,
+    echoing_client,
+    import_app,
+)
 
 from sdk import Client
 
@@ -33,3 +44,25 @@ async def test_the_page_and_its_event_stream() -> None:
     assert messages[4][1]["error"]["pointer"] == "/mood"
     assert names[5] == "attempt" and names[-2:] == ["end", "result"]
     assert messages[-1][1] == app_module.Person.model_validate_json(GOOD).model_dump(mode="json")
+
+
+async def test_an_upstream_error_reaches_the_page_without_its_details(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The upstream refuses the key and says it back; the page gets the status and the
+    # request id, the server's log gets the rest.
+    app = import_app().create_app(echoing_client())
+    transport = httpx.ASGITransport(app=app)
+    with caplog.at_level(logging.WARNING, logger="fieldstream"):
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as http:
+            response = await http.get("/stream")
+    assert SECRET not in response.text and "models.internal" not in response.text
+    last = response.text.split("\n\n")[-2].split("\n")
+    assert last[0] == "event: failed"
+    assert json.loads(last[1].removeprefix("data: ")) == {
+        "type": "AuthenticationError",
+        "message": "the model server refused the request (HTTP 401)",
+        "status": 401,
+        "request_id": REQUEST_ID,
+    }
+    assert SECRET in caplog.text and INTERNAL_URL in caplog.text and REQUEST_ID in caplog.text

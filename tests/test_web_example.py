@@ -1,10 +1,12 @@
 """The web example (examples/web/) in a real browser: headless Chromium, driven by selenium.
 
 The app runs for real (Starlette under uvicorn, the real client, stream, tracker, retries and
-``sdk.sse_events``); the page runs for real in Chromium. Two backends: a scripted one that
+``sdk.sse_events``); the page runs for real in Chromium. Three backends: a scripted one that
 writes a violating answer first (a ``mood`` no enum allows) and a valid one next, each chunk
 a little apart, so that the violation, the retry and the fields arriving one at a time are
-certain; and the packaged local model, through the example's own command line.
+certain; an upstream that refuses the API key and says it back (the page must show the status
+and the request id, never the key or the internal URL); and the packaged local model, through
+the example's own command line.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/bootstrap`` installs them on a fresh
 machine when run as root). Each test saves a screenshot in its temporary folder.
@@ -14,81 +16,53 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _web_support import APP, BAD, FIELDS, GOOD, ROOT, PacedBackend, import_app, pieces
+from _web_support import (
+    APP,
+    BAD,
+    FIELDS,
+    GOOD,
+    REQUEST_ID,
+    ROOT,
+    SECRET,
+    PacedBackend,
+    chromium,
+    echoing_client,
+    import_app,
+    listening_socket,
+    pieces,
+    served,
+)
 
 from sdk import Client
 
 pytestmark = pytest.mark.slow  # a browser, a web server (and, for one, the real model)
 
 
-def _browser() -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    driver_path = shutil.which("chromedriver")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert driver_path and binary, (
-        "the browser test needs Chromium: apt-get install chromium chromium-driver "
-        "(.ci/bootstrap does it as root)"
-    )
-    options = Options()
-    options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(arg)
-    options.add_argument("--window-size=760,900")
-    return webdriver.Chrome(service=Service(driver_path), options=options)
-
-
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    driver = _browser()
+    driver = chromium()
     try:
         yield driver
     finally:
         driver.quit()
 
 
-def _listening_socket() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    return sock
-
-
 @pytest.fixture
 def scripted_app() -> Iterator[tuple[str, PacedBackend]]:
     """The example app over a :class:`PacedBackend`, served by uvicorn in a thread."""
-    import uvicorn
-
     backend = PacedBackend(BAD, GOOD, pace=0.06)
-    app = import_app().create_app(Client.from_backend(backend))
-    sock = _listening_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="none"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", backend
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+    with served(import_app().create_app(Client.from_backend(backend))) as url:
+        yield url, backend
 
 
 def _watch(driver: Any, timeout: float) -> list[int]:
@@ -184,7 +158,7 @@ def test_the_page_fills_field_by_field_shows_the_violation_and_the_result(
 @pytest.fixture
 def local_app() -> Iterator[str]:
     """``python examples/web/app.py`` on the packaged local model, as the README says."""
-    sock = _listening_socket()
+    sock = listening_socket()
     port = sock.getsockname()[1]
     sock.close()  # the app binds it again at once; nothing else on this machine races for it
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -240,3 +214,24 @@ def test_the_page_fills_from_the_local_model(browser: Any, local_app: str, tmp_p
     result = json.loads(browser.find_element("id", "result").text)
     import_app().Person.model_validate(result)
     assert _form(browser) == result
+
+
+def test_an_upstream_error_shows_its_status_and_request_id_not_its_body(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The upstream refuses the key and says it back in its body: the page tells the visitor
+    # what kind of failure it was, the status and the request id; the key and the internal URL
+    # stay on the server.
+    with served(import_app().create_app(echoing_client())) as url:
+        browser.get(url + "/?autostart=1")
+        _watch(browser, timeout=60)
+        browser.save_screenshot(str(tmp_path / "web-example-401.png"))
+        shown = browser.find_element("id", "status").text
+        page = browser.page_source
+    assert shown == (
+        "Failed: AuthenticationError: the model server refused the request (HTTP 401)"
+        f" (request id {REQUEST_ID})"
+    )
+    [violation] = browser.execute_script("return window.violations")
+    assert violation["error"]["request_id"] == REQUEST_ID
+    assert SECRET not in page and "models.internal" not in page and "Incorrect" not in page

@@ -4,7 +4,7 @@ Runs on the packaged local model by default (nothing else to start), or on any
 OpenAI-compatible server; needs the ``web`` extra (Starlette, uvicorn)::
 
     bash examples/web/serve.sh                       # installs into .venv once, then serves
-    python examples/web/app.py                       # http://127.0.0.1:8000
+    python examples/web/app.py                       # http://127.0.0.1:8765
     python examples/web/app.py --base-url http://127.0.0.1:8080/v1 --model NAME
 
 ``GET /`` is the page; ``GET /stream?prompt=...`` streams a structured answer (a
@@ -12,12 +12,18 @@ OpenAI-compatible server; needs the ``web`` extra (Starlette, uvicorn)::
 value the moment it is final and valid, ``attempt``/``attempt_failed`` when an attempt starts
 or breaks the schema (and is retried at once), then ``result`` (the validated value) or
 ``failed``. The page (``index.html``) puts each field into the form as it arrives, shows a
-violation and the retry, and replaces the form with the validated result at the end.
+violation and the retry, and replaces the form with the validated result at the end;
+``/?autostart`` asks at once, with the default prompt.
+
+A failure that is not about the model's output (the server refused the key, the connection
+broke) reaches the page as a generic message, the HTTP status and a request id; the whole error
+(the upstream's body, the URL) goes to this server's log under that id, never to a visitor.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,6 +38,8 @@ from starlette.routing import Route
 from sdk import Client, Retry, sse_events
 
 PAGE = Path(__file__).with_name("index.html")
+# Not 8000: `mkdocs serve` and vLLM take that one, llama.cpp's server 8080.
+PORT = 8765
 PROMPT = "Invent a fictional person: name, age, occupation, mood and up to three hobbies."
 
 
@@ -86,9 +94,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", help="the server's model name, or a local model")
     parser.add_argument("--api-key", help="the server's API key (default: $OPENAI_API_KEY)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=PORT)
     parser.add_argument("--max-tokens", type=int, default=160)
     args = parser.parse_args(argv)
+    # The details of a failure the page shows without them (sse_events logs them).
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     if args.base_url:
         client = Client(base_url=args.base_url, model=args.model, api_key=args.api_key)
     else:

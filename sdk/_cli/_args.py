@@ -158,8 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument(
         "--output",
         metavar="FILE",
-        help='JSON Lines of outcomes, appended: {"id": ..., "result": ...} or {"id": ..., '
-        '"error": ...}; a rerun skips the ids that have a result',
+        help='JSON Lines of outcomes, one per request, appended as each ends: {"id": ..., '
+        '"result": ...} or {"id": ..., "error": ...}. A rerun first rewrites it to keep only the '
+        "results (the latest per id), then runs the ids without one (nothing to run: no model "
+        "is loaded)",
     )
     batch.add_argument(
         "--concurrency",

@@ -14,7 +14,9 @@ resumes, the output holds one line per input id (its latest outcome) and one err
 input line that cannot be run, never two lines for the same thing: a rerun first rewrites the
 output (atomically: a new file renamed over the old) to keep only the results (the latest per
 id) and drop the error lines (those requests run again; bad lines are reported again), and a
-last line cut short by a crash is removed, with a warning on stderr.
+last line cut short by a crash is removed, with a warning on stderr. The input is read up to
+its first request left to run before the backend starts: a rerun with nothing left loads no
+model.
 
 A write that fails (a full disk) stops the batch with a message on stderr and exit status 2
 (the files cannot be used); what was written stays, and a rerun resumes from it.
@@ -23,6 +25,7 @@ A write that fails (a full disk) stops the batch with a message on stderr and ex
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import tempfile
@@ -86,9 +89,15 @@ def run_batch_command(
         )
         requests = _requests(lines, recovered.done, system, results)
         try:
-            code = anyio.run(
-                until_sigterm, lambda: _run(args, schema, make_backend, requests, results)
-            )
+            # What is left, before any backend: a rerun of a finished batch loads no model.
+            head = next(requests, None)
+            if head is None:
+                code = _finish(results)
+            else:
+                pending = itertools.chain([head], requests)
+                code = anyio.run(
+                    until_sigterm, lambda: _run(args, schema, make_backend, pending, results)
+                )
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
             progress.stop("terminated (SIGTERM)" if terminated else "interrupted")
@@ -122,7 +131,7 @@ async def _run(
     args: argparse.Namespace,
     schema: Any,
     make_backend: BackendFactory | None,
-    requests: Iterator[BatchRequest],
+    requests: Iterable[BatchRequest],
     results: _Results,
 ) -> int:
     status = JsonLinesReport(results.progress.err, results.progress.err)
@@ -141,6 +150,12 @@ async def _run(
             results.write(result)
             if results.broken is not None:
                 break  # leaving the block stops the requests still running
+    return _finish(results)
+
+
+def _finish(results: _Results) -> int:
+    """End the progress display (saying why when the output cannot be written); the exit code
+    of what ran."""
     problem = None if results.broken is None else f"cannot write the output: {results.broken}"
     results.progress.stop(problem)
     return ExitCode.OK if results.tally.failed == 0 else ExitCode.OUTPUT_FAILED

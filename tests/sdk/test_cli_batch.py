@@ -157,3 +157,49 @@ def test_the_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert code == 0
     text = out.getvalue()
     assert "batch" in text and "4/4" in text and "0 failed" in text
+
+
+def test_a_rerun_with_nothing_left_starts_no_backend(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": x, "prompt": x.upper()}) for x in "ab"]
+    code, first_run, _, _ = batch(tmp_path, lines)
+    assert code == 0 and len(first_run) == 2
+
+    def no_backend(args: Any, report: Any) -> Backend:
+        raise AssertionError("a backend (the model load) was started with nothing to run")
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "out.jsonl"
+    code = run(
+        ["-s", PERSON, "--input", str(tmp_path / "in.jsonl"), "--output", str(target)],
+        make_backend=no_backend,
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 0, err.getvalue()
+    assert [json.loads(line) for line in target.read_text().splitlines()] == first_run
+    summary = json.loads(out.getvalue().splitlines()[-1])
+    assert summary["event"] == "batch"
+    assert (summary["done"], summary["failed"], summary["skipped"]) == (0, 0, 2)
+
+
+def test_a_rerun_whose_only_lines_left_are_bad_reports_them_without_a_backend(
+    tmp_path: Path,
+) -> None:
+    lines = [json.dumps({"id": "a", "prompt": "A"}), "{not json"]
+    code, _, _, _ = batch(tmp_path, lines)
+    assert code == 1
+
+    def no_backend(args: Any, report: Any) -> Backend:
+        raise AssertionError("a backend was started with nothing to run")
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "out.jsonl"
+    code = run(
+        ["-s", PERSON, "--input", str(tmp_path / "in.jsonl"), "--output", str(target)],
+        make_backend=no_backend,
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 1  # the bad line again, with its error line
+    written = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [("result" in w, w.get("line")) for w in written] == [(True, None), (False, 2)]

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from sdk import _regex_budget as _budget
+
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
 _DIGIT = "0-9"
@@ -474,22 +476,26 @@ class EcmaRegex:
         return f"EcmaRegex({self.source!r})"
 
     def search(self, text: str) -> bool:
-        """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``)."""
-        return self._exact.search(text) is not None
+        """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``), within
+        the time budget in force (:mod:`sdk._regex_budget`: ``BudgetSpent`` when it runs out)."""
+        return _budget.search(self._exact, self.source, text)
 
     def fullmatch(self, text: str) -> bool:
-        """Whether the pattern matches the whole of ``text`` (a :class:`~sdk.Regex`)."""
-        return self._exact.fullmatch(text) is not None
+        """Whether the pattern matches the whole of ``text`` (a :class:`~sdk.Regex`), within
+        the time budget in force (``BudgetSpent`` when it runs out)."""
+        return _budget.fullmatch(self._exact, self.source, text)
 
     def could_search(self, prefix: str) -> bool:
-        """False only when no text that starts with ``prefix`` has a match (:meth:`search`)."""
+        """False only when no text that starts with ``prefix`` has a match (:meth:`search`);
+        True when the time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or loose.search(prefix, partial=True) is not None
+        return loose is None or _budget.could(loose, prefix, whole=False)
 
     def could_fullmatch(self, prefix: str) -> bool:
-        """False only when no text that starts with ``prefix`` is a full match."""
+        """False only when no text that starts with ``prefix`` is a full match; True when the
+        time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or loose.fullmatch(prefix, partial=True) is not None
+        return loose is None or _budget.could(loose, prefix, whole=True)
 
 
 def translate(pattern: str) -> tuple[str, str | None]:

@@ -1,0 +1,157 @@
+"""Pattern matching under a time budget: every check of a compiled pattern against a model's
+text runs here.
+
+A backtracking engine can take exponential time on a pattern such as ``^(a|aa)+$`` and a
+string that almost matches, and the tracker runs on the caller's event loop: one hostile
+pattern would block every other stream. So each match is given ``timeout`` seconds (the
+``regex`` package's own ``timeout=``, which stops the engine mid-match):
+
+- a **final** check (:func:`search`, :func:`fullmatch`) that runs out raises
+  :class:`BudgetSpent`; the tracker turns it into :class:`~sdk.PatternTimeout`, naming the
+  path and the pattern (the verdict is unknown: it is neither a pass nor a violation);
+- a **prefix** check (:func:`could`) that runs out answers "maybe" (``True``), so that the
+  final check decides: never a false reject. The pattern is then not checked on prefixes again
+  in the same tracker (:class:`Budget` remembers it), so a hostile pattern costs one budget per
+  tracker for its prefixes, not one per chunk.
+
+The budget in force is a context variable that each tracker sets around its own work
+(:func:`enter`/:func:`leave`), so that compiled schemas, shared between streams, stay
+immutable and one stream's option never leaks into another's. Outside a tracker,
+:data:`DEFAULT_REGEX_TIMEOUT` applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from typing import Any
+
+import regex
+
+from sdk._errors import Path, PatternTimeout
+
+__all__ = [
+    "DEFAULT_REGEX_TIMEOUT",
+    "Budget",
+    "BudgetSpent",
+    "could",
+    "enter",
+    "fullmatch",
+    "leave",
+    "running",
+    "search",
+    "validate_timeout",
+]
+
+DEFAULT_REGEX_TIMEOUT = 0.1
+"""Seconds one pattern check may take (the ``regex_timeout`` option's default). An ordinary
+pattern on a string of a few thousand characters takes microseconds; only catastrophic
+backtracking comes near it, and a stream blocks its event loop at most this long per check."""
+
+
+class BudgetSpent(Exception):
+    """A final check ran out of its budget: ``pattern`` (as written), ``timeout`` (seconds)
+    and ``length`` (of the text). Internal: the tracker re-raises it as
+    :class:`~sdk.PatternTimeout` with the path."""
+
+    def __init__(self, pattern: str, timeout: float, length: int) -> None:
+        super().__init__(f"the pattern {pattern!r} ran out of its {timeout:g} s budget")
+        self.pattern = pattern
+        self.timeout = timeout
+        self.length = length
+
+    def at(self, path: Path, value: Any, offset: int | None) -> PatternTimeout:
+        """The public error: this check, of ``value`` at ``path``."""
+        return PatternTimeout(
+            f"the pattern {self.pattern!r} could not be judged on this {self.length}-character "
+            f"string within regex_timeout={self.timeout:g} s (catastrophic backtracking?); "
+            "whether it matches is unknown",
+            path=path,
+            pattern=self.pattern,
+            value=value,
+            timeout=self.timeout,
+            offset=offset,
+        )
+
+
+class Budget:
+    """One tracker's budget: ``timeout`` seconds per check, and the prefix patterns that
+    already ran out (not checked on prefixes again)."""
+
+    __slots__ = ("spent", "timeout")
+
+    def __init__(self, timeout: float = DEFAULT_REGEX_TIMEOUT) -> None:
+        self.timeout = validate_timeout(timeout)
+        self.spent: set[regex.Pattern[str]] = set()
+
+
+def validate_timeout(timeout: object) -> float:
+    """``timeout`` as a float, or a ``ValueError``/``TypeError`` naming ``regex_timeout``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"regex_timeout must be a number of seconds, not {timeout!r}")
+    if not 0 < timeout < float("inf"):
+        raise ValueError(f"regex_timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return float(timeout)
+
+
+_DEFAULT = Budget()
+_current: ContextVar[Budget] = ContextVar("fieldstream_regex_budget", default=_DEFAULT)
+
+
+def enter(budget: Budget) -> Token[Budget]:
+    """Make ``budget`` the one in force (a tracker, around its checks); :func:`leave` with the
+    token it returns restores the one before, in a ``finally``."""
+    return _current.set(budget)
+
+
+def leave(token: Token[Budget]) -> None:
+    """Undo the :func:`enter` that returned ``token``."""
+    _current.reset(token)
+
+
+@contextmanager
+def running(budget: Budget) -> Iterator[None]:
+    """:func:`enter` ``budget`` for the block."""
+    token = _current.set(budget)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def search(pattern: regex.Pattern[str], source: str, text: str) -> bool:
+    """Whether ``pattern`` (written ``source``) matches somewhere in ``text``; raises
+    :class:`BudgetSpent` when the budget runs out first."""
+    timeout = _current.get().timeout
+    try:
+        return pattern.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise BudgetSpent(source, timeout, len(text)) from None
+
+
+def fullmatch(pattern: regex.Pattern[str], source: str, text: str) -> bool:
+    """Whether ``pattern`` (written ``source``) matches the whole of ``text``; raises
+    :class:`BudgetSpent` when the budget runs out first."""
+    timeout = _current.get().timeout
+    try:
+        return pattern.fullmatch(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise BudgetSpent(source, timeout, len(text)) from None
+
+
+def could(pattern: regex.Pattern[str], prefix: str, *, whole: bool) -> bool:
+    """Whether some text that starts with ``prefix`` may match ``pattern`` (``whole``: as a
+    full match, else somewhere), with ``partial=True``. ``True`` ("maybe") when the budget runs
+    out, and from then on for this pattern in this budget: the final check decides."""
+    budget = _current.get()
+    if budget.spent and pattern in budget.spent:
+        return True
+    try:
+        if whole:
+            return pattern.fullmatch(prefix, partial=True, timeout=budget.timeout) is not None
+        return pattern.search(prefix, partial=True, timeout=budget.timeout) is not None
+    except TimeoutError:
+        if budget is not _DEFAULT:  # the shared default keeps no memory between callers
+            budget.spent.add(pattern)
+        return True

@@ -1,0 +1,228 @@
+"""Every pattern check runs under a time budget (issue 29, section 1).
+
+``^(a|aa)+$`` on a string that almost matches takes exponential time in a backtracking engine:
+the final check that runs out is a typed :class:`sdk.PatternTimeout` naming the path and the
+pattern (not a violation: the output is not known to be wrong, and it is not retried); a
+prefix check that runs out defers to the final check (never a false reject); and a hostile
+stream does not stall the other streams on its event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import anyio
+import pydantic
+import pytest
+import regex
+
+from sdk import (
+    FieldTracker,
+    PatternTimeout,
+    Regex,
+    Retry,
+    SchemaViolation,
+    StreamError,
+)
+from sdk._ecma_regex import compile_ecma
+from sdk._options import StreamConfig, split_options
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, could, enter, leave
+from sdk._structured import stream_structured
+from sdk._text import TextTracker
+from tests.sdk._stream_support import PERSON, Scripted, chunks
+
+HOSTILE = ["^(a|aa)+$", "^(a|a)*$"]
+"""Patterns with catastrophic backtracking on ``"a" * 40 + "!"`` in the ``regex`` package (it
+defuses many textbook cases such as ``^(a+)+$`` on its own; these two it does not)."""
+ALMOST = "a" * 40 + "!"
+FAST = 0.02  # a small budget keeps the tests quick; the default is checked on its own
+
+
+def _string_schema(pattern: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+
+
+def test_the_default_budget_is_documented_and_small() -> None:
+    assert DEFAULT_REGEX_TIMEOUT == 0.1
+    assert StreamConfig().regex_timeout == DEFAULT_REGEX_TIMEOUT
+
+
+@pytest.mark.parametrize("pattern", HOSTILE)
+def test_a_final_check_that_runs_out_is_a_typed_error_with_the_path_and_pattern(
+    pattern: str,
+) -> None:
+    tracker = FieldTracker(_string_schema(pattern), regex_timeout=FAST)
+    tracker.feed('{"x": "')
+    tracker.feed(ALMOST)  # the prefix check runs out here: no verdict, no error
+    with pytest.raises(PatternTimeout) as info:
+        tracker.feed('"}')
+    err = info.value
+    assert not isinstance(err, SchemaViolation)  # the output is not blamed
+    assert isinstance(err, StreamError) and err.retryable is False
+    assert err.path == ("x",) and err.pointer == "/x"
+    assert err.pattern == pattern and err.value == ALMOST and err.timeout == FAST
+    assert err.offset == len('{"x": "' + ALMOST)
+    assert str(err).startswith("/x: the pattern ") and repr(pattern) in str(err)
+    with pytest.raises(PatternTimeout):  # sticky
+        tracker.close()
+
+
+def test_the_same_values_are_judged_when_the_pattern_is_not_hostile() -> None:
+    # The budget changes nothing for an ordinary pattern: the same text, a verdict.
+    tracker = FieldTracker(_string_schema("^a+$"), regex_timeout=FAST)
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed('{"x": "' + ALMOST + '"}')
+    assert info.value.keyword == "pattern" and info.value.offset == len('{"x": "' + "a" * 40)
+    ok = FieldTracker(_string_schema("^a+$"), regex_timeout=FAST)
+    ok.feed('{"x": "' + "a" * 40 + '"}')
+    assert ok.close() == {"x": "a" * 40}
+
+
+def test_a_prefix_check_that_runs_out_defers_and_the_final_check_decides() -> None:
+    # The prefix pattern drops the lookahead, so it backtracks; the exact one does not and
+    # matches ("ab" at the end): a false reject would be a SchemaViolation here.
+    pattern = "^(?=[^b]*$)(a|aa)+$|ab"
+    text = "a" * 40 + "b"
+    loose = compile_ecma(pattern)._loose
+    assert loose is not None
+    with pytest.raises(TimeoutError):  # independent: the prefix check does run out
+        loose.search(text, partial=True, timeout=FAST)
+    for size in (1, 3, len(text) + 10):
+        tracker = FieldTracker(_string_schema(pattern), regex_timeout=FAST)
+        doc = '{"x": "' + text + '"}'
+        for piece in chunks(doc, size):
+            tracker.feed(piece)
+        assert tracker.close() == {"x": text}
+
+
+def test_a_prefix_check_that_ran_out_is_not_run_again_in_the_same_tracker() -> None:
+    budget = Budget(FAST)
+    pattern = regex.compile(r"(a|aa)+$", regex.V1)
+    token = enter(budget)
+    try:
+        assert could(pattern, ALMOST, whole=True) is True
+        assert pattern in budget.spent
+        assert could(pattern, "!", whole=True) is True  # no longer judged: deferred
+    finally:
+        leave(token)
+    assert could(pattern, "!", whole=True) is False  # another budget still judges it
+
+
+def test_a_final_check_outside_a_tracker_uses_the_default_budget() -> None:
+    compiled = compile_ecma("^(a|aa)+$")
+    with pytest.raises(BudgetSpent) as info:
+        compiled.search("a" * 60 + "!")
+    assert info.value.timeout == DEFAULT_REGEX_TIMEOUT and info.value.length == 61
+
+
+def test_pattern_properties_name_the_key() -> None:
+    schema = {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}}
+    tracker = FieldTracker(schema, regex_timeout=FAST)
+    with pytest.raises(PatternTimeout) as info:
+        tracker.feed(json.dumps({ALMOST: 1}))
+    assert info.value.path == (ALMOST,) and info.value.pattern == "^(a|aa)+$"
+
+
+def test_a_pydantic_pattern_checked_early_is_budgeted() -> None:
+    class M(pydantic.BaseModel):
+        x: Annotated[str, pydantic.Field(pattern="^(a|aa)+$")]
+
+    tracker = FieldTracker(M, regex_timeout=FAST)
+    with pytest.raises(PatternTimeout) as info:
+        tracker.feed(json.dumps({"x": ALMOST}))
+    assert info.value.pointer == "/x"
+
+
+def test_a_regex_constraint_is_budgeted() -> None:
+    tracker = TextTracker(Regex("(a|aa)+"), regex_timeout=FAST)
+    for piece in chunks(ALMOST, 5):
+        tracker.feed(piece)  # prefix checks run out: deferred
+    with pytest.raises(PatternTimeout) as info:
+        tracker.finish()
+    assert info.value.path == () and info.value.pattern == "(a|aa)+"
+    fine = TextTracker(Regex("(a|aa)+"), regex_timeout=FAST)
+    fine.feed("a" * 40)
+    assert fine.close() == "a" * 40
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(0, ValueError), (-1.0, ValueError), (float("inf"), ValueError), ("1", TypeError)],
+)
+def test_the_option_is_checked_where_it_is_given(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="regex_timeout"):
+        split_options({"regex_timeout": value}, where="stream", request=False)
+    with pytest.raises(error, match="regex_timeout"):
+        FieldTracker(PERSON, regex_timeout=value)
+
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_pattern_timeout_is_not_retried() -> None:
+    doc = '{"x": "' + ALMOST + '"}'
+    source = Scripted(chunks(doc), chunks('{"x": "aa"}'))
+    with pytest.raises(PatternTimeout):
+        async with stream_structured(
+            source, schema=_string_schema("^(a|aa)+$"), retry=Retry(3), regex_timeout=FAST
+        ) as s:
+            await s.result()
+    assert len(source.attempts) == 1
+
+
+@pytest.mark.timeout(120)  # without a budget the hostile stream blocks the loop for hours
+async def test_a_hostile_stream_does_not_stall_another_stream_on_the_same_loop() -> None:
+    log: list[tuple[str, int]] = []
+    hostile_point = anyio.Event()
+    tail = 200  # chunks the hostile stream still sends after its hostile one
+
+    async def hostile_source(_: Any) -> Any:
+        yield '{"x": "'
+        yield ALMOST  # its prefix check runs out here (once: later prefixes are deferred)
+        hostile_point.set()
+        for i in range(tail):
+            await anyio.lowlevel.checkpoint()
+            log.append(("hostile", i))
+            yield "a"
+        yield '"}'
+
+    good_doc = json.dumps({"name": "Ada", "role": "admin", "tags": ["x", "y", "z"]})
+
+    async def good_source(_: Any) -> Any:
+        await hostile_point.wait()
+        for i, piece in enumerate(chunks(good_doc, 3)):
+            await anyio.lowlevel.checkpoint()
+            log.append(("good", i))
+            yield piece
+
+    outcome: dict[str, Any] = {}
+
+    async def run_hostile() -> None:
+        try:
+            async with stream_structured(
+                hostile_source, schema=_string_schema("^(a|aa)+$"), regex_timeout=FAST
+            ) as s:
+                await s.result()
+        except PatternTimeout as exc:
+            outcome["hostile"] = exc
+            log.append(("hostile", -1))
+
+    async def run_good() -> None:
+        async with stream_structured(good_source, schema=PERSON) as s:
+            outcome["good"] = await s.result()
+        log.append(("good", -1))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_hostile)
+        tg.start_soon(run_good)
+
+    assert outcome["good"] == json.loads(good_doc)
+    assert isinstance(outcome["hostile"], PatternTimeout)
+    good_done = log.index(("good", -1))
+    hostile_done = log.index(("hostile", -1))
+    assert good_done < hostile_done  # the good stream finished first...
+    hostile_chunks_before = sum(1 for who, i in log[:good_done] if who == "hostile" and i >= 0)
+    assert hostile_chunks_before < tail  # ... while the hostile one was still streaming
+    good_chunks = [i for who, i in log if who == "good" and i >= 0]
+    assert good_chunks == list(range(len(chunks(good_doc, 3))))

@@ -36,10 +36,12 @@ continuation can match; the full text is always checked with the exact pattern.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import regex
 
 from sdk import _regex_budget as _budget
+from sdk._linear_regex import compile_linear
 
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
@@ -464,13 +466,20 @@ class _Reader:
 class EcmaRegex:
     """An ECMA-262 pattern compiled for Python (see the module docstring). Immutable."""
 
-    __slots__ = ("_exact", "_loose", "source")
+    __slots__ = ("_exact", "_linear", "_loose", "source")
 
-    def __init__(self, source: str, exact: regex.Pattern[str], loose: regex.Pattern[str] | None):
+    def __init__(
+        self,
+        source: str,
+        exact: regex.Pattern[str],
+        loose: regex.Pattern[str] | None,
+        linear: Any = None,
+    ):
         self.source = source
         """The pattern as written."""
         self._exact = exact
         self._loose = loose
+        self._linear = linear  # RE2's program, when it decides this pattern (sdk._linear_regex)
 
     def __repr__(self) -> str:
         return f"EcmaRegex({self.source!r})"
@@ -478,12 +487,12 @@ class EcmaRegex:
     def search(self, text: str) -> bool:
         """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``), within
         the time budget in force (:mod:`sdk._regex_budget`: ``BudgetSpent`` when it runs out)."""
-        return _budget.search(self._exact, self.source, text)
+        return _budget.search(self._exact, self.source, text, self._linear)
 
     def fullmatch(self, text: str) -> bool:
         """Whether the pattern matches the whole of ``text`` (a :class:`~sdk.Regex`), within
         the time budget in force (``BudgetSpent`` when it runs out)."""
-        return _budget.fullmatch(self._exact, self.source, text)
+        return _budget.fullmatch(self._exact, self.source, text, self._linear)
 
     def could_search(self, prefix: str) -> bool:
         """False only when no text that starts with ``prefix`` has a match (:meth:`search`);
@@ -559,6 +568,7 @@ def compile_ecma(pattern: str) -> EcmaRegex:
             pattern,
             regex.compile(exact, _FLAGS),
             None if loose is None else regex.compile(loose, _FLAGS),
+            compile_linear(pattern),
         )
     except regex.error as exc:
         raise EcmaRegexError(str(exc).split(" at position ")[0], pattern, 0) from None

@@ -6,7 +6,9 @@ string that almost matches, and the tracker runs on the caller's event loop: one
 pattern would block every other stream. So each match is given ``timeout`` seconds (the
 ``regex`` package's own ``timeout=``, which stops the engine mid-match):
 
-- a **final** check (:func:`search`, :func:`fullmatch`) that runs out raises
+- a **final** check (:func:`search`, :func:`fullmatch`) goes to RE2 when it can decide the
+  pattern exactly (:mod:`sdk._linear_regex`, the ``re2`` extra): linear time, no budget
+  needed; otherwise it runs in the ``regex`` package, and one that runs out raises
   :class:`BudgetSpent`; the tracker turns it into :class:`~sdk.PatternTimeout`, naming the
   path and the pattern (the verdict is unknown: it is neither a pass nor a violation);
 - a **prefix** check (:func:`could`) that runs out answers "maybe" (``True``), so that the
@@ -120,9 +122,15 @@ def running(budget: Budget) -> Iterator[None]:
         _current.reset(token)
 
 
-def search(pattern: regex.Pattern[str], source: str, text: str) -> bool:
-    """Whether ``pattern`` (written ``source``) matches somewhere in ``text``; raises
-    :class:`BudgetSpent` when the budget runs out first."""
+def search(pattern: regex.Pattern[str], source: str, text: str, linear: Any = None) -> bool:
+    """Whether ``pattern`` (written ``source``) matches somewhere in ``text``: by ``linear``
+    (RE2's program for the same pattern, :mod:`sdk._linear_regex`) when given and it can read
+    ``text``, else by ``pattern`` under the budget (:class:`BudgetSpent` when it runs out)."""
+    if linear is not None:
+        try:
+            return linear.search(text) is not None
+        except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only
+            pass
     timeout = _current.get().timeout
     try:
         return pattern.search(text, timeout=timeout) is not None
@@ -130,9 +138,14 @@ def search(pattern: regex.Pattern[str], source: str, text: str) -> bool:
         raise BudgetSpent(source, timeout, len(text)) from None
 
 
-def fullmatch(pattern: regex.Pattern[str], source: str, text: str) -> bool:
-    """Whether ``pattern`` (written ``source``) matches the whole of ``text``; raises
-    :class:`BudgetSpent` when the budget runs out first."""
+def fullmatch(pattern: regex.Pattern[str], source: str, text: str, linear: Any = None) -> bool:
+    """Whether ``pattern`` (written ``source``) matches the whole of ``text``, as
+    :func:`search` decides it."""
+    if linear is not None:
+        try:
+            return linear.fullmatch(text) is not None
+        except UnicodeEncodeError:
+            pass
     timeout = _current.get().timeout
     try:
         return pattern.fullmatch(text, timeout=timeout) is not None

@@ -32,9 +32,10 @@ from sdk._structured import stream_structured
 from sdk._text import TextTracker
 from tests.sdk._stream_support import PERSON, Scripted, chunks
 
-HOSTILE = ["^(a|aa)+$", "^(a|a)*$"]
+HOSTILE = ["^(?=a)(a|aa)+$", "^(?!b)(a|a)*$"]
 """Patterns with catastrophic backtracking on ``"a" * 40 + "!"`` in the ``regex`` package (it
-defuses many textbook cases such as ``^(a+)+$`` on its own; these two it does not)."""
+defuses many textbook cases such as ``^(a+)+$`` on its own; ``(a|aa)+`` and ``(a|a)*`` it does
+not), with a lookaround, so that RE2 cannot take them and the budget is what stands."""
 ALMOST = "a" * 40 + "!"
 FAST = 0.02  # a small budget keeps the tests quick; the default is checked on its own
 
@@ -68,6 +69,21 @@ def test_a_final_check_that_runs_out_is_a_typed_error_with_the_path_and_pattern(
         tracker.close()
 
 
+@pytest.mark.parametrize("pattern", ["^(a|aa)+$", "^(a|a)*$"])
+def test_re2_decides_the_issues_patterns_in_linear_time(pattern: str) -> None:
+    # The issue's own patterns have no lookaround: RE2 judges them exactly, so the final
+    # check gives a verdict instead of running out (the prefix checks still run out, and
+    # defer to it). A string of 100,000 characters would take the regex package ages.
+    assert compile_ecma(pattern)._linear is not None
+    tracker = FieldTracker(_string_schema(pattern), regex_timeout=FAST)
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed('{"x": "' + "a" * 100_000 + '!"}')
+    assert info.value.keyword == "pattern" and info.value.path == ("x",)
+    ok = FieldTracker(_string_schema(pattern), regex_timeout=FAST)
+    ok.feed('{"x": "' + "a" * 100_000 + '"}')
+    assert ok.close() == {"x": "a" * 100_000}
+
+
 def test_the_same_values_are_judged_when_the_pattern_is_not_hostile() -> None:
     # The budget changes nothing for an ordinary pattern: the same text, a verdict.
     tracker = FieldTracker(_string_schema("^a+$"), regex_timeout=FAST)
@@ -98,7 +114,7 @@ def test_a_prefix_check_that_runs_out_defers_and_the_final_check_decides() -> No
 
 def test_a_prefix_check_that_ran_out_is_not_run_again_in_the_same_tracker() -> None:
     budget = Budget(FAST)
-    pattern = regex.compile(r"(a|aa)+$", regex.V1)
+    pattern = regex.compile(r"^(a|aa)+$", regex.V1)
     token = enter(budget)
     try:
         assert could(pattern, ALMOST, whole=True) is True
@@ -110,38 +126,53 @@ def test_a_prefix_check_that_ran_out_is_not_run_again_in_the_same_tracker() -> N
 
 
 def test_a_final_check_outside_a_tracker_uses_the_default_budget() -> None:
-    compiled = compile_ecma("^(a|aa)+$")
+    compiled = compile_ecma(HOSTILE[0])
     with pytest.raises(BudgetSpent) as info:
         compiled.search("a" * 60 + "!")
     assert info.value.timeout == DEFAULT_REGEX_TIMEOUT and info.value.length == 61
 
 
 def test_pattern_properties_name_the_key() -> None:
-    schema = {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}}
+    schema = {"type": "object", "patternProperties": {HOSTILE[0]: {"type": "integer"}}}
     tracker = FieldTracker(schema, regex_timeout=FAST)
     with pytest.raises(PatternTimeout) as info:
         tracker.feed(json.dumps({ALMOST: 1}))
-    assert info.value.path == (ALMOST,) and info.value.pattern == "^(a|aa)+$"
+    assert info.value.path == (ALMOST,) and info.value.pattern == HOSTILE[0]
 
 
-def test_a_pydantic_pattern_checked_early_is_budgeted() -> None:
+def test_a_pydantic_pattern_checked_early_is_budgeted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pydantic's engine takes no lookaround, so the issue's pattern itself, with RE2 off.
+    monkeypatch.setattr("sdk._ecma_regex.compile_linear", lambda pattern: None)
+
     class M(pydantic.BaseModel):
         x: Annotated[str, pydantic.Field(pattern="^(a|aa)+$")]
 
     tracker = FieldTracker(M, regex_timeout=FAST)
     with pytest.raises(PatternTimeout) as info:
         tracker.feed(json.dumps({"x": ALMOST}))
-    assert info.value.pointer == "/x"
+    assert info.value.pointer == "/x" and info.value.pattern == "^(a|aa)+$"
+
+
+def test_a_pydantic_pattern_gets_pydantics_verdict_from_re2() -> None:
+    class N(pydantic.BaseModel):
+        x: Annotated[str, pydantic.Field(pattern="^(a|aa)+$")]
+
+    with pytest.raises(pydantic.ValidationError):
+        N.model_validate_json(json.dumps({"x": ALMOST}))  # the oracle: pydantic refuses
+    tracker = FieldTracker(N, regex_timeout=FAST)
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed(json.dumps({"x": ALMOST}))
+    assert info.value.pointer == "/x" and info.value.keyword == "pattern"
 
 
 def test_a_regex_constraint_is_budgeted() -> None:
-    tracker = TextTracker(Regex("(a|aa)+"), regex_timeout=FAST)
+    tracker = TextTracker(Regex("(?=a)(a|aa)+"), regex_timeout=FAST)
     for piece in chunks(ALMOST, 5):
         tracker.feed(piece)  # prefix checks run out: deferred
     with pytest.raises(PatternTimeout) as info:
         tracker.finish()
-    assert info.value.path == () and info.value.pattern == "(a|aa)+"
-    fine = TextTracker(Regex("(a|aa)+"), regex_timeout=FAST)
+    assert info.value.path == () and info.value.pattern == "(?=a)(a|aa)+"
+    fine = TextTracker(Regex("(?=a)(a|aa)+"), regex_timeout=FAST)
     fine.feed("a" * 40)
     assert fine.close() == "a" * 40
 
@@ -165,7 +196,7 @@ async def test_a_pattern_timeout_is_not_retried() -> None:
     source = Scripted(chunks(doc), chunks('{"x": "aa"}'))
     with pytest.raises(PatternTimeout):
         async with stream_structured(
-            source, schema=_string_schema("^(a|aa)+$"), retry=Retry(3), regex_timeout=FAST
+            source, schema=_string_schema(HOSTILE[0]), retry=Retry(3), regex_timeout=FAST
         ) as s:
             await s.result()
     assert len(source.attempts) == 1
@@ -201,7 +232,7 @@ async def test_a_hostile_stream_does_not_stall_another_stream_on_the_same_loop()
     async def run_hostile() -> None:
         try:
             async with stream_structured(
-                hostile_source, schema=_string_schema("^(a|aa)+$"), regex_timeout=FAST
+                hostile_source, schema=_string_schema(HOSTILE[0]), regex_timeout=FAST
             ) as s:
                 await s.result()
         except PatternTimeout as exc:

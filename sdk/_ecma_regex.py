@@ -36,12 +36,11 @@ continuation can match; the full text is always checked with the exact pattern.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import regex
 
 from sdk import _regex_budget as _budget
-from sdk._linear_regex import compile_linear
+from sdk._linear_regex import LinearProgram, compile_linear
 
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
@@ -473,7 +472,7 @@ class EcmaRegex:
         source: str,
         exact: regex.Pattern[str],
         loose: regex.Pattern[str] | None,
-        linear: Any = None,
+        linear: LinearProgram | None = None,
     ):
         self.source = source
         """The pattern as written."""

@@ -29,12 +29,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["available", "compile_linear", "to_re2"]
+__all__ = ["LinearProgram", "available", "compile_linear", "to_re2"]
 
 try:  # the ``re2`` extra
     import re2 as _re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:  # pragma: no cover - depends on the environment
     _re2 = None
+try:  # its binding, without the wrapper's Match objects (2-8x faster for a yes/no)
+    from re2 import _re2 as _binding  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:  # pragma: no cover - depends on the environment
+    _binding = None
 
 _SPACE = (
     "\\x{9}\\x{a}\\x{b}\\x{c}\\x{d}\\x{20}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}"
@@ -50,12 +54,45 @@ class _Unsupported(Exception):
     """The pattern is outside the subset."""
 
 
+class LinearProgram:
+    """RE2's program for one pattern: :meth:`search` and :meth:`fullmatch` answer yes or no.
+    A ``str`` RE2 cannot encode (a lone surrogate) raises ``UnicodeEncodeError``."""
+
+    __slots__ = ("_both", "_compiled", "_native", "_none")
+
+    def __init__(self, compiled: Any) -> None:
+        self._compiled = compiled  # the wrapper's object (kept: it owns the program)
+        native = getattr(compiled, "_regexp", None)
+        anchor = getattr(_binding, "RE2", None) and _binding.RE2.Anchor
+        if native is None or not anchor or not hasattr(native, "Match"):
+            native = None  # pragma: no cover - another google-re2 layout: the wrapper's calls
+        self._native = native
+        self._none = anchor.UNANCHORED if anchor else None
+        self._both = anchor.ANCHOR_BOTH if anchor else None
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern matches somewhere in ``text``."""
+        native = self._native
+        if native is None:  # pragma: no cover
+            return self._compiled.search(text) is not None
+        data = text.encode("utf-8")
+        return bool(native.Match(self._none, data, 0, len(data))[0][0] != -1)
+
+    def fullmatch(self, text: str) -> bool:
+        """Whether the pattern matches the whole of ``text``."""
+        native = self._native
+        if native is None:  # pragma: no cover
+            return self._compiled.fullmatch(text) is not None
+        data = text.encode("utf-8")
+        return bool(native.Match(self._both, data, 0, len(data))[0][0] != -1)
+
+
 def available() -> bool:
     """Whether ``google-re2`` is installed."""
     return _re2 is not None
 
 
-def compile_linear(pattern: str) -> Any | None:
+def compile_linear(pattern: str) -> LinearProgram | None:
     """RE2's program for the ECMA-262 ``pattern``, or ``None`` (RE2 not installed, or the
     pattern outside the subset, or too large for RE2)."""
     if _re2 is None:
@@ -66,7 +103,7 @@ def compile_linear(pattern: str) -> Any | None:
     options = _re2.Options()
     options.log_errors = False
     try:
-        return _re2.compile(source, options=options)
+        return LinearProgram(_re2.compile(source, options=options))
     except _re2.error:
         return None
 

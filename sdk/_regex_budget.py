@@ -32,6 +32,7 @@ from typing import Any
 import regex
 
 from sdk._errors import Path, PatternTimeout
+from sdk._linear_regex import LinearProgram
 
 __all__ = [
     "DEFAULT_REGEX_TIMEOUT",
@@ -122,13 +123,15 @@ def running(budget: Budget) -> Iterator[None]:
         _current.reset(token)
 
 
-def search(pattern: regex.Pattern[str], source: str, text: str, linear: Any = None) -> bool:
+def search(
+    pattern: regex.Pattern[str], source: str, text: str, linear: LinearProgram | None = None
+) -> bool:
     """Whether ``pattern`` (written ``source``) matches somewhere in ``text``: by ``linear``
     (RE2's program for the same pattern, :mod:`sdk._linear_regex`) when given and it can read
     ``text``, else by ``pattern`` under the budget (:class:`BudgetSpent` when it runs out)."""
     if linear is not None:
         try:
-            return linear.search(text) is not None
+            return bool(linear.search(text))
         except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only
             pass
     timeout = _current.get().timeout
@@ -138,12 +141,14 @@ def search(pattern: regex.Pattern[str], source: str, text: str, linear: Any = No
         raise BudgetSpent(source, timeout, len(text)) from None
 
 
-def fullmatch(pattern: regex.Pattern[str], source: str, text: str, linear: Any = None) -> bool:
+def fullmatch(
+    pattern: regex.Pattern[str], source: str, text: str, linear: LinearProgram | None = None
+) -> bool:
     """Whether ``pattern`` (written ``source``) matches the whole of ``text``, as
     :func:`search` decides it."""
     if linear is not None:
         try:
-            return linear.fullmatch(text) is not None
+            return bool(linear.fullmatch(text))
         except UnicodeEncodeError:
             pass
     timeout = _current.get().timeout

@@ -157,7 +157,7 @@ def test_re2_and_the_regex_package_agree_on_generated_patterns(seed: int) -> Non
                     ) is not None
                 except TimeoutError:
                     continue
-                got = (linear.fullmatch(text) if whole else linear.search(text)) is not None
+                got = linear.fullmatch(text) if whole else linear.search(text)
                 assert got == want, (source, to_re2(source), text, whole)
                 compared += 1
     assert taken >= 500 and compared >= 14_000  # the subset covers the generated patterns
@@ -181,6 +181,10 @@ def test_a_text_re2_cannot_read_is_judged_by_the_regex_package() -> None:
     assert compiled.search("\ud800")  # a lone surrogate is one character that is not "a"
 
 
-def test_the_re2_options_are_the_ones_the_module_sets() -> None:
+def test_the_program_uses_re2s_binding_and_agrees_with_its_wrapper() -> None:
     program = compile_linear("^a+$")
-    assert isinstance(program, re2._Regexp)
+    assert program is not None and program._native is not None  # the fast path is taken
+    wrapper = re2.compile("^a+$")
+    for text in ("", "a", "aa", "ab", "ba", "é", "a\n"):
+        assert program.search(text) == (wrapper.search(text) is not None)
+        assert program.fullmatch(text) == (wrapper.fullmatch(text) is not None)

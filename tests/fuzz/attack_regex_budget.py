@@ -17,9 +17,14 @@ the trackers, in random chunks, with ``regex_timeout=BUDGET``. For every case it
 
 A verdict that differs from the oracle's (a false reject or a false accept) is a failure; so
 is a call that blocked much longer than the budget. Run from the repository root:
-``PYTHONPATH=. python tests/fuzz/attack_regex_budget.py SEED COUNT [re2|no-re2]`` (needs
-``node``); ``no-re2`` runs the final checks in the ``regex`` package, as without the ``re2``
-extra.
+``PYTHONPATH=. python tests/fuzz/attack_regex_budget.py budget SEED COUNT [re2|no-re2]``
+(needs ``node``); ``no-re2`` runs the final checks in the ``regex`` package, as without the
+``re2`` extra.
+
+``re2-node SEED COUNT``: RE2 as the tracker uses it (``sdk._linear_regex``) against Node's
+``RegExp(p, "u")`` directly, on the generator of ``tests/sdk/test_linear_regex.py`` (every
+construct of the subset, and the ones outside it) and strings of the characters where engines
+differ: counts the patterns RE2 took, the verdicts compared, and the disagreements.
 """
 
 from __future__ import annotations
@@ -167,10 +172,75 @@ def main(seed: int, count: int) -> int:
     return 1 if wrong else 0
 
 
+NODE_U_SCRIPT = """
+const fs = require('fs');
+const cases = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+fs.writeFileSync(process.argv[3], JSON.stringify(cases.map(([p, subjects]) => {
+  let re;
+  try { re = new RegExp(p, 'u'); } catch (e) { return null; }
+  return subjects.map(s => re.test(s));
+})));
+"""
+
+
+def re2_against_node(seed: int, count: int) -> int:
+    from sdk._ecma_regex import EcmaRegexError, compile_ecma
+    from sdk._linear_regex import compile_linear
+    from tests.sdk.test_linear_regex import _pattern, _subject
+
+    rng = random.Random(seed)
+    cases: list[tuple[str, list[str]]] = []
+    outside = invalid = 0
+    for _ in range(count):
+        p = _pattern(rng)
+        try:
+            compile_ecma(p)
+        except EcmaRegexError:
+            invalid += 1
+            continue
+        if compile_linear(p) is None:
+            outside += 1
+            continue
+        subjects = [_subject(rng) for _ in range(20)]
+        cases.append((p, subjects))
+    searched = [(p, subjects) for p, subjects in cases]
+    whole = [(f"^(?:{p})$", subjects) for p, subjects in cases]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst, script = Path(tmp, "in.json"), Path(tmp, "out.json"), Path(tmp, "o.js")
+        src.write_text(json.dumps(searched + whole))
+        script.write_text(NODE_U_SCRIPT)
+        subprocess.run(["node", str(script), str(src), str(dst)], check=True, timeout=600)
+        want: list[list[bool] | None] = json.loads(dst.read_text())
+    wrong = compared = refused = 0
+    for k, (p, subjects) in enumerate(cases + cases):
+        verdicts = want[k]
+        if verdicts is None:  # the documented leniency (``\\-`` outside a class): Node refuses
+            refused += k < len(cases)
+            continue
+        program = compile_linear(p)
+        assert program is not None
+        for s, expected in zip(subjects, verdicts, strict=True):
+            got = program.fullmatch(s) if k >= len(cases) else program.search(s)
+            compared += 1
+            if got != expected:
+                wrong += 1
+                if wrong <= 20:
+                    print("   ", "fullmatch" if k >= len(cases) else "search", repr(p), repr(s))
+    print(
+        f"seed {seed}: {count} patterns generated, {invalid} not ECMA-262, {outside} outside "
+        f"RE2's subset, {len(cases)} taken by RE2 ({refused} of them refused by Node: an escaped "
+        f"'-' outside a class); {compared} verdicts (search and full match) compared with "
+        f"Node's RegExp(p, 'u'): {wrong} disagreements"
+    )
+    return 1 if wrong else 0
+
+
 if __name__ == "__main__":
-    if sys.argv[3:] == ["no-re2"]:
+    if sys.argv[1] == "re2-node":
+        sys.exit(re2_against_node(int(sys.argv[2]), int(sys.argv[3])))
+    if sys.argv[4:] == ["no-re2"]:
         import sdk._ecma_regex
 
         sdk._ecma_regex.compile_linear = lambda pattern: None  # type: ignore[assignment]
-    print("final checks by RE2 where it decides:", sys.argv[3:] != ["no-re2"])
-    sys.exit(main(int(sys.argv[1]), int(sys.argv[2])))
+    print("final checks by RE2 where it decides:", sys.argv[4:] != ["no-re2"])
+    sys.exit(main(int(sys.argv[2]), int(sys.argv[3])))

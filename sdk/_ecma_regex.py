@@ -497,13 +497,13 @@ class EcmaRegex:
         """False only when no text that starts with ``prefix`` has a match (:meth:`search`);
         True when the time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or _budget.could(loose, prefix, whole=False)
+        return loose is None or _budget.could(loose, prefix, whole=False, linear=self._linear)
 
     def could_fullmatch(self, prefix: str) -> bool:
         """False only when no text that starts with ``prefix`` is a full match; True when the
         time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or _budget.could(loose, prefix, whole=True)
+        return loose is None or _budget.could(loose, prefix, whole=True, linear=self._linear)
 
 
 def translate(pattern: str) -> tuple[str, str | None]:

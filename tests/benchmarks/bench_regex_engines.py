@@ -9,6 +9,11 @@ as the tracker calls it, once through RE2 (``sdk/_linear_regex.py``) and once th
 alternation, ``--rounds`` times ``--calls`` calls each; it prints the median microseconds per
 call and the ratio RE2 / regex (below 1: RE2 is faster).
 
+Part 3, the tracker: a document of 30 records, each with five patterned strings (slug, date,
+e-mail, version, free text), fed to a ``FieldTracker`` in 4-character chunks (prefix checks at
+every chunk, then the final checks): milliseconds per document with RE2 and without it (the
+``regex`` package alone, under the budget), alternated, medians.
+
 Part 2, the issue's hostile pattern ``^(a|aa)+$`` on ``"a" * n + "!"``: RE2's time per call
 against the ``regex`` package's (which runs out of its budget from about n = 30 on).
 The machine is shared: read the ratios, not the microseconds.
@@ -17,9 +22,13 @@ The machine is shared: read the ratios, not the microseconds.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
+from typing import Any
 
+import sdk._ecma_regex
+from sdk import FieldTracker
 from sdk._ecma_regex import EcmaRegex, compile_ecma
 from sdk._linear_regex import available
 from sdk._regex_budget import BudgetSpent
@@ -90,6 +99,61 @@ def hostile(rounds: int) -> None:
         print(f"{n:6} {re2_us:10.1f} {what:>24}")
 
 
+RECORD = {
+    "type": "object",
+    "properties": {
+        "slug": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
+        "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"},
+        "email": {"type": "string", "pattern": "^[^@\\s]+@[^@\\s]+\\.[a-z]{2,}$"},
+        "version": {"type": "string", "pattern": "^\\d+\\.\\d+\\.\\d+$"},
+        "note": {"type": "string", "pattern": "^[^<>]*$"},
+    },
+}
+
+
+def _document() -> str:
+    rows = [
+        {
+            "slug": f"item-{i}-blue-widget",
+            "date": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}",
+            "email": f"buyer{i}@example.org",
+            "version": f"{i}.{i % 7}.{i % 3}",
+            "note": "deliver to the back door, ring twice " * 3,
+        }
+        for i in range(30)
+    ]
+    return json.dumps(rows)
+
+
+def _feed(schema: Any, doc: str) -> float:
+    t = time.perf_counter()
+    tracker = FieldTracker(schema)
+    for i in range(0, len(doc), 4):
+        tracker.feed(doc[i : i + 4])
+    tracker.close()
+    return (time.perf_counter() - t) * 1e3
+
+
+def tracker(rounds: int) -> None:
+    doc = _document()
+    with_re2 = {"type": "array", "items": RECORD}
+    original = sdk._ecma_regex.compile_linear
+    sdk._ecma_regex.compile_linear = lambda pattern: None  # type: ignore[assignment]
+    try:
+        without = {"type": "array", "items": RECORD, "title": "no RE2"}  # its own compilation
+        FieldTracker(without)
+    finally:
+        sdk._ecma_regex.compile_linear = original
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(rounds):
+        a.append(_feed(with_re2, doc))
+        b.append(_feed(without, doc))
+    ma, mb = statistics.median(a), statistics.median(b)
+    print(f"\ntracker, {len(doc)} characters in 4-character chunks, 150 patterned strings:")
+    print(f"  with RE2 {ma:.1f} ms, without {mb:.1f} ms per document; ratio {ma / mb:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
@@ -99,6 +163,7 @@ def main() -> None:
         raise SystemExit("google-re2 is not installed: pip install -e '.[re2]'")
     ordinary(args.rounds, args.calls)
     hostile(args.rounds)
+    tracker(args.rounds)
 
 
 if __name__ == "__main__":

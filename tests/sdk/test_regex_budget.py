@@ -291,3 +291,10 @@ def test_the_judge_reads_patterns_as_ecma_and_jsonschema_elsewhere_is_untouched(
         tracker.close()
     # jsonschema used directly keeps Python's reading (\d is any Unicode digit there).
     jsonschema.Draft202012Validator(schema).validate({"\u0663": 1})
+
+
+def test_the_option_reaches_the_clients_streams() -> None:
+    # Client.stream (request=True) and stream_structured (request=False) resolve it alike.
+    for request in (True, False):
+        config, _ = split_options({"regex_timeout": 0.5}, where="stream", request=request)
+        assert config.regex_timeout == 0.5

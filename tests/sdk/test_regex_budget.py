@@ -27,7 +27,16 @@ from sdk import (
 )
 from sdk._ecma_regex import compile_ecma
 from sdk._options import StreamConfig, split_options
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, could, enter, leave
+from sdk._regex_budget import (
+    DEFAULT_REGEX_TIMEOUT,
+    MAX_EXPANSION,
+    Budget,
+    BudgetSpent,
+    could,
+    enter,
+    expansion,
+    leave,
+)
 from sdk._structured import stream_structured
 from sdk._text import TextTracker
 from tests.sdk._stream_support import PERSON, Scripted, chunks
@@ -298,3 +307,19 @@ def test_the_option_reaches_the_clients_streams() -> None:
     for request in (True, False):
         config, _ = split_options({"regex_timeout": 0.5}, where="stream", request=request)
         assert config.regex_timeout == 0.5
+
+
+@pytest.mark.timeout(60)  # the regex package's compile of it does not finish
+def test_a_regex_format_value_that_would_take_hours_to_compile_is_judged_on_its_syntax() -> None:
+    schema = {"type": "object", "properties": {"r": {"type": "string", "format": "regex"}}}
+    huge = "((a{1000}){1000}){1000}"
+    assert expansion(huge) == 10**9 > MAX_EXPANSION
+    tracker = FieldTracker(schema, formats="assert")
+    tracker.feed(json.dumps({"r": huge}))
+    assert tracker.close() == {"r": huge}  # valid ECMA-262: accepted, at once
+    bad = FieldTracker(schema, formats="assert")
+    with pytest.raises(SchemaViolation) as info:
+        bad.feed(json.dumps({"r": "((a{1000}){1000}){1000}(?P<x>)"}))  # Python's syntax
+        bad.close()
+    assert info.value.keyword == "format"
+    assert expansion("\\d{4}-\\d{2}") == 7 and expansion("(a|bc){2}") == 6

@@ -31,6 +31,9 @@ the original's: a boundary may also hold at the end of the text so far, lookarou
 dropped, quantifiers are greedy (which never changes whether a match exists). A pattern with
 a backreference is not checked on prefixes at all. A prefix is therefore refused only when no
 continuation can match; the full text is always checked with the exact pattern.
+
+**Matching** a model's text runs under a time budget (:mod:`sdk._regex_budget`), and a final
+check goes to RE2 where it decides the pattern exactly (:mod:`sdk._linear_regex`).
 """
 
 from __future__ import annotations

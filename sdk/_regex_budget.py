@@ -4,7 +4,9 @@ text runs here.
 A backtracking engine can take exponential time on a pattern such as ``^(a|aa)+$`` and a
 string that almost matches, and the tracker runs on the caller's event loop: one hostile
 pattern would block every other stream. So each match is given ``timeout`` seconds (the
-``regex`` package's own ``timeout=``, which stops the engine mid-match):
+``regex`` package's own ``timeout=``, which stops the engine mid-match; it counts the process's
+CPU time, not wall-clock time, so a loaded machine stretches it and other busy threads shorten
+it):
 
 - a **final** check (:func:`search`, :func:`fullmatch`) goes to RE2 when it can decide the
   pattern exactly (:mod:`sdk._linear_regex`, the ``re2`` extra): linear time, no budget
@@ -20,12 +22,14 @@ The budget in force is a context variable that each tracker sets around its own 
 (:func:`enter`/:func:`leave`), so that compiled schemas, shared between streams, stay
 immutable and one stream's option never leaks into another's. Outside a tracker,
 :data:`DEFAULT_REGEX_TIMEOUT` applies.
+
+A pattern the *model* wrote (``format: "regex"``) is compiled, not matched, and the ``regex``
+package expands counted repetitions when it compiles: :func:`expansion` bounds what that costs
+before the format check compiles one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -44,7 +48,6 @@ __all__ = [
     "expansion",
     "fullmatch",
     "leave",
-    "running",
     "search",
     "validate_timeout",
 ]
@@ -176,16 +179,6 @@ def enter(budget: Budget) -> Token[Budget]:
 def leave(token: Token[Budget]) -> None:
     """Undo the :func:`enter` that returned ``token``."""
     _current.reset(token)
-
-
-@contextmanager
-def running(budget: Budget) -> Iterator[None]:
-    """:func:`enter` ``budget`` for the block."""
-    token = _current.set(budget)
-    try:
-        yield
-    finally:
-        _current.reset(token)
 
 
 def search(

@@ -197,9 +197,7 @@ def test_the_option_is_checked_where_it_is_given(value: Any, error: type[Excepti
         FieldTracker(PERSON, regex_timeout=value)
 
 
-pytestmark = pytest.mark.anyio
-
-
+@pytest.mark.anyio
 async def test_a_pattern_timeout_is_not_retried() -> None:
     doc = '{"x": "' + ALMOST + '"}'
     source = Scripted(chunks(doc), chunks('{"x": "aa"}'))
@@ -211,6 +209,7 @@ async def test_a_pattern_timeout_is_not_retried() -> None:
     assert len(source.attempts) == 1
 
 
+@pytest.mark.anyio
 @pytest.mark.timeout(120)  # without a budget the hostile stream blocks the loop for hours
 async def test_a_hostile_stream_does_not_stall_another_stream_on_the_same_loop() -> None:
     log: list[tuple[str, int]] = []

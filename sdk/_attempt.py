@@ -44,6 +44,7 @@ from sdk._errors import (
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._partial_view import partial_view
 from sdk._pieces import Pieces
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
 from sdk._retry import JSON_DOCUMENT, AttemptInfo, ToolCallText
 from sdk._target import Compiled, ToolsTarget, Tracker, new_tracker
 from sdk._think import ThinkSplitter
@@ -85,6 +86,7 @@ class AttemptState:
         "_needs_name",
         "_reasoning",
         "_refusal",
+        "_regex_timeout",
         "_reported",
         "_started",
         "_texts",
@@ -105,6 +107,7 @@ class AttemptState:
         deltas: bool = False,
         reasoning: bool = False,
         dispatch: Dispatch = "validated",
+        regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
         usage_base: Usage = Usage(),  # noqa: B008 - frozen, so one shared zero is fine
     ) -> None:
@@ -114,6 +117,7 @@ class AttemptState:
         self._lenient = lenient
         self._deltas = deltas
         self._dispatch: Dispatch = dispatch
+        self._regex_timeout = regex_timeout
         self._trackers: dict[int | None, Tracker] = {}
         self._tool_mode = False  # a tool call arrived: message text is prose from now on
         self._texts: dict[int | None, Pieces] = {}
@@ -469,6 +473,7 @@ class AttemptState:
             lenient=self._lenient,
             deltas=self._deltas,
             dispatch=self._dispatch,
+            regex_timeout=self._regex_timeout,
         )
 
     def _tool_keys(self) -> list[int]:

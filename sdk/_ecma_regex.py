@@ -31,6 +31,9 @@ the original's: a boundary may also hold at the end of the text so far, lookarou
 dropped, quantifiers are greedy (which never changes whether a match exists). A pattern with
 a backreference is not checked on prefixes at all. A prefix is therefore refused only when no
 continuation can match; the full text is always checked with the exact pattern.
+
+**Matching** a model's text runs under a time budget (:mod:`sdk._regex_budget`), and a final
+check goes to RE2 where it decides the pattern exactly (:mod:`sdk._linear_regex`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import regex
+
+from sdk import _regex_budget as _budget
+from sdk._linear_regex import LinearProgram, compile_linear
 
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
@@ -462,34 +468,45 @@ class _Reader:
 class EcmaRegex:
     """An ECMA-262 pattern compiled for Python (see the module docstring). Immutable."""
 
-    __slots__ = ("_exact", "_loose", "source")
+    __slots__ = ("_exact", "_linear", "_loose", "source")
 
-    def __init__(self, source: str, exact: regex.Pattern[str], loose: regex.Pattern[str] | None):
+    def __init__(
+        self,
+        source: str,
+        exact: regex.Pattern[str],
+        loose: regex.Pattern[str] | None,
+        linear: LinearProgram | None = None,
+    ):
         self.source = source
         """The pattern as written."""
         self._exact = exact
         self._loose = loose
+        self._linear = linear  # RE2's program, when it decides this pattern (sdk._linear_regex)
 
     def __repr__(self) -> str:
         return f"EcmaRegex({self.source!r})"
 
     def search(self, text: str) -> bool:
-        """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``)."""
-        return self._exact.search(text) is not None
+        """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``), within
+        the time budget in force (:mod:`sdk._regex_budget`: ``BudgetSpent`` when it runs out)."""
+        return _budget.search(self._exact, self.source, text, self._linear)
 
     def fullmatch(self, text: str) -> bool:
-        """Whether the pattern matches the whole of ``text`` (a :class:`~sdk.Regex`)."""
-        return self._exact.fullmatch(text) is not None
+        """Whether the pattern matches the whole of ``text`` (a :class:`~sdk.Regex`), within
+        the time budget in force (``BudgetSpent`` when it runs out)."""
+        return _budget.fullmatch(self._exact, self.source, text, self._linear)
 
     def could_search(self, prefix: str) -> bool:
-        """False only when no text that starts with ``prefix`` has a match (:meth:`search`)."""
+        """False only when no text that starts with ``prefix`` has a match (:meth:`search`);
+        True when the time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or loose.search(prefix, partial=True) is not None
+        return loose is None or _budget.could(loose, prefix, whole=False, linear=self._linear)
 
     def could_fullmatch(self, prefix: str) -> bool:
-        """False only when no text that starts with ``prefix`` is a full match."""
+        """False only when no text that starts with ``prefix`` is a full match; True when the
+        time budget runs out (the final check decides)."""
         loose = self._loose
-        return loose is None or loose.fullmatch(prefix, partial=True) is not None
+        return loose is None or _budget.could(loose, prefix, whole=True, linear=self._linear)
 
 
 def translate(pattern: str) -> tuple[str, str | None]:
@@ -553,6 +570,7 @@ def compile_ecma(pattern: str) -> EcmaRegex:
             pattern,
             regex.compile(exact, _FLAGS),
             None if loose is None else regex.compile(loose, _FLAGS),
+            compile_linear(pattern),
         )
     except regex.error as exc:
         raise EcmaRegexError(str(exc).split(" at position ")[0], pattern, 0) from None

@@ -7,6 +7,8 @@
     │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError)
     │   ├── SchemaViolation              the output breaks the schema (path, keyword, value, offset)
     │   │   └── ValidationFailed         the final pydantic validation of the whole value
+    │   ├── PatternTimeout               a pattern check ran out of its time budget: the verdict
+    │   │                                is unknown, the output not at fault (path, pattern)
     │   ├── TruncatedError               the output stopped early (finish_reason "length",
     │   │                                or the source ended mid-document): snapshot, open paths
     │   ├── RefusedError                 the model refused (the refusal text)
@@ -36,6 +38,11 @@
         └── SchemaError                  the schema given cannot be used: not valid JSON Schema,
                                          or a keyword the tracker cannot check (keyword, pointer)
 
+A :class:`PatternTimeout` is no :class:`SchemaViolation`: the pattern (the caller's) could not
+be judged within ``regex_timeout``, so the output is not known to be wrong; it is not retried
+(a retry would pay for a new answer that the same pattern may again fail to judge, and there
+is nothing to tell the model) and is not fed back to the model.
+
 Bad input (what the model or server sent) and misuse of the API are different branches:
 a ``StreamError`` is about the output, a ``StreamUsageError`` about the caller's code, a
 ``SchemaError`` about the schema the caller gave (raised when it is compiled, before any output).
@@ -62,6 +69,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OutputSyntaxError",
+    "PatternTimeout",
     "PermissionDeniedError",
     "RateLimitError",
     "RefusedError",
@@ -197,6 +205,45 @@ class ValidationFailed(SchemaViolation):
             message, path=path, keyword=keyword, value=value, offset=offset, start=start
         )
         self.errors = list(errors)
+
+
+class PatternTimeout(StreamError):
+    """A pattern check ran out of its time budget (the ``regex_timeout`` option), so whether
+    the value matches is unknown: typically catastrophic backtracking, a pattern such as
+    ``^(a|aa)+$`` on a string that almost matches.
+
+    Attributes: ``path`` (tuple) and ``pointer`` (JSON Pointer) of the value (for a key checked
+    against ``patternProperties``, the key's path), ``pattern`` (as written in the schema or
+    the :class:`~sdk.Regex`), ``value`` (the text judged), ``timeout`` (the budget, seconds),
+    ``offset`` (where in the output the check ran). Not retryable: the pattern is the caller's
+    to fix (or the budget to raise); the model is not blamed, and a retry policy stops here.
+    A check on a string's prefix that runs out never raises: the final check decides.
+    """
+
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path = (),
+        pattern: str = "",
+        value: Any = None,
+        timeout: float = 0.0,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.pointer = pointer(path)
+        self.pattern = pattern
+        self.value = value
+        self.timeout = timeout
+        self.offset = offset
+
+    def __str__(self) -> str:
+        at = f" (at offset {self.offset})" if self.offset is not None else ""
+        return f"{self._call_prefix()}{self.pointer or '/'}: {self.message}{at}"
 
 
 class TruncatedError(StreamError):

@@ -99,5 +99,6 @@ class Ledger:
             deltas=config.deltas,
             reasoning=config.reasoning,
             dispatch=config.dispatch,
+            regex_timeout=config.regex_timeout,
             usage_base=base,
         )

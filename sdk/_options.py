@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias, TypedDict
 
 from sdk._constraints import ToolChoice
 from sdk._dispatch import CallbackErrorPolicy, OnField
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, validate_timeout
 from sdk._retry import Retry
 from sdk._schema import Formats
 from sdk._tracker import Dispatch
@@ -52,6 +53,7 @@ class StreamOptions(TypedDict, total=False):
     reasoning: bool
     formats: Formats
     dispatch: Dispatch
+    regex_timeout: float
 
 
 class RequestOptions(StreamOptions, total=False):
@@ -119,6 +121,13 @@ class StreamConfig:
     model's: until the end); ``"eager"`` sends each one as soon as the value is final and
     passed the JSON Schema checks, so a callback may see a value a validator refuses a moment
     later (see docs/events.md)."""
+    regex_timeout: float = DEFAULT_REGEX_TIMEOUT
+    """Seconds each pattern check may take (JSON Schema ``pattern`` and ``patternProperties``,
+    a pydantic ``Field(pattern=...)`` checked early, a :class:`~sdk.Regex`): a backtracking
+    pattern such as ``^(a|aa)+$`` can take exponential time on a string that almost matches.
+    The check of a final value that runs out fails the stream with :class:`~sdk.PatternTimeout`
+    (not retried); the check of a string's prefix that runs out leaves the verdict to the final
+    check. The default, 0.1, is far above what an ordinary pattern takes (microseconds)."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
@@ -129,6 +138,7 @@ class StreamConfig:
         _choice("pending_callbacks", self.pending_callbacks, _PENDING)
         _choice("formats", self.formats, ("annotate", "assert"))
         _choice("dispatch", self.dispatch, ("validated", "eager"))
+        validate_timeout(self.regex_timeout)
         if (
             not isinstance(self.max_concurrency, int)
             or isinstance(self.max_concurrency, bool)

@@ -32,6 +32,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._extent import JsonExtent
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
 from sdk._tracker import Dispatch, FieldTracker
 
 __all__ = ["Segment", "SegmentTracker", "TaggedText"]
@@ -78,8 +79,8 @@ class TaggedText:
 
 class SegmentTracker:
     """Tracks one output against ``constraint``; ``attempt`` is stamped on its events, and
-    ``deltas`` asks for string deltas inside segments (free text always streams). Errors are
-    sticky."""
+    ``deltas`` asks for string deltas inside segments (free text always streams),
+    ``regex_timeout`` is each segment tracker's pattern budget. Errors are sticky."""
 
     def __init__(
         self,
@@ -88,9 +89,11 @@ class SegmentTracker:
         attempt: int = 1,
         deltas: bool = False,
         dispatch: Dispatch = "validated",
+        regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
     ) -> None:
         self._constraint = constraint
         self._dispatch: Dispatch = dispatch
+        self._regex_timeout = regex_timeout
         self.attempt = attempt
         self._deltas = deltas
         self._triggers = constraint.triggers
@@ -257,7 +260,11 @@ class SegmentTracker:
             if tag.begin == self._opening:  # no begin is a prefix of another: this is the tag
                 self._tag = tag
                 self._tracker = FieldTracker(
-                    tag.compiled, attempt=self.attempt, deltas=self._deltas, dispatch=self._dispatch
+                    tag.compiled,
+                    attempt=self.attempt,
+                    deltas=self._deltas,
+                    dispatch=self._dispatch,
+                    regex_timeout=self._regex_timeout,
                 )
                 self._extent = JsonExtent()
                 self._base = self._offset

@@ -31,6 +31,7 @@ from sdk._constraints import (
 )
 from sdk._errors import Path, SchemaViolation
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
 from sdk._schema import CompiledSchema, Formats, compile_schema
 from sdk._segments import SegmentTracker
 from sdk._text import TextTracker
@@ -76,6 +77,7 @@ class Opts:
     lenient: bool = False
     deltas: bool = False
     dispatch: Dispatch = "validated"
+    regex_timeout: float = DEFAULT_REGEX_TIMEOUT
 
 
 class _MessageTarget:
@@ -115,7 +117,7 @@ class TextTarget(_MessageTarget):
         return {"type": "string"}
 
     def _tracker(self, opts: Opts) -> Tracker:
-        return TextTracker(self.constraint, attempt=opts.attempt)
+        return TextTracker(self.constraint, attempt=opts.attempt, regex_timeout=opts.regex_timeout)
 
 
 class TaggedTarget(_MessageTarget):
@@ -133,7 +135,11 @@ class TaggedTarget(_MessageTarget):
 
     def _tracker(self, opts: Opts) -> Tracker:
         return SegmentTracker(
-            self.constraint, attempt=opts.attempt, deltas=opts.deltas, dispatch=opts.dispatch
+            self.constraint,
+            attempt=opts.attempt,
+            deltas=opts.deltas,
+            dispatch=opts.dispatch,
+            regex_timeout=opts.regex_timeout,
         )
 
 
@@ -230,6 +236,7 @@ class ToolsTarget:
             tool_name=name,
             tool_call_id=call_id,
             dispatch=opts.dispatch,
+            regex_timeout=opts.regex_timeout,
         )
 
 
@@ -378,6 +385,7 @@ def new_tracker(
     lenient: bool,
     deltas: bool,
     dispatch: Dispatch = "validated",
+    regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
 ) -> Tracker:
     """The tracker for one part of attempt ``attempt``'s output: the message's document
     (``tool_call is None``) or one tool call's arguments (named ``tool_name``, with id
@@ -392,8 +400,9 @@ def new_tracker(
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             dispatch=dispatch,
+            regex_timeout=regex_timeout,
         )
-    opts = Opts(attempt, lenient, deltas, dispatch)
+    opts = Opts(attempt, lenient, deltas, dispatch, regex_timeout)
     return target.tracker(tool_call, tool_name, opts, tool_call_id)
 
 

@@ -13,7 +13,9 @@ returns a :class:`~sdk.TextDelta` (path ``()``) for every chunk and, at :meth:`f
   the end of the text so far is left open) after each chunk; when none can, the first
   character that made it so (found by bisection within the chunk) raises
   :class:`~sdk.SchemaViolation` (keyword ``"pattern"``). Each check reads the whole text so
-  far, so a long output under a regex costs O(n) per chunk.
+  far, so a long output under a regex costs O(n) per chunk. Each check has ``regex_timeout``
+  seconds (:mod:`sdk._regex_budget`): a prefix check that runs out leaves the verdict to the
+  end; the final full match that runs out raises :class:`~sdk.PatternTimeout`.
 - :class:`~sdk.Grammar`: nothing; the server's decoding is the guarantee.
 
 At the end the text must be complete: a choice, a full match (an empty output is one when the
@@ -23,11 +25,12 @@ pattern matches the empty string). A text that could still have become one is a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from sdk._constraints import Choice, Grammar, Regex, TextConstraint
 from sdk._errors import SchemaViolation, StreamError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, enter, leave
 from sdk._schema._streaming import common_length, first_bad
 
 __all__ = ["TextTracker"]
@@ -35,11 +38,13 @@ __all__ = ["TextTracker"]
 
 class TextTracker:
     """Tracks one text output (the message's: a text constraint is never a tool call's)
-    against ``constraint``. ``attempt`` is stamped on its events. Errors are sticky: after
+    against ``constraint``. ``attempt`` is stamped on its events; ``regex_timeout`` is the
+    time budget of each check of a :class:`~sdk.Regex`, in seconds. Errors are sticky: after
     one, every later call raises it again."""
 
     __slots__ = (
         "_alive",
+        "_budget",
         "_constraint",
         "_error",
         "_finished",
@@ -49,7 +54,14 @@ class TextTracker:
         "attempt",
     )
 
-    def __init__(self, constraint: TextConstraint, *, attempt: int = 1) -> None:
+    def __init__(
+        self,
+        constraint: TextConstraint,
+        *,
+        attempt: int = 1,
+        regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
+    ) -> None:
+        self._budget = Budget(regex_timeout)
         if not isinstance(constraint, (Choice, Regex, Grammar)):
             raise TypeError(f"TextTracker takes a Choice, Regex or Grammar, not {constraint!r}")
         self._constraint = constraint
@@ -99,7 +111,11 @@ class TextTracker:
         self._parts.append(text)
         self._size = start + len(text)
         if isinstance(constraint, Regex):
-            self._check_regex(constraint, start)
+            token = enter(self._budget)
+            try:
+                self._check_regex(constraint, start)
+            finally:
+                leave(token)
         if forced:
             self._forced += len(text)
         return [TextDelta((), text, self.attempt)]
@@ -117,7 +133,13 @@ class TextTracker:
         if isinstance(constraint, Choice):
             complete = text in constraint.choices
         elif isinstance(constraint, Regex):
-            complete = constraint.compiled.fullmatch(text)
+            token = enter(self._budget)
+            try:
+                complete = constraint.compiled.fullmatch(text)
+            except BudgetSpent as exc:
+                self._fail(exc.at((), text, max(0, self._size - 1)))
+            finally:
+                leave(token)
         if not complete:
             what = "nothing" if not text else f"{text[-60:]!r}"
             error = TruncatedError(
@@ -175,6 +197,6 @@ class TextTracker:
             )
         )
 
-    def _fail(self, error: StreamError) -> None:
+    def _fail(self, error: StreamError) -> NoReturn:
         self._error = error
         raise error

@@ -18,12 +18,14 @@ from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, Valu
 from sdk._errors import (
     OutputSyntaxError,
     Path,
+    PatternTimeout,
     SchemaViolation,
     StreamError,
     StreamUsageError,
     TruncatedError,
 )
 from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
+from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 from sdk._schema._states import NO_INSTANCE, UNDECIDED
@@ -51,7 +53,10 @@ class FieldTracker:
     as Draft 2020-12 says: not checked) or ``"assert"`` (checked by fieldstream's own checkers,
     some formats while the string streams; ``docs/patterns.md`` says which); ``None`` keeps
     what a compiled schema was compiled with. A pydantic type's formats are always pydantic's
-    to judge.
+    to judge. ``regex_timeout`` is the time budget of each pattern check, in seconds
+    (``pattern``, ``patternProperties``, a pydantic ``Field(pattern=...)`` checked early): a
+    check of a final value that runs out raises :class:`~sdk.PatternTimeout` (path and
+    pattern); one of a string's prefix that runs out leaves the verdict to the final check.
 
     What is checked when: every keyword at the first character that proves it broken (a string
     against ``enum``/``const``/``maxLength``/``pattern`` while it streams, a key against
@@ -79,6 +84,7 @@ class FieldTracker:
     """
 
     __slots__ = (
+        "_budget",
         "_checker",
         "_closed",
         "_compiled",
@@ -113,7 +119,9 @@ class FieldTracker:
         tool_call_id: str | None = None,
         formats: Formats | None = None,
         dispatch: Dispatch = "validated",
+        regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
     ) -> None:
+        self._budget = Budget(regex_timeout)
         if dispatch not in ("validated", "eager"):
             raise ValueError(f"dispatch must be 'validated' or 'eager', not {dispatch!r}")
         if isinstance(schema, CompiledSchema):
@@ -309,6 +317,7 @@ class FieldTracker:
         checker = self._checker
         attempt = self.attempt
         forced = self._forced if self._forced.total else None
+        token = enter(self._budget)
         try:
             for ev in events:
                 if type(ev) is StringDelta:
@@ -379,6 +388,11 @@ class FieldTracker:
                 exc.value = _lookup(self._parser.snapshot(), exc.path)  # the prefix received
             self._error = exc
             raise
+        except PatternTimeout as exc:
+            self._error = exc
+            raise
+        finally:
+            leave(token)
         return out
 
     def _defer(self, path: Path, event: FieldEvent) -> None:

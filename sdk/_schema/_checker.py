@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._errors import Path, SchemaViolation
+from sdk._regex_budget import BudgetSpent
 from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
 from sdk._schema._pydantic import ModelCheck, substitute
@@ -197,7 +198,10 @@ class SchemaChecker:
             if not s.alive:
                 continue
             conj = s.conj
-            found = conj.key_child(key)
+            try:
+                found = conj.key_child(key)
+            except BudgetSpent as exc:  # a patternProperties check ran out of time
+                raise exc.at(path, key, offset) from None
             if found is not None:
                 if type(found) is Forbidden:
                     reason = Reason(
@@ -441,7 +445,10 @@ class SchemaChecker:
             s = states[i]
             if not s.alive:
                 continue
-            fail = check_close(s, frame, value, offset, self._canon_for)
+            try:
+                fail = check_close(s, frame, value, offset, self._canon_for)
+            except BudgetSpent as exc:  # a pattern check ran out of time: no verdict
+                raise exc.at(frame.path, value, offset) from None
             if fail is None and nested and s.conj.models:
                 if models is None:
                     models = ModelCheck(frame, value)

@@ -36,7 +36,8 @@ from collections.abc import Callable
 
 import regex
 
-from sdk._ecma_regex import EcmaRegexError, compile_ecma
+from sdk._ecma_regex import EcmaRegexError, compile_ecma, translate
+from sdk._regex_budget import MAX_EXPANSION, expansion
 
 __all__ = ["CHECKED", "FormatCheck", "format_check"]
 
@@ -238,7 +239,13 @@ _URI_TEMPLATE = re.compile(
 
 def _regex_format(value: str) -> bool:
     try:
-        compile_ecma(value)
+        if expansion(value) > MAX_EXPANSION:
+            # A valid pattern the regex package would take seconds to hours to compile: the
+            # model's text must not stall the loop. Its syntax is read; only an unknown
+            # \p{...} name, which the compile would find, goes unnoticed.
+            translate(value)
+        else:
+            compile_ecma(value)
     except EcmaRegexError:
         return False
     return True

@@ -5,17 +5,25 @@ against its dialect's meta-schema when the caller asks for strictness (``unknown
 asserted formats have their own checkers, in ``_formats.py``), and judging a final object or
 array against a subschema with ``unevaluatedProperties``/``unevaluatedItems``
 (:class:`SubschemaJudge`: those depend on the annotations of every applicator, which jsonschema
-collects). jsonschema ships no type information; this module states the little used of it so
-that the rest stays checked by mypy.
+collects). jsonschema matches ``pattern`` and ``patternProperties`` with Python's ``re`` (not
+ECMA-262, and with no bound on backtracking); while a judge runs, the ``re.search`` its keyword
+modules call is :func:`_judge_search` instead: the pattern read as ECMA-262 and matched under
+the tracker's time budget (:mod:`sdk._regex_budget`; outside a judge it is ``re.search``
+itself). jsonschema ships no type information; this module states the little used of it so that
+the rest stays checked by mypy.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import threading
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
+from jsonschema import _keywords, _utils
 from jsonschema import exceptions as _exceptions
 
 from sdk._ecma_regex import EcmaRegexError, compile_ecma
@@ -30,6 +38,35 @@ _META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_
 
 
 _NO_FORMATS = jsonschema.FormatChecker(formats=())
+
+_judging: ContextVar[bool] = ContextVar("fieldstream_judging", default=False)
+_ecma = functools.lru_cache(maxsize=512)(compile_ecma)
+
+
+def _judge_search(pattern: str, string: str, flags: int = 0) -> Any:
+    """``re.search`` as jsonschema's keywords call it; inside a judge, ECMA-262 under the
+    budget (a ``BudgetSpent`` goes up to the tracker, which names the path)."""
+    if not _judging.get() or flags:
+        return re.search(pattern, string, flags)
+    try:
+        compiled = _ecma(pattern)
+    except EcmaRegexError:  # jsonschema joins patternProperties with "|": a name twice
+        return re.search(pattern, string)
+    return compiled.search(string) or None
+
+
+class _ReForJsonschema:
+    """What jsonschema's keyword modules see as ``re``: the real module but for ``search``."""
+
+    search = staticmethod(_judge_search)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+
+for _module in (_keywords, _utils):
+    if getattr(_module, "re", None) is re:
+        _module.re = _ReForJsonschema()
 
 _VALIDATORS = {
     "draft-04": jsonschema.Draft4Validator,
@@ -83,10 +120,13 @@ class SubschemaJudge:
             nonlocal evolved
             if evolved is None:
                 evolved = self._root_validator().evolve(schema=wrapper)
+            token = _judging.set(True)
             try:
                 error = next(iter(evolved.iter_errors(value)), None)
             except RecursionError:  # jsonschema recurses a few frames per level of the value
                 return "the value is nested too deeply for jsonschema to judge it"
+            finally:
+                _judging.reset(token)
             if error is None:
                 return None
             where = "".join(f"/{p}" for p in error.absolute_path)

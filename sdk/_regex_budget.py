@@ -1,0 +1,251 @@
+"""Pattern matching under a time budget: every check of a compiled pattern against a model's
+text runs here.
+
+A backtracking engine can take exponential time on a pattern such as ``^(a|aa)+$`` and a
+string that almost matches, and the tracker runs on the caller's event loop: one hostile
+pattern would block every other stream. So each match is given ``timeout`` seconds (the
+``regex`` package's own ``timeout=``, which stops the engine mid-match; it counts the process's
+CPU time, not wall-clock time, so a loaded machine stretches it and other busy threads shorten
+it):
+
+- a **final** check (:func:`search`, :func:`fullmatch`) goes to RE2 when it can decide the
+  pattern exactly (:mod:`sdk._linear_regex`, the ``re2`` extra): linear time, no budget
+  needed; otherwise it runs in the ``regex`` package, and one that runs out raises
+  :class:`BudgetSpent`; the tracker turns it into :class:`~sdk.PatternTimeout`, naming the
+  path and the pattern (the verdict is unknown: it is neither a pass nor a violation);
+- a **prefix** check (:func:`could`) that runs out answers "maybe" (``True``), so that the
+  final check decides: never a false reject. The pattern is then not checked on prefixes again
+  in the same tracker (:class:`Budget` remembers it), so a hostile pattern costs one budget per
+  tracker for its prefixes, not one per chunk.
+
+The budget in force is a context variable that each tracker sets around its own work
+(:func:`enter`/:func:`leave`), so that compiled schemas, shared between streams, stay
+immutable and one stream's option never leaks into another's. Outside a tracker,
+:data:`DEFAULT_REGEX_TIMEOUT` applies.
+
+A pattern the *model* wrote (``format: "regex"``) is compiled, not matched, and the ``regex``
+package expands counted repetitions when it compiles: :func:`expansion` bounds what that costs
+before the format check compiles one.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+from typing import Any
+
+import regex
+
+from sdk._errors import Path, PatternTimeout
+from sdk._linear_regex import LinearProgram
+
+__all__ = [
+    "DEFAULT_REGEX_TIMEOUT",
+    "MAX_EXPANSION",
+    "Budget",
+    "BudgetSpent",
+    "could",
+    "enter",
+    "expansion",
+    "fullmatch",
+    "leave",
+    "search",
+    "validate_timeout",
+]
+
+DEFAULT_REGEX_TIMEOUT = 0.1
+"""Seconds one pattern check may take (the ``regex_timeout`` option's default). An ordinary
+pattern on a string of a few thousand characters takes microseconds; only catastrophic
+backtracking comes near it, and a stream blocks its event loop at most this long per check."""
+
+
+MAX_EXPANSION = 20_000
+"""The most characters a pattern's counted repetitions may expand to (:func:`expansion`) for
+the ``regex`` package to compile it from a model's text (``format: "regex"``): it expands them
+when it compiles, ~0.02 s for 27,000 and ~2 s for a million (``(a{1000}){1000}``), and
+``((a{1000}){1000}){1000}`` does not finish."""
+
+
+def expansion(pattern: str) -> int:
+    """An upper bound on what ``pattern``'s counted repetitions expand to: each atom counts 1,
+    a group the sum of its branches, and ``{n}``/``{n,}``/``{n,m}`` multiply what they repeat by
+    their largest bound. Read on the pattern as written, without parsing it fully (a malformed
+    pattern still gets a number; the parser says what is wrong with it)."""
+    stack: list[list[int]] = [[0, 0]]  # per open group: [sum of closed branches, this branch]
+    last = 0  # what the previous atom counts, for a quantifier after it
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            last = 1
+        elif c == "[":
+            i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+            last = 1
+        elif c == "(":
+            stack.append([0, 0])
+            i += 1
+            last = 0
+            continue
+        elif c == ")" and len(stack) > 1:
+            done, branch = stack.pop()
+            last = done + branch
+            i += 1
+        elif c == "|":
+            stack[-1][0] += stack[-1][1]
+            stack[-1][1] = 0
+            i += 1
+            last = 0
+            continue
+        elif c == "{":
+            j = i + 1
+            while j < n and (pattern[j].isdigit() or pattern[j] == ","):
+                j += 1
+            bounds = [int(b) for b in pattern[i + 1 : j].split(",") if b.isdigit()]
+            if j < n and pattern[j] == "}" and bounds:
+                stack[-1][1] += last * (max(bounds) - 1)
+                last = last * max(bounds)
+                i = j + 1
+                continue
+            i += 1
+            last = 1
+        else:
+            i += 1
+            last = 1 if c not in "*+?^$" else 0
+        stack[-1][1] += last
+    while len(stack) > 1:  # unclosed groups: count them as closed
+        done, branch = stack.pop()
+        stack[-1][1] += done + branch
+    return stack[0][0] + stack[0][1]
+
+
+class BudgetSpent(Exception):
+    """A final check ran out of its budget: ``pattern`` (as written), ``timeout`` (seconds)
+    and ``length`` (of the text). Internal: the tracker re-raises it as
+    :class:`~sdk.PatternTimeout` with the path."""
+
+    def __init__(self, pattern: str, timeout: float, length: int) -> None:
+        super().__init__(f"the pattern {pattern!r} ran out of its {timeout:g} s budget")
+        self.pattern = pattern
+        self.timeout = timeout
+        self.length = length
+
+    def at(self, path: Path, value: Any, offset: int | None) -> PatternTimeout:
+        """The public error: this check, of ``value`` at ``path``."""
+        return PatternTimeout(
+            f"the pattern {self.pattern!r} could not be judged on this {self.length}-character "
+            f"string within regex_timeout={self.timeout:g} s (catastrophic backtracking?); "
+            "whether it matches is unknown",
+            path=path,
+            pattern=self.pattern,
+            value=value,
+            timeout=self.timeout,
+            offset=offset,
+        )
+
+
+class Budget:
+    """One tracker's budget: ``timeout`` seconds per check, and the prefix patterns that
+    already ran out (not checked on prefixes again)."""
+
+    __slots__ = ("spent", "timeout")
+
+    def __init__(self, timeout: float = DEFAULT_REGEX_TIMEOUT) -> None:
+        self.timeout = validate_timeout(timeout)
+        self.spent: set[regex.Pattern[str]] = set()
+
+
+def validate_timeout(timeout: object) -> float:
+    """``timeout`` as a float, or a ``ValueError``/``TypeError`` naming ``regex_timeout``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"regex_timeout must be a number of seconds, not {timeout!r}")
+    if not 0 < timeout < float("inf"):
+        raise ValueError(f"regex_timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return float(timeout)
+
+
+_DEFAULT = Budget()
+_current: ContextVar[Budget] = ContextVar("fieldstream_regex_budget", default=_DEFAULT)
+
+
+def enter(budget: Budget) -> Token[Budget]:
+    """Make ``budget`` the one in force (a tracker, around its checks); :func:`leave` with the
+    token it returns restores the one before, in a ``finally``."""
+    return _current.set(budget)
+
+
+def leave(token: Token[Budget]) -> None:
+    """Undo the :func:`enter` that returned ``token``."""
+    _current.reset(token)
+
+
+def search(
+    pattern: regex.Pattern[str], source: str, text: str, linear: LinearProgram | None = None
+) -> bool:
+    """Whether ``pattern`` (written ``source``) matches somewhere in ``text``: by ``linear``
+    (RE2's program for the same pattern, :mod:`sdk._linear_regex`) when given and it can read
+    ``text``, else by ``pattern`` under the budget (:class:`BudgetSpent` when it runs out)."""
+    if linear is not None:
+        try:
+            return bool(linear.search(text))
+        except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only
+            pass
+    timeout = _current.get().timeout
+    try:
+        return pattern.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise BudgetSpent(source, timeout, len(text)) from None
+
+
+def fullmatch(
+    pattern: regex.Pattern[str], source: str, text: str, linear: LinearProgram | None = None
+) -> bool:
+    """Whether ``pattern`` (written ``source``) matches the whole of ``text``, as
+    :func:`search` decides it."""
+    if linear is not None:
+        try:
+            return bool(linear.fullmatch(text))
+        except UnicodeEncodeError:
+            pass
+    timeout = _current.get().timeout
+    try:
+        return pattern.fullmatch(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise BudgetSpent(source, timeout, len(text)) from None
+
+
+def could(
+    pattern: regex.Pattern[str],
+    prefix: str,
+    *,
+    whole: bool,
+    linear: LinearProgram | None = None,
+) -> bool:
+    """Whether some text that starts with ``prefix`` may match ``pattern`` (``whole``: as a
+    full match, else somewhere), with ``partial=True``. ``True`` ("maybe") when the budget runs
+    out, and from then on for this pattern in this budget: the final check decides.
+
+    ``linear`` (RE2's program for the exact pattern) answers first when it can: a prefix that
+    itself matches is its own witness (the relaxed ``pattern`` accepts at least as much). That
+    spares the ``regex`` package's ``timeout``, whose CPU clock costs a system call per match
+    (~15 us a check where that call is slow, in a virtual machine), in the common case of a
+    valid value streaming."""
+    budget = _current.get()
+    if budget.spent and pattern in budget.spent:
+        return True
+    if linear is not None:
+        try:
+            if linear.fullmatch(prefix) if whole else linear.search(prefix):
+                return True
+        except UnicodeEncodeError:
+            pass
+    try:
+        if whole:
+            return pattern.fullmatch(prefix, partial=True, timeout=budget.timeout) is not None
+        return pattern.search(prefix, partial=True, timeout=budget.timeout) is not None
+    except TimeoutError:
+        if budget is not _DEFAULT:  # the shared default keeps no memory between callers
+            budget.spent.add(pattern)
+        return True

@@ -26,7 +26,7 @@ from sdk._errors import (
 from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
-from sdk._schema._states import NO_INSTANCE, UNDECIDED
+from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED
 
 __all__ = ["Dispatch", "FieldTracker"]
 
@@ -344,12 +344,14 @@ class FieldTracker:
                         self.tool_call_id,
                         instance=instance,
                         _validated=_UNCHANGED
-                        if validated is NO_INSTANCE or validated is UNDECIDED
+                        if validated is NO_INSTANCE or validated is UNDECIDED or validated is LATER
                         else validated,
                     )
                     holds = self._holds
                     if validated is UNDECIDED:
                         self._defer(ev.path, event)
+                    elif validated is LATER:
+                        self._defer_to_end(ev.path, event)
                     elif not holds:
                         out.append(event)
                     elif holds[-1][0] == ev.path:  # a held value passed: release its members
@@ -396,6 +398,20 @@ class FieldTracker:
             holds[-1][1].extend(held)
         else:
             holds.append((parent, held))
+
+    def _defer_to_end(self, path: Path, event: FieldEvent) -> None:
+        """pydantic could not judge the value at ``path`` alone (outside a model's fields):
+        its event, and every later one, wait for the final validation (a hold on the root,
+        under every other)."""
+        holds = self._holds
+        if not holds or holds[0][0] != ():
+            holds.insert(0, ((), []))
+        if len(holds) > 1 and holds[-1][0] == path:
+            held = holds.pop()[1]
+            held.append(event)
+            holds[-1][1].extend(held)
+        else:
+            holds[-1][1].append(event)
 
     def _fail(self, err: StreamError, cause: BaseException) -> StreamError:
         err.__cause__ = cause

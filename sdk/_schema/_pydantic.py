@@ -40,6 +40,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from sdk._ecma_regex import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
+from sdk._schema._pydantic_checks import LATER_VERDICT, TypeCheck, pydantic_reason
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "ModelCheck",
     "ModelInfo",
     "TrackerJsonSchema",
+    "needs_check",
     "stand_in_for",
     "substitute",
     "tracker_schema",
@@ -248,38 +250,45 @@ def _is_model(node: dict[str, Any], by_ref: dict[str, Any]) -> bool:
 
 
 class ModelCheck:
-    """The pydantic validations of one final value, for each of its states that has models:
-    each model once (states share the verdict), from the value with its members' stand-ins."""
+    """The pydantic validations of one final value, for each of its states that has models
+    or :class:`~sdk._schema._pydantic_checks.TypeCheck` marks: each once (states share the
+    verdict), a model from the value with its members' stand-ins, a mark from its JSON."""
 
-    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_value")
+    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_typed", "_value", "later")
 
-    def __init__(self, frame: Frame, value: Any) -> None:
+    def __init__(self, frame: Frame, value: Any, typed: bool = True) -> None:
         self._frame = frame
         self._value = value
+        self._typed = typed  # run the TypeCheck marks (dispatch="validated")
         self._stand_in: Any = NO_INSTANCE
-        self._results: dict[ModelInfo, tuple[Any, list[Any] | None]] = {}
+        self._results: dict[Any, tuple[Any, list[Any] | None]] = {}
         self._instances: list[Any] = []
+        self.later = False
+        """Some mark could not judge the value alone: the final validation will."""
 
     def check(self, s: State, offset: int) -> Reason | None:
-        """Why ``s`` fails by its models' validation, or ``None``."""
+        """Why ``s`` fails by its models' validation (or its marks'), or ``None``."""
         for info in s.conj.models:
             result = self._results.get(info)
             if result is None:
-                result = self._results[info] = info.validate(self._value, self._stand())
-                if result[0] is not NO_INSTANCE:
-                    self._instances.append(result[0])
+                if type(info) is TypeCheck:
+                    if not (self._typed and info.applies(self._value)):
+                        continue
+                    verdict = info.judge(self._value)
+                    if verdict is LATER_VERDICT:
+                        self.later = True
+                        verdict = None
+                    result = self._results[info] = (NO_INSTANCE, verdict)
+                else:
+                    result = self._results[info] = info.validate(self._value, self._stand())
+                    if result[0] is not NO_INSTANCE:
+                        self._instances.append(result[0])
             errors = result[1]
             if errors:
-                first = errors[0]
-                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                return Reason(
-                    (*self._frame.path, *first.get("loc", ())),
-                    str(first.get("type", "")),
-                    f"{first.get('msg', '')}{more}",
-                    first.get("input"),
-                    offset,
-                    self._frame.start,
+                path, keyword, message, value = pydantic_reason(
+                    errors, self._value, self._frame.path
                 )
+                return Reason(path, keyword, message, value, offset, self._frame.start)
         return None
 
     def instance(self) -> Any:
@@ -289,7 +298,11 @@ class ModelCheck:
         if len(self._instances) != 1:
             return NO_INSTANCE
         for s in self._frame.states:
-            if s.alive and not s.conj.models and any(isinstance(u, AnyGroup) for u in s.ups):
+            if (
+                s.alive
+                and not any(type(m) is ModelInfo for m in s.conj.models)
+                and any(isinstance(u, AnyGroup) for u in s.ups)
+            ):
                 return NO_INSTANCE
         return self._instances[0]
 
@@ -298,6 +311,15 @@ class ModelCheck:
         if stand_in is NO_INSTANCE:
             stand_in = self._stand_in = stand_in_for(self._value, self._frame.subs)
         return stand_in
+
+
+def needs_check(models: tuple[Any, ...], value: Any, typed: bool) -> bool:
+    """Whether a final value with these models/marks needs a :class:`ModelCheck` at all (a
+    lax number's mark skips numbers: most values pay nothing)."""
+    for m in models:
+        if type(m) is not TypeCheck or (typed and m.applies(value)):
+            return True
+    return False
 
 
 def stand_in_for(value: Any, subs: dict[str | int, Any] | None) -> Any:
@@ -331,9 +353,11 @@ def substitute(parent: Frame, member: Frame, value: Any) -> None:
         parent.subs[slot] = stand_in
 
 
-def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], list[ModelInfo]]:
+def tracker_schema(
+    adapter: pydantic.TypeAdapter[Any],
+) -> tuple[dict[str, Any], list[ModelInfo | TypeCheck]]:
     """The schema the tracker checks a pydantic type against, and the models it marks."""
-    models: list[ModelInfo] = []
+    models: list[ModelInfo | TypeCheck] = []
     generator = type("_Generator", (TrackerJsonSchema,), {"models": models})
     return adapter.json_schema(schema_generator=generator), models
 
@@ -341,21 +365,73 @@ def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], 
 class TrackerJsonSchema(GenerateJsonSchema):
     """pydantic's JSON Schema generator, made never stricter than pydantic (see the module)."""
 
-    models: list[ModelInfo]  # set on a subclass per schema by tracker_schema()
+    models: list[ModelInfo | TypeCheck]  # set on a subclass per schema by tracker_schema()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._open: list[ModelInfo] = []  # models being generated, innermost last
+        # Per model being generated, innermost last: whether its fields are judged by
+        # FieldCheck (a BaseModel's fields) or not (a RootModel's root). Empty: the root type.
+        self._fielded: list[bool] = []
+        self._core_defs: list[Any] = []  # the core definitions, shared by every TypeCheck
+
+    # ------------------------------------------------------------------ pydantic's own checks
+
+    def _free(self) -> bool:
+        """Whether no FieldCheck covers this spot (not inside a BaseModel's fields)."""
+        return not self._fielded or not self._fielded[-1]
+
+    def _mark(
+        self,
+        result: Any,
+        schema: Any,
+        *,
+        holds: bool = False,
+        kinds: tuple[type, ...] | None = None,
+    ) -> Any:
+        """``result`` marked: pydantic judges its values by ``schema`` (a
+        :class:`~sdk._schema._pydantic_checks.TypeCheck`)."""
+        if not isinstance(result, dict):
+            return result
+        config = self._config.core_config(None)
+        check = TypeCheck(schema, config, self._core_defs, holds=holds, kinds=kinds)
+        self.models.append(check)
+        return _with_marker(result, len(self.models) - 1)
+
+    def generate(self, schema: Any, mode: Any = "validation") -> Any:
+        if isinstance(schema, dict) and schema.get("type") == "definitions":
+            self._core_defs.extend(schema["definitions"])
+        return super().generate(schema, mode)
+
+    def definitions_schema(self, schema: core_schema.DefinitionsSchema) -> Any:
+        known = {id(d) for d in self._core_defs}
+        self._core_defs.extend(d for d in schema["definitions"] if id(d) not in known)
+        return super().definitions_schema(schema)
+
+    def function_after_schema(self, schema: core_schema.AfterValidatorFunctionSchema) -> Any:
+        result = super().function_after_schema(schema)
+        if self._free() and not self._around_model(schema["schema"]):
+            return self._mark(result, schema, holds=True)
+        return result
+
+    def _around_model(self, inner: Any) -> bool:
+        """Whether a validator wraps a model (the model's own validator: its check runs it)."""
+        if not isinstance(inner, dict):
+            return False
+        by_ref = {d["ref"]: d for d in self._core_defs if isinstance(d, dict) and "ref" in d}
+        return _is_model(inner, by_ref)
 
     # ------------------------------------------------------------------ models
 
     def model_schema(self, schema: core_schema.ModelSchema) -> dict[str, Any]:
         info = ModelInfo(schema["cls"])
         self._open.append(info)
+        self._fielded.append(not schema.get("root_model"))
         try:
             result = dict(super().model_schema(schema))
         finally:
             self._open.pop()
+            self._fielded.pop()
         inner = schema["schema"]
         if inner["type"] == "model-fields":
             _loosen_names(result, inner, self._by_name(schema))
@@ -363,9 +439,8 @@ class TrackerJsonSchema(GenerateJsonSchema):
             # A model validator before the fields sees the raw input: the fields' schema says
             # nothing certain about it.
             result = {k: v for k, v in result.items() if k in ("title", "description")}
-        result[MODEL_KEY] = len(self.models)
         self.models.append(info)
-        return result
+        return _with_marker(result, len(self.models) - 1)
 
     def _by_name(self, schema: core_schema.ModelSchema) -> bool:
         config = schema["cls"].model_config
@@ -379,6 +454,13 @@ class TrackerJsonSchema(GenerateJsonSchema):
 
     def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> Any:
         self._unsafe()
+        return self._opaque(schema)
+
+    def _opaque(self, schema: Any) -> Any:
+        """A validator that may take anything: ``{}``, judged by pydantic outside a model's
+        fields (inside one, its FieldCheck does; around a model, the model's check does)."""
+        if self._free() and not self._around_model(schema.get("schema")):
+            return self._mark({}, schema, holds=True)
         return {}
 
     def function_wrap_schema(self, schema: core_schema.WrapValidatorFunctionSchema) -> Any:
@@ -392,11 +474,11 @@ class TrackerJsonSchema(GenerateJsonSchema):
             info.holds = True
             self.models.append(info)
             return {MODEL_KEY: len(self.models) - 1}
-        return {}
+        return self._opaque(schema)
 
     def function_plain_schema(self, schema: core_schema.PlainValidatorFunctionSchema) -> Any:
         self._unsafe()
-        return {}
+        return self._opaque(schema)
 
     def json_or_python_schema(self, schema: core_schema.JsonOrPythonSchema) -> Any:
         self._unsafe()
@@ -427,27 +509,82 @@ class TrackerJsonSchema(GenerateJsonSchema):
 
     def int_schema(self, schema: core_schema.IntSchema) -> Any:
         result = super().int_schema(schema)
-        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        if self._strict(schema):  # JSON Schema's integer takes 1.0; a strict int does not
+            return self._mark(result, schema, kinds=(float,))
+        result = self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        # (a float too: pydantic reads only the integral ones below 2**64, JSON Schema any)
+        return self._mark(result, schema, kinds=(*_LAX_NUMBER, float))
 
     def float_schema(self, schema: core_schema.FloatSchema) -> Any:
         result = super().float_schema(schema)
-        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        kinds: tuple[type, ...] | None = _LAX_NUMBER
+        if isinstance(result, dict) and "multipleOf" in result:
+            # pydantic allows a float's rounding error (0.3 is a multiple of 0.1 there)
+            result = {k: v for k, v in result.items() if k != "multipleOf"}
+            kinds = None
+        elif self._strict(schema):
+            return result  # a strict float takes exactly JSON's numbers
+        result = self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        return self._mark(result, schema, kinds=kinds)
 
     def bool_schema(self, schema: core_schema.BoolSchema) -> Any:
         result = super().bool_schema(schema)
-        return self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
+        if self._strict(schema):
+            return result
+        result = self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
+        return self._mark(result, schema, kinds=(int, float, str))
+
+    def bytes_schema(self, schema: core_schema.BytesSchema) -> Any:
+        # pydantic bounds the bytes (UTF-8, or decoded base64), not the characters.
+        result = super().bytes_schema(schema)
+        result = {k: v for k, v in result.items() if k not in ("minLength", "maxLength")}
+        return self._mark(result, schema)
+
+    def set_schema(self, schema: core_schema.SetSchema) -> Any:
+        return self._set(schema, super().set_schema(schema))
+
+    def frozenset_schema(self, schema: core_schema.FrozenSetSchema) -> Any:
+        return self._set(schema, super().frozenset_schema(schema))
+
+    def _set(self, schema: Any, result: Any) -> Any:
+        """pydantic takes a repeated item in a set (and drops it), and bounds the distinct
+        items: no ``uniqueItems``, no ``maxItems`` (``minItems`` stays: distinct items are
+        never more than the items); a bounded set is judged by pydantic."""
+        if not isinstance(result, dict):
+            return result
+        result = {k: v for k, v in result.items() if k not in ("uniqueItems", "maxItems")}
+        if "min_length" in schema or "max_length" in schema:
+            return self._mark(result, schema)
+        return result
+
+    def _leaf(self, result: Any, schema: Any) -> Any:
+        """A type whose pydantic check the JSON Schema does not make: judged by pydantic
+        outside a model's fields (a FieldCheck does inside)."""
+        return self._mark(result, schema) if self._free() else result
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> Any:
+        return self._leaf(super().decimal_schema(schema), schema)
+
+    def url_schema(self, schema: core_schema.UrlSchema) -> Any:
+        return self._leaf(super().url_schema(schema), schema)
+
+    def multi_host_url_schema(self, schema: core_schema.MultiHostUrlSchema) -> Any:
+        return self._leaf(super().multi_host_url_schema(schema), schema)
+
+    def uuid_schema(self, schema: core_schema.UuidSchema) -> Any:
+        return self._leaf(super().uuid_schema(schema), schema)
 
     def date_schema(self, schema: core_schema.DateSchema) -> Any:
-        return self._widen(schema, super().date_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().date_schema(schema), "number"), schema)
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> Any:
-        return self._widen(schema, super().datetime_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().datetime_schema(schema), "number"), schema)
 
     def time_schema(self, schema: core_schema.TimeSchema) -> Any:
-        return self._widen(schema, super().time_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().time_schema(schema), "number"), schema)
 
     def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> Any:
-        return self._widen(schema, super().timedelta_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().timedelta_schema(schema), "number"), schema)
 
     def str_schema(self, schema: core_schema.StringSchema) -> Any:
         result = super().str_schema(schema)
@@ -469,6 +606,10 @@ class TrackerJsonSchema(GenerateJsonSchema):
             # pydantic's engine reads it more widely than ECMA-262 (\d is any digit there):
             # left to pydantic's final validation.
             result = {k: v for k, v in result.items() if k != "pattern"}
+        if schema.get("pattern") is not None or (transforms and self._free()):
+            # pydantic-core reads a pattern with its own engine, which can refuse what
+            # ECMA-262 accepts (\s and U+FEFF, \b next to a non-ASCII letter): it judges.
+            return self._mark(result, schema)
         return result
 
     def literal_schema(self, schema: core_schema.LiteralSchema) -> Any:
@@ -477,11 +618,25 @@ class TrackerJsonSchema(GenerateJsonSchema):
     def enum_schema(self, schema: core_schema.EnumSchema) -> Any:
         result = _python_equality(super().enum_schema(schema))
         if schema.get("sub_type") in ("int", "float") and not self._strict(schema):
-            return {"anyOf": [result, {"type": "string"}]}  # lax: "1" for an IntEnum member
+            lax = {"anyOf": [result, {"type": "string"}]}  # lax: "1" for an IntEnum member
+            return self._mark(lax, schema, kinds=(str,))
         return result
 
 
 _STRING_BOUNDS = frozenset({"maxLength", "minLength", "pattern"})
+
+_LAX_NUMBER = (str, bool)
+"""What a lax number's mark judges: a string or a boolean read as a number (a JSON number
+was judged by the JSON Schema's keywords)."""
+
+
+def _with_marker(result: dict[str, Any], index: int) -> dict[str, Any]:
+    """``result`` with the marker of ``models[index]`` (an ``allOf`` around it when it already
+    has one: a RootModel's root that is itself marked)."""
+    if MODEL_KEY in result:
+        return {"allOf": [result], MODEL_KEY: index}
+    return {**result, MODEL_KEY: index}
+
 
 # Supersets of the strings lax pydantic reads as a number / a boolean (a number's string may
 # have whitespace around it, underscores, an exponent, or be inf/infinity/nan in any case).

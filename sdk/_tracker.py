@@ -69,7 +69,11 @@ class FieldTracker:
     the field; :attr:`FieldEvent.validated` is what they returned); the events inside an
     object whose model has a model validator are held until the object closed and passed, then
     returned in document order — for the root model, by :meth:`finish`, after the whole value
-    passed pydantic. ``"eager"``: each event as soon as its value is final.
+    passed pydantic. What the type's JSON Schema cannot say (a pattern as pydantic-core reads
+    it, strict ints, bytes and set bounds, a float's ``multiple_of``; validators in a root that
+    is not a model, a ``RootModel``, a list item) is judged by pydantic when the value is final,
+    before its event; a root judged that way sends its event from :meth:`finish`, after the
+    final validation. ``"eager"``: each event as soon as its value is final.
 
     Duplicate keys are refused: the second occurrence of a key in one object is a
     :class:`~sdk.SchemaViolation` (keyword ``"duplicateKey"``) at its closing quote, so the

@@ -27,6 +27,14 @@ transformed strings), run when their **field** is final (:class:`FieldCheck`), s
 event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has
 its fields' events held until its object closes and the validator passed (the tracker holds
 them; see ``sdk._tracker``).
+
+Where the JSON Schema cannot say what pydantic checks (a pattern pydantic-core reads its own
+way, a strict int, bytes and set bounds, a float's ``multiple_of``, a lax number given as a
+string; validators and opaque types outside a model's fields), the generator marks the spot
+with a :class:`~sdk._schema._pydantic_checks.TypeCheck` (in the same ``models`` list, by the
+same :data:`~sdk._schema._nodes.MODEL_KEY`), and drops the keywords pydantic reads more
+leniently (a set's ``uniqueItems``/``maxItems``, ``bytes`` character bounds, a float's
+``multipleOf``).
 """
 
 from __future__ import annotations
@@ -135,15 +143,23 @@ def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]
     if node.get("type") == "definitions":
         definitions = list(node["definitions"])
         node = node["schema"]
-    while isinstance(node, dict) and node.get("type") != "model" and "schema" in node:
-        node = node["schema"]  # the model validators around the model
+    by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
+    seen: set[str] = set()
+    while isinstance(node, dict) and node.get("type") != "model":
+        ref = node.get("schema_ref")
+        if node.get("type") == "definition-ref" and ref in by_ref and ref not in seen:
+            seen.add(ref)  # a recursive model is a reference to its own definition
+            node = by_ref[ref]
+        elif "schema" in node:
+            node = node["schema"]  # the model validators around the model
+        else:
+            break
     if not isinstance(node, dict) or node.get("type") != "model" or node.get("root_model"):
         return {}, {}
     config = node.get("config")
     fields_node: Any = node["schema"]
     if not isinstance(fields_node, dict) or fields_node.get("type") != "model-fields":
         return {}, {}  # a before model validator around the fields: the model holds its events
-    by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
     transforms = isinstance(config, dict) and any(config.get(k) for k in _STR_TRANSFORMS_CONFIG)
     checked = [
         name

@@ -282,3 +282,33 @@ async def test_no_callback_sees_an_item_a_root_list_validator_refuses() -> None:
         with pytest.raises(SchemaViolation) as info:
             await s.result()
     assert info.value.path == (1,) and fired == ["/0"]
+
+
+# ---------------------------------------------------------------- recursive models
+
+
+class Node(pydantic.BaseModel):
+    name: Annotated[str, AfterValidator(lower)]
+    kids: list[Node] = []
+
+
+class Tree(RootModel[list[Node]]):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("schema", "doc", "refused"),
+    [
+        (Node, '{"name": "a", "kids": [{"name": "B"}]}', "/kids/0/name"),
+        (Tree, '[{"name": "a", "kids": [{"name": "b", "kids": [{"name": "C"}]}]}]', None),
+    ],
+    ids=["model", "RootModel"],
+)
+def test_a_recursive_model_checks_its_fields_at_every_depth(
+    schema: Any, doc: str, refused: str | None
+) -> None:
+    events, error = run(schema, doc)
+    assert isinstance(error, SchemaViolation) and not isinstance(error, ValidationFailed)
+    assert error.keyword == "value_error" and "lower case" in error.message
+    bad = refused or "/0/kids/0/kids/0/name"
+    assert error.pointer == bad and bad not in pointers(events)

@@ -147,7 +147,7 @@ def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]
     seen: set[str] = set()
     while isinstance(node, dict) and node.get("type") != "model":
         ref = node.get("schema_ref")
-        if node.get("type") == "definition-ref" and ref in by_ref and ref not in seen:
+        if isinstance(ref, str) and ref in by_ref and ref not in seen:
             seen.add(ref)  # a recursive model is a reference to its own definition
             node = by_ref[ref]
         elif "schema" in node:

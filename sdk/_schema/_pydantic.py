@@ -43,12 +43,19 @@ import json
 from typing import Any
 
 import pydantic
-from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import SchemaValidator, core_schema
 
 from sdk._ecma_regex import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
-from sdk._schema._pydantic_checks import LATER_VERDICT, TypeCheck, pydantic_reason
+from sdk._schema._pydantic_checks import (
+    FUNCTIONS,
+    LATER_VERDICT,
+    MarkingJsonSchema,
+    TypeCheck,
+    is_model,
+    pydantic_reason,
+    with_marker,
+)
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
 __all__ = [
@@ -203,7 +210,7 @@ def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]
     return out, names
 
 
-_FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "function-plain"})
+_FUNCTIONS = FUNCTIONS
 
 
 _NOT_VALIDATION = frozenset({"metadata", "serialization"})
@@ -241,7 +248,7 @@ def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False
             return True
         if kind in _FUNCTIONS:
             inner = node.get("schema")
-            if not (isinstance(inner, dict) and _is_model(inner, by_ref)):
+            if not (isinstance(inner, dict) and is_model(inner, by_ref)):
                 return True  # (one around a model is that model's own validator)
         if kind == "definition-ref":
             ref = node.get("schema_ref")
@@ -253,16 +260,6 @@ def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False
             if key not in _NOT_VALIDATION and isinstance(value, (dict, list)):
                 stack.append(value)
     return False
-
-
-def _is_model(node: dict[str, Any], by_ref: dict[str, Any]) -> bool:
-    if node.get("type") == "definition-ref":
-        target = by_ref.get(node.get("schema_ref", ""))
-        return isinstance(target, dict) and _is_model(target, {})
-    if node.get("type") in _FUNCTIONS:
-        inner = node.get("schema")
-        return isinstance(inner, dict) and _is_model(inner, by_ref)
-    return node.get("type") == "model"
 
 
 class ModelCheck:
@@ -378,7 +375,7 @@ def tracker_schema(
     return adapter.json_schema(schema_generator=generator), models
 
 
-class TrackerJsonSchema(GenerateJsonSchema):
+class TrackerJsonSchema(MarkingJsonSchema):
     """pydantic's JSON Schema generator, made never stricter than pydantic (see the module)."""
 
     models: list[ModelInfo | TypeCheck]  # set on a subclass per schema by tracker_schema()
@@ -386,56 +383,6 @@ class TrackerJsonSchema(GenerateJsonSchema):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._open: list[ModelInfo] = []  # models being generated, innermost last
-        # Per model being generated, innermost last: whether its fields are judged by
-        # FieldCheck (a BaseModel's fields) or not (a RootModel's root). Empty: the root type.
-        self._fielded: list[bool] = []
-        self._core_defs: list[Any] = []  # the core definitions, shared by every TypeCheck
-
-    # ------------------------------------------------------------------ pydantic's own checks
-
-    def _free(self) -> bool:
-        """Whether no FieldCheck covers this spot (not inside a BaseModel's fields)."""
-        return not self._fielded or not self._fielded[-1]
-
-    def _mark(
-        self,
-        result: Any,
-        schema: Any,
-        *,
-        holds: bool = False,
-        kinds: tuple[type, ...] | None = None,
-    ) -> Any:
-        """``result`` marked: pydantic judges its values by ``schema`` (a
-        :class:`~sdk._schema._pydantic_checks.TypeCheck`)."""
-        if not isinstance(result, dict):
-            return result
-        config = self._config.core_config(None)
-        check = TypeCheck(schema, config, self._core_defs, holds=holds, kinds=kinds)
-        self.models.append(check)
-        return _with_marker(result, len(self.models) - 1)
-
-    def generate(self, schema: Any, mode: Any = "validation") -> Any:
-        if isinstance(schema, dict) and schema.get("type") == "definitions":
-            self._core_defs.extend(schema["definitions"])
-        return super().generate(schema, mode)
-
-    def definitions_schema(self, schema: core_schema.DefinitionsSchema) -> Any:
-        known = {id(d) for d in self._core_defs}
-        self._core_defs.extend(d for d in schema["definitions"] if id(d) not in known)
-        return super().definitions_schema(schema)
-
-    def function_after_schema(self, schema: core_schema.AfterValidatorFunctionSchema) -> Any:
-        result = super().function_after_schema(schema)
-        if self._free() and not self._around_model(schema["schema"]):
-            return self._mark(result, schema, holds=True)
-        return result
-
-    def _around_model(self, inner: Any) -> bool:
-        """Whether a validator wraps a model (the model's own validator: its check runs it)."""
-        if not isinstance(inner, dict):
-            return False
-        by_ref = {d["ref"]: d for d in self._core_defs if isinstance(d, dict) and "ref" in d}
-        return _is_model(inner, by_ref)
 
     # ------------------------------------------------------------------ models
 
@@ -456,7 +403,7 @@ class TrackerJsonSchema(GenerateJsonSchema):
             # nothing certain about it.
             result = {k: v for k, v in result.items() if k in ("title", "description")}
         self.models.append(info)
-        return _with_marker(result, len(self.models) - 1)
+        return with_marker(result, len(self.models) - 1)
 
     def _by_name(self, schema: core_schema.ModelSchema) -> bool:
         config = schema["cls"].model_config
@@ -471,13 +418,6 @@ class TrackerJsonSchema(GenerateJsonSchema):
     def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> Any:
         self._unsafe()
         return self._opaque(schema)
-
-    def _opaque(self, schema: Any) -> Any:
-        """A validator that may take anything: ``{}``, judged by pydantic outside a model's
-        fields (inside one, its FieldCheck does; around a model, the model's check does)."""
-        if self._free() and not self._around_model(schema.get("schema")):
-            return self._mark({}, schema, holds=True)
-        return {}
 
     def function_wrap_schema(self, schema: core_schema.WrapValidatorFunctionSchema) -> Any:
         self._unsafe()
@@ -550,46 +490,6 @@ class TrackerJsonSchema(GenerateJsonSchema):
         result = self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
         return self._mark(result, schema, kinds=(int, float, str))
 
-    def bytes_schema(self, schema: core_schema.BytesSchema) -> Any:
-        # pydantic bounds the bytes (UTF-8, or decoded base64), not the characters.
-        result = super().bytes_schema(schema)
-        result = {k: v for k, v in result.items() if k not in ("minLength", "maxLength")}
-        return self._mark(result, schema)
-
-    def set_schema(self, schema: core_schema.SetSchema) -> Any:
-        return self._set(schema, super().set_schema(schema))
-
-    def frozenset_schema(self, schema: core_schema.FrozenSetSchema) -> Any:
-        return self._set(schema, super().frozenset_schema(schema))
-
-    def _set(self, schema: Any, result: Any) -> Any:
-        """pydantic takes a repeated item in a set (and drops it), and bounds the distinct
-        items: no ``uniqueItems``, no ``maxItems`` (``minItems`` stays: distinct items are
-        never more than the items); a bounded set is judged by pydantic."""
-        if not isinstance(result, dict):
-            return result
-        result = {k: v for k, v in result.items() if k not in ("uniqueItems", "maxItems")}
-        if "min_length" in schema or "max_length" in schema:
-            return self._mark(result, schema)
-        return result
-
-    def _leaf(self, result: Any, schema: Any) -> Any:
-        """A type whose pydantic check the JSON Schema does not make: judged by pydantic
-        outside a model's fields (a FieldCheck does inside)."""
-        return self._mark(result, schema) if self._free() else result
-
-    def decimal_schema(self, schema: core_schema.DecimalSchema) -> Any:
-        return self._leaf(super().decimal_schema(schema), schema)
-
-    def url_schema(self, schema: core_schema.UrlSchema) -> Any:
-        return self._leaf(super().url_schema(schema), schema)
-
-    def multi_host_url_schema(self, schema: core_schema.MultiHostUrlSchema) -> Any:
-        return self._leaf(super().multi_host_url_schema(schema), schema)
-
-    def uuid_schema(self, schema: core_schema.UuidSchema) -> Any:
-        return self._leaf(super().uuid_schema(schema), schema)
-
     def date_schema(self, schema: core_schema.DateSchema) -> Any:
         return self._leaf(self._widen(schema, super().date_schema(schema), "number"), schema)
 
@@ -644,14 +544,6 @@ _STRING_BOUNDS = frozenset({"maxLength", "minLength", "pattern"})
 _LAX_NUMBER = (str, bool)
 """What a lax number's mark judges: a string or a boolean read as a number (a JSON number
 was judged by the JSON Schema's keywords)."""
-
-
-def _with_marker(result: dict[str, Any], index: int) -> dict[str, Any]:
-    """``result`` with the marker of ``models[index]`` (an ``allOf`` around it when it already
-    has one: a RootModel's root that is itself marked)."""
-    if MODEL_KEY in result:
-        return {"allOf": [result], MODEL_KEY: index}
-    return {**result, MODEL_KEY: index}
 
 
 # Supersets of the strings lax pydantic reads as a number / a boolean (a number's string may

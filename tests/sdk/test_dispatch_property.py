@@ -1,6 +1,7 @@
 """Validated, then dispatched, for generated pydantic types: the judge is pydantic itself.
 
-Hypothesis builds a pydantic type — a model, a ``RootModel``, a bare ``list``/``dict``/set, an
+Hypothesis builds a pydantic type — a model (with or without a model validator), a
+``TypedDict``, a pydantic dataclass, a ``RootModel``, a bare ``list``/``dict``/set, an
 ``Annotated`` scalar, unions, nesting — out of pieces pydantic judges beyond their JSON Schema
 (validators, patterns pydantic-core reads with its own engine, strict and lax scalars, ``bytes``
 bounds, a float ``multiple_of``, sets, dates, transformed strings), and a document for it, often
@@ -21,13 +22,22 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 from typing import Annotated, Any, Literal, Union
 
 import pydantic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import AfterValidator, BeforeValidator, Field, RootModel, Strict, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    RootModel,
+    Strict,
+    StringConstraints,
+    model_validator,
+)
+from typing_extensions import TypedDict
 
 from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._events import FieldEvent
@@ -123,11 +133,29 @@ def leaves() -> st.SearchStrategy[Spec]:
     )
 
 
-def _model(fields: list[Spec], name: str) -> Spec:
-    model = pydantic.create_model(  # type: ignore[call-overload]
-        name, **{f"f{i}": (f.type, ...) for i, f in enumerate(fields)}
-    )
+def no_b(self: Any) -> Any:
+    """A model validator: no field may be ``"B"`` (judged on the whole object)."""
+    if any(v == "B" for v in vars(self).values()):
+        raise ValueError("no field may be 'B'")
+    return self
+
+
+def _model(fields: list[Spec], name: str, kind: str) -> Spec:
+    """A model (``kind`` ``"model"``, or ``"checked"`` with a model validator), a
+    ``TypedDict`` or a pydantic dataclass with these fields."""
     keys = [f"f{i}" for i in range(len(fields))]
+    types = {k: f.type for k, f in zip(keys, fields, strict=True)}
+    shape: Any
+    if kind == "typeddict":
+        make: Any = TypedDict  # (the functional form, with types made at run time)
+        shape = make(name, types)
+    elif kind == "dataclass":
+        shape = pydantic.dataclasses.dataclass(make_dataclass(name, list(types.items())))
+    else:
+        validators = {"no_b": model_validator(mode="after")(no_b)} if kind == "checked" else {}
+        shape = pydantic.create_model(  # type: ignore[call-overload]
+            name, __validators__=validators, **{k: (t, ...) for k, t in types.items()}
+        )
     full = st.fixed_dictionaries({k: f.values for k, f in zip(keys, fields, strict=True)})
     # Sometimes a key missing or one more.
     values = st.one_of(
@@ -135,7 +163,7 @@ def _model(fields: list[Spec], name: str) -> Spec:
         full.map(lambda d: dict(list(d.items())[1:])),
         full.map(lambda d: {**d, "extra": 1}),
     )
-    return Spec(model, values)
+    return Spec(shape, values)
 
 
 _counter = [0]
@@ -191,7 +219,10 @@ def extend(inner: st.SearchStrategy[Spec]) -> st.SearchStrategy[Spec]:
             lambda p: Spec(_union(p[0].type, p[1].type), st.one_of(p[0].values, p[1].values))
         ),
         inner.map(lambda s: Spec(_root(s.type), s.values)),
-        st.lists(inner, min_size=1, max_size=3).map(lambda fs: _model(fs, _name())),
+        st.tuples(
+            st.lists(inner, min_size=1, max_size=3),
+            _s(["model", "model", "checked", "typeddict", "dataclass"]),
+        ).map(lambda p: _model(p[0], _name(), p[1])),
     )
 
 

@@ -28,7 +28,7 @@ from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
 from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
-from sdk._schema._states import NO_INSTANCE, UNDECIDED
+from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED
 
 __all__ = ["Dispatch", "FieldTracker"]
 
@@ -74,7 +74,11 @@ class FieldTracker:
     the field; :attr:`FieldEvent.validated` is what they returned); the events inside an
     object whose model has a model validator are held until the object closed and passed, then
     returned in document order — for the root model, by :meth:`finish`, after the whole value
-    passed pydantic. ``"eager"``: each event as soon as its value is final.
+    passed pydantic. What the type's JSON Schema cannot say (a pattern as pydantic-core reads
+    it, strict ints, bytes and set bounds, a float's ``multiple_of``; validators in a root that
+    is not a model, a ``RootModel``, a list item) is judged by pydantic when the value is final,
+    before its event; a root judged that way sends its event from :meth:`finish`, after the
+    final validation. ``"eager"``: each event as soon as its value is final.
 
     Duplicate keys are refused: the second occurrence of a key in one object is a
     :class:`~sdk.SchemaViolation` (keyword ``"duplicateKey"``) at its closing quote, so the
@@ -353,12 +357,14 @@ class FieldTracker:
                         self.tool_call_id,
                         instance=instance,
                         _validated=_UNCHANGED
-                        if validated is NO_INSTANCE or validated is UNDECIDED
+                        if validated is NO_INSTANCE or validated is UNDECIDED or validated is LATER
                         else validated,
                     )
                     holds = self._holds
                     if validated is UNDECIDED:
                         self._defer(ev.path, event)
+                    elif validated is LATER:
+                        self._defer_to_end(ev.path, event)
                     elif not holds:
                         out.append(event)
                     elif holds[-1][0] == ev.path:  # a held value passed: release its members
@@ -410,6 +416,20 @@ class FieldTracker:
             holds[-1][1].extend(held)
         else:
             holds.append((parent, held))
+
+    def _defer_to_end(self, path: Path, event: FieldEvent) -> None:
+        """pydantic could not judge the value at ``path`` alone (outside a model's fields):
+        its event, and every later one, wait for the final validation (a hold on the root,
+        under every other)."""
+        holds = self._holds
+        if not holds or holds[0][0] != ():
+            holds.insert(0, ((), []))
+        if len(holds) > 1 and holds[-1][0] == path:
+            held = holds.pop()[1]
+            held.append(event)
+            holds[-1][1].extend(held)
+        else:
+            holds[-1][1].append(event)
 
     def _fail(self, err: StreamError, cause: BaseException) -> StreamError:
         err.__cause__ = cause

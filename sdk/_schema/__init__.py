@@ -2,7 +2,8 @@
 
 Modules, in the order a schema goes through them: ``_compile`` (a pydantic model, a type or a
 dict -> :class:`CompiledSchema`; pydantic's final validation), ``_pydantic`` (a pydantic type's
-tracker schema, never stricter than pydantic; nested models validated early), ``_dialects``
+tracker schema, never stricter than pydantic; nested models validated early; with
+``_pydantic_checks``, pydantic's verdict on what the JSON Schema cannot say), ``_dialects``
 (each dialect translated into the canonical Draft 2020-12 form; unknown keywords; references
 resolved), ``_nodes`` (each sub-schema's keywords compiled when first needed), ``_conj``
 (``$ref``/``allOf`` flattened into conjunctions with merged checks), ``_checker`` (the state

@@ -25,8 +25,10 @@ from sdk._errors import Path, SchemaViolation
 from sdk._regex_budget import BudgetSpent
 from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
-from sdk._schema._pydantic import ModelCheck, substitute
+from sdk._schema._pydantic import ModelCheck, needs_check, substitute
+from sdk._schema._pydantic_checks import TypeCheck, pydantic_reason
 from sdk._schema._states import (
+    LATER,
     NO_INSTANCE,
     UNDECIDED,
     ContainsSlot,
@@ -78,6 +80,20 @@ class SchemaChecker:
         self._fields = field_checks and early_models
 
     @property
+    def root_judged(self) -> bool:
+        """With ``field_checks``: whether pydantic judges the root itself beyond its members
+        (a validator or a constraint on a root that is not a model): only the final validation
+        does, so the root's events wait for it."""
+        frame = self._stack[0] if self._stack else None
+        return (
+            self._fields
+            and frame is not None
+            and any(
+                s.alive and any(type(m) is TypeCheck for m in s.conj.models) for s in frame.states
+            )
+        )
+
+    @property
     def open_paths(self) -> list[Path]:
         """Paths of the values still open, outermost first; a key whose value has not started
         yet counts as open."""
@@ -107,8 +123,11 @@ class SchemaChecker:
         if not frame.states:
             return False
         self._kinds(frame, kind, offset)
-        if self._fields and (kind == "object" or kind == "array"):
-            self._prepare(frame, kind)
+        if self._fields:
+            if kind == "object" or kind == "array":
+                self._prepare(frame, kind)
+            if len(stack) == 1 and self.root_judged:
+                frame.holds = True  # its event waits for the final validation
         if kind == "string":
             string_begun(frame)
         elif kind == "array":
@@ -333,18 +352,9 @@ class SchemaChecker:
                 continue
             validated, errors = check.validate(given, data)
             if errors:
-                first = errors[0]
-                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                loc = tuple(first.get("loc", ()))[1:]
-                reason = Reason(
-                    (*member.path, *loc),
-                    str(first.get("type", "")),
-                    f"{first.get('msg', '')}{more}",
-                    first.get("input"),
-                    offset,
-                    member.start,
-                )
-                self._kill(s, reason)
+                relative = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors]
+                path, keyword, message, bad = pydantic_reason(relative, value, member.path)
+                self._kill(s, Reason(path, keyword, message, bad, offset, member.start))
                 continue
             if validated is NO_INSTANCE:
                 data[check.name] = given
@@ -449,9 +459,14 @@ class SchemaChecker:
                 fail = check_close(s, frame, value, offset, self._canon_for)
             except BudgetSpent as exc:  # a pattern check ran out of time: no verdict
                 raise exc.at(frame.path, value, offset) from None
-            if fail is None and nested and s.conj.models:
+            if (
+                fail is None
+                and nested
+                and s.conj.models
+                and needs_check(s.conj.models, value, self._fields)
+            ):
                 if models is None:
-                    models = ModelCheck(frame, value)
+                    models = ModelCheck(frame, value, self._fields)
                 fail = models.check(s, offset)
             if fail is not None:
                 self._kill(s, fail)
@@ -463,6 +478,8 @@ class SchemaChecker:
                     break
         if models is not None:
             frame.instance = models.instance()
+            if models.later:
+                frame.validated = LATER
 
     def _member_done(self, parent: Frame, member: Frame, offset: int, value: Any) -> None:
         """An element of ``parent`` is final: ``uniqueItems`` and ``contains`` count it."""

@@ -26,11 +26,12 @@ from typing import Any, Literal, NamedTuple
 
 import pydantic
 
-from sdk._errors import Path, SchemaError, SchemaViolation, ValidationFailed
+from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._conj import Conj, Conjs
 from sdk._schema._dialects import canonical
 from sdk._schema._nodes import NodeCompiler
 from sdk._schema._pydantic import tracker_schema
+from sdk._schema._pydantic_checks import TypeCheck, document_path, pydantic_reason
 from sdk._schema._validators import check_schema
 from sdk._schema._walk import check_value
 
@@ -123,9 +124,10 @@ class CompiledSchema:
             )
         self.models = bool(models)
         """Whether nested pydantic models are validated early (see ``_pydantic``)."""
-        self.field_checks = any(m.holds or m.fields for m in models)
-        """Whether some model has a field validator or a model validator: only then does the
-        tracker check fields one by one and hold events (``dispatch="validated"``)."""
+        self.field_checks = any(m.holds or m.fields or type(m) is TypeCheck for m in models)
+        """Whether some model has a field validator or a model validator, or pydantic judges
+        some spot the JSON Schema cannot (``_pydantic_checks``): only then does the tracker
+        check fields one by one, run those checks and hold events (``dispatch="validated"``)."""
         compiler = NodeCompiler(
             checked,
             read.targets,
@@ -192,16 +194,16 @@ class CompiledSchema:
             ) from None
         except pydantic.ValidationError as exc:
             details = exc.errors(include_url=False)
-            first = details[0]
-            loc: Path = tuple(first["loc"])
+            # pydantic's locations hold its union labels: told as places in the document
+            loc, keyword, message, bad = pydantic_reason(details, value, ())
             raise ValidationFailed(
-                _summary(len(details), first["msg"]),
+                _summary(1, message),  # (the message counts the other errors)
                 path=loc,
-                keyword=first["type"],
-                value=first.get("input"),
+                keyword=keyword,
+                value=bad,
                 offset=offset,
                 start=start,
-                errors=[(tuple(d["loc"]), d["msg"]) for d in details],
+                errors=[(document_path(d["loc"], value, d["type"])[0], d["msg"]) for d in details],
             ) from exc
 
 

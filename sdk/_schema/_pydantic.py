@@ -27,6 +27,14 @@ transformed strings), run when their **field** is final (:class:`FieldCheck`), s
 event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has
 its fields' events held until its object closes and the validator passed (the tracker holds
 them; see ``sdk._tracker``).
+
+Where the JSON Schema cannot say what pydantic checks (a pattern pydantic-core reads its own
+way, a strict int, bytes and set bounds, a float's ``multiple_of``, a lax number given as a
+string; validators and opaque types outside a model's fields), the generator marks the spot
+with a :class:`~sdk._schema._pydantic_checks.TypeCheck` (in the same ``models`` list, by the
+same :data:`~sdk._schema._nodes.MODEL_KEY`), and drops the keywords pydantic reads more
+leniently (a set's ``uniqueItems``/``maxItems``, ``bytes`` character bounds, a float's
+``multipleOf``).
 """
 
 from __future__ import annotations
@@ -35,11 +43,19 @@ import json
 from typing import Any
 
 import pydantic
-from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import SchemaValidator, core_schema
 
 from sdk._ecma_regex import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
+from sdk._schema._pydantic_checks import (
+    FUNCTIONS,
+    LATER_VERDICT,
+    MarkingJsonSchema,
+    TypeCheck,
+    is_model,
+    pydantic_reason,
+    with_marker,
+)
 from sdk._schema._states import NO_INSTANCE, AnyGroup, Frame, Reason, State
 
 __all__ = [
@@ -47,6 +63,7 @@ __all__ = [
     "ModelCheck",
     "ModelInfo",
     "TrackerJsonSchema",
+    "needs_check",
     "stand_in_for",
     "substitute",
     "tracker_schema",
@@ -133,15 +150,23 @@ def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]
     if node.get("type") == "definitions":
         definitions = list(node["definitions"])
         node = node["schema"]
-    while isinstance(node, dict) and node.get("type") != "model" and "schema" in node:
-        node = node["schema"]  # the model validators around the model
+    by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
+    seen: set[str] = set()
+    while isinstance(node, dict) and node.get("type") != "model":
+        ref = node.get("schema_ref")
+        if isinstance(ref, str) and ref in by_ref and ref not in seen:
+            seen.add(ref)  # a recursive model is a reference to its own definition
+            node = by_ref[ref]
+        elif "schema" in node:
+            node = node["schema"]  # the model validators around the model
+        else:
+            break
     if not isinstance(node, dict) or node.get("type") != "model" or node.get("root_model"):
         return {}, {}
     config = node.get("config")
     fields_node: Any = node["schema"]
     if not isinstance(fields_node, dict) or fields_node.get("type") != "model-fields":
         return {}, {}  # a before model validator around the fields: the model holds its events
-    by_ref = {d["ref"]: d for d in definitions if isinstance(d, dict) and "ref" in d}
     transforms = isinstance(config, dict) and any(config.get(k) for k in _STR_TRANSFORMS_CONFIG)
     checked = [
         name
@@ -185,7 +210,7 @@ def field_checks(cls: type[Any]) -> tuple[dict[str, FieldCheck], dict[str, str]]
     return out, names
 
 
-_FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "function-plain"})
+_FUNCTIONS = FUNCTIONS
 
 
 _NOT_VALIDATION = frozenset({"metadata", "serialization"})
@@ -223,7 +248,7 @@ def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False
             return True
         if kind in _FUNCTIONS:
             inner = node.get("schema")
-            if not (isinstance(inner, dict) and _is_model(inner, by_ref)):
+            if not (isinstance(inner, dict) and is_model(inner, by_ref)):
                 return True  # (one around a model is that model's own validator)
         if kind == "definition-ref":
             ref = node.get("schema_ref")
@@ -237,49 +262,46 @@ def _has_validator(schema: Any, by_ref: dict[str, Any], transforms: bool = False
     return False
 
 
-def _is_model(node: dict[str, Any], by_ref: dict[str, Any]) -> bool:
-    if node.get("type") == "definition-ref":
-        target = by_ref.get(node.get("schema_ref", ""))
-        return isinstance(target, dict) and _is_model(target, {})
-    if node.get("type") in _FUNCTIONS:
-        inner = node.get("schema")
-        return isinstance(inner, dict) and _is_model(inner, by_ref)
-    return node.get("type") == "model"
-
-
 class ModelCheck:
-    """The pydantic validations of one final value, for each of its states that has models:
-    each model once (states share the verdict), from the value with its members' stand-ins."""
+    """The pydantic validations of one final value, for each of its states that has models
+    or :class:`~sdk._schema._pydantic_checks.TypeCheck` marks: each once (states share the
+    verdict), a model from the value with its members' stand-ins, a mark from its JSON."""
 
-    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_value")
+    __slots__ = ("_frame", "_instances", "_results", "_stand_in", "_typed", "_value", "later")
 
-    def __init__(self, frame: Frame, value: Any) -> None:
+    def __init__(self, frame: Frame, value: Any, typed: bool = True) -> None:
         self._frame = frame
         self._value = value
+        self._typed = typed  # run the TypeCheck marks (dispatch="validated")
         self._stand_in: Any = NO_INSTANCE
-        self._results: dict[ModelInfo, tuple[Any, list[Any] | None]] = {}
+        self._results: dict[Any, tuple[Any, list[Any] | None]] = {}
         self._instances: list[Any] = []
+        self.later = False
+        """Some mark could not judge the value alone: the final validation will."""
 
     def check(self, s: State, offset: int) -> Reason | None:
-        """Why ``s`` fails by its models' validation, or ``None``."""
+        """Why ``s`` fails by its models' validation (or its marks'), or ``None``."""
         for info in s.conj.models:
             result = self._results.get(info)
             if result is None:
-                result = self._results[info] = info.validate(self._value, self._stand())
-                if result[0] is not NO_INSTANCE:
-                    self._instances.append(result[0])
+                if type(info) is TypeCheck:
+                    if not (self._typed and info.applies(self._value)):
+                        continue
+                    verdict = info.judge(self._value)
+                    if verdict is LATER_VERDICT:
+                        self.later = True
+                        verdict = None
+                    result = self._results[info] = (NO_INSTANCE, verdict)
+                else:
+                    result = self._results[info] = info.validate(self._value, self._stand())
+                    if result[0] is not NO_INSTANCE:
+                        self._instances.append(result[0])
             errors = result[1]
             if errors:
-                first = errors[0]
-                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                return Reason(
-                    (*self._frame.path, *first.get("loc", ())),
-                    str(first.get("type", "")),
-                    f"{first.get('msg', '')}{more}",
-                    first.get("input"),
-                    offset,
-                    self._frame.start,
+                path, keyword, message, value = pydantic_reason(
+                    errors, self._value, self._frame.path
                 )
+                return Reason(path, keyword, message, value, offset, self._frame.start)
         return None
 
     def instance(self) -> Any:
@@ -289,7 +311,11 @@ class ModelCheck:
         if len(self._instances) != 1:
             return NO_INSTANCE
         for s in self._frame.states:
-            if s.alive and not s.conj.models and any(isinstance(u, AnyGroup) for u in s.ups):
+            if (
+                s.alive
+                and not any(type(m) is ModelInfo for m in s.conj.models)
+                and any(isinstance(u, AnyGroup) for u in s.ups)
+            ):
                 return NO_INSTANCE
         return self._instances[0]
 
@@ -298,6 +324,15 @@ class ModelCheck:
         if stand_in is NO_INSTANCE:
             stand_in = self._stand_in = stand_in_for(self._value, self._frame.subs)
         return stand_in
+
+
+def needs_check(models: tuple[Any, ...], value: Any, typed: bool) -> bool:
+    """Whether a final value with these models/marks needs a :class:`ModelCheck` at all (a
+    lax number's mark skips numbers: most values pay nothing)."""
+    for m in models:
+        if type(m) is not TypeCheck or (typed and m.applies(value)):
+            return True
+    return False
 
 
 def stand_in_for(value: Any, subs: dict[str | int, Any] | None) -> Any:
@@ -331,17 +366,19 @@ def substitute(parent: Frame, member: Frame, value: Any) -> None:
         parent.subs[slot] = stand_in
 
 
-def tracker_schema(adapter: pydantic.TypeAdapter[Any]) -> tuple[dict[str, Any], list[ModelInfo]]:
+def tracker_schema(
+    adapter: pydantic.TypeAdapter[Any],
+) -> tuple[dict[str, Any], list[ModelInfo | TypeCheck]]:
     """The schema the tracker checks a pydantic type against, and the models it marks."""
-    models: list[ModelInfo] = []
+    models: list[ModelInfo | TypeCheck] = []
     generator = type("_Generator", (TrackerJsonSchema,), {"models": models})
     return adapter.json_schema(schema_generator=generator), models
 
 
-class TrackerJsonSchema(GenerateJsonSchema):
+class TrackerJsonSchema(MarkingJsonSchema):
     """pydantic's JSON Schema generator, made never stricter than pydantic (see the module)."""
 
-    models: list[ModelInfo]  # set on a subclass per schema by tracker_schema()
+    models: list[ModelInfo | TypeCheck]  # set on a subclass per schema by tracker_schema()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -352,10 +389,12 @@ class TrackerJsonSchema(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> dict[str, Any]:
         info = ModelInfo(schema["cls"])
         self._open.append(info)
+        self._fielded.append(not schema.get("root_model"))
         try:
             result = dict(super().model_schema(schema))
         finally:
             self._open.pop()
+            self._fielded.pop()
         inner = schema["schema"]
         if inner["type"] == "model-fields":
             _loosen_names(result, inner, self._by_name(schema))
@@ -363,9 +402,8 @@ class TrackerJsonSchema(GenerateJsonSchema):
             # A model validator before the fields sees the raw input: the fields' schema says
             # nothing certain about it.
             result = {k: v for k, v in result.items() if k in ("title", "description")}
-        result[MODEL_KEY] = len(self.models)
         self.models.append(info)
-        return result
+        return with_marker(result, len(self.models) - 1)
 
     def _by_name(self, schema: core_schema.ModelSchema) -> bool:
         config = schema["cls"].model_config
@@ -379,7 +417,7 @@ class TrackerJsonSchema(GenerateJsonSchema):
 
     def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> Any:
         self._unsafe()
-        return {}
+        return self._opaque(schema)
 
     def function_wrap_schema(self, schema: core_schema.WrapValidatorFunctionSchema) -> Any:
         self._unsafe()
@@ -392,11 +430,11 @@ class TrackerJsonSchema(GenerateJsonSchema):
             info.holds = True
             self.models.append(info)
             return {MODEL_KEY: len(self.models) - 1}
-        return {}
+        return self._opaque(schema)
 
     def function_plain_schema(self, schema: core_schema.PlainValidatorFunctionSchema) -> Any:
         self._unsafe()
-        return {}
+        return self._opaque(schema)
 
     def json_or_python_schema(self, schema: core_schema.JsonOrPythonSchema) -> Any:
         self._unsafe()
@@ -427,27 +465,42 @@ class TrackerJsonSchema(GenerateJsonSchema):
 
     def int_schema(self, schema: core_schema.IntSchema) -> Any:
         result = super().int_schema(schema)
-        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        if self._strict(schema):  # JSON Schema's integer takes 1.0; a strict int does not
+            return self._mark(result, schema, kinds=(float,))
+        result = self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        # (a float too: pydantic reads only the integral ones below 2**64, JSON Schema any)
+        return self._mark(result, schema, kinds=(*_LAX_NUMBER, float))
 
     def float_schema(self, schema: core_schema.FloatSchema) -> Any:
         result = super().float_schema(schema)
-        return self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        kinds: tuple[type, ...] | None = _LAX_NUMBER
+        if isinstance(result, dict) and "multipleOf" in result:
+            # pydantic allows a float's rounding error (0.3 is a multiple of 0.1 there)
+            result = {k: v for k, v in result.items() if k != "multipleOf"}
+            kinds = None
+        elif self._strict(schema):
+            return result  # a strict float takes exactly JSON's numbers
+        result = self._widen(schema, result, "string", "boolean", pattern=_NUMERIC)
+        return self._mark(result, schema, kinds=kinds)
 
     def bool_schema(self, schema: core_schema.BoolSchema) -> Any:
         result = super().bool_schema(schema)
-        return self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
+        if self._strict(schema):
+            return result
+        result = self._widen(schema, result, "number", "string", pattern=_BOOLEAN)
+        return self._mark(result, schema, kinds=(int, float, str))
 
     def date_schema(self, schema: core_schema.DateSchema) -> Any:
-        return self._widen(schema, super().date_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().date_schema(schema), "number"), schema)
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> Any:
-        return self._widen(schema, super().datetime_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().datetime_schema(schema), "number"), schema)
 
     def time_schema(self, schema: core_schema.TimeSchema) -> Any:
-        return self._widen(schema, super().time_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().time_schema(schema), "number"), schema)
 
     def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> Any:
-        return self._widen(schema, super().timedelta_schema(schema), "number")
+        return self._leaf(self._widen(schema, super().timedelta_schema(schema), "number"), schema)
 
     def str_schema(self, schema: core_schema.StringSchema) -> Any:
         result = super().str_schema(schema)
@@ -469,6 +522,10 @@ class TrackerJsonSchema(GenerateJsonSchema):
             # pydantic's engine reads it more widely than ECMA-262 (\d is any digit there):
             # left to pydantic's final validation.
             result = {k: v for k, v in result.items() if k != "pattern"}
+        if schema.get("pattern") is not None or (transforms and self._free()):
+            # pydantic-core reads a pattern with its own engine, which can refuse what
+            # ECMA-262 accepts (\s and U+FEFF, \b next to a non-ASCII letter): it judges.
+            return self._mark(result, schema)
         return result
 
     def literal_schema(self, schema: core_schema.LiteralSchema) -> Any:
@@ -477,11 +534,17 @@ class TrackerJsonSchema(GenerateJsonSchema):
     def enum_schema(self, schema: core_schema.EnumSchema) -> Any:
         result = _python_equality(super().enum_schema(schema))
         if schema.get("sub_type") in ("int", "float") and not self._strict(schema):
-            return {"anyOf": [result, {"type": "string"}]}  # lax: "1" for an IntEnum member
+            lax = {"anyOf": [result, {"type": "string"}]}  # lax: "1" for an IntEnum member
+            return self._mark(lax, schema, kinds=(str,))
         return result
 
 
 _STRING_BOUNDS = frozenset({"maxLength", "minLength", "pattern"})
+
+_LAX_NUMBER = (str, bool)
+"""What a lax number's mark judges: a string or a boolean read as a number (a JSON number
+was judged by the JSON Schema's keywords)."""
+
 
 # Supersets of the strings lax pydantic reads as a number / a boolean (a number's string may
 # have whitespace around it, underscores, an exponent, or be inf/infinity/nan in any case).

@@ -17,6 +17,7 @@ from sdk._errors import Path
 from sdk._schema._conj import Conj
 
 __all__ = [
+    "LATER",
     "NO_INSTANCE",
     "UNDECIDED",
     "AnyGroup",
@@ -41,6 +42,10 @@ NO_INSTANCE: Any = object()
 UNDECIDED: Any = object()
 """A field's validators could not judge it alone (``Frame.validated``): its object's
 validation will, and its event waits for that."""
+
+LATER: Any = object()
+"""A value pydantic could not judge alone outside a model's fields (``Frame.validated``): only
+the final validation will, and its event (and every later one) waits for that."""
 
 
 class Reason:

@@ -8,6 +8,7 @@ exactly that equality, in one iterative pass (a deep value costs memory, never t
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -116,11 +117,18 @@ def _push(
 
 
 def multiple_of(value: int | float, divisor: int | float) -> bool:
-    """``multipleOf`` as jsonschema decides it (float quotients, exact on overflow)."""
-    if isinstance(divisor, float):
-        quotient = value / divisor
-        try:
-            return int(quotient) == quotient
-        except OverflowError:
-            return (Fraction(value) / Fraction(divisor)).denominator == 1
-    return not value % divisor
+    """``multipleOf``, exactly: the quotient of the two numbers as written (each float by its
+    shortest decimal form, the text that reads back as it: ``0.3`` is ``3/10``, not the binary
+    ``0.299999...``) is an integer. So ``0.3`` is a multiple of ``0.1`` and ``1e-17`` is not,
+    as the JSON-Schema-Test-Suite expects; huge quotients never overflow."""
+    if type(divisor) is int and type(value) is int:
+        return not value % divisor
+    if not math.isfinite(value):
+        return False  # (1e400 reads as infinity: a multiple of nothing)
+    return (_exact(value) / _exact(divisor)).denominator == 1
+
+
+def _exact(number: int | float) -> Fraction:
+    if type(number) is int:
+        return Fraction(number)
+    return Fraction(repr(number))

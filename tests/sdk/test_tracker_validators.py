@@ -482,7 +482,7 @@ def test_the_docs_snippets_run_and_print_what_they_say(code: str) -> None:
 
 
 def test_the_docs_have_their_snippets() -> None:
-    assert len(SNIPPETS) == 3
+    assert len(SNIPPETS) == 4
 
 
 class Shifted(pydantic.BaseModel):

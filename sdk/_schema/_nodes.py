@@ -23,6 +23,7 @@ from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
 from sdk._schema._validators import SubschemaJudge
+from sdk._schema._vocabulary import REFERENCE, VOCABULARIES
 
 __all__ = ["KINDS", "MODEL_KEY", "Node", "NodeCompiler", "Unevaluated"]
 
@@ -32,76 +33,11 @@ KINDS = ("object", "array", "string", "number", "boolean", "null")
 MODEL_KEY = "x-fieldstream-model"
 """Marks the schema of a pydantic model in the tracker's copy of a pydantic type's schema."""
 
-PLAIN_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "contentMediaType",
-        "contentEncoding",
-        "contentSchema",
-        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
-        # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
-        "discriminator",
-    }
-)
-"""Keywords that only annotate, in every dialect (the translation keeps them as they are)."""
-ANNOTATIONS = PLAIN_ANNOTATIONS | {
-    "$id",
-    "$anchor",
-    "$dynamicAnchor",
-    "$defs",
-    "definitions",
-    "$vocabulary",
-}
-KEYWORDS = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "multipleOf",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "maxLength",
-        "minLength",
-        "pattern",
-        "format",
-        "maxItems",
-        "minItems",
-        "uniqueItems",
-        "contains",
-        "maxContains",
-        "minContains",
-        "maxProperties",
-        "minProperties",
-        "required",
-        "dependentRequired",
-        "dependentSchemas",
-        "properties",
-        "patternProperties",
-        "additionalProperties",
-        "propertyNames",
-        "items",
-        "prefixItems",
-        "$ref",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    }
-)
+_ACCEPTED = frozenset(
+    key for key, role in VOCABULARIES["2020-12"].keywords.items() if role != REFERENCE
+) | {"$ref"}
+"""What may reach a node: the canonical form is Draft 2020-12, with every reference made a
+static ``$ref`` (a ``$dynamicRef`` that reached a node would be ignored by mistake)."""
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
@@ -270,7 +206,7 @@ class NodeCompiler:
         """Compile ``raw``'s keywords into ``node`` (its sub-schemas become pending nodes)."""
         where = node.where
         for key in raw:
-            if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):
+            if key in _ACCEPTED or key.startswith("x-"):
                 continue
             raise SchemaError(
                 f"unsupported JSON Schema keyword {key!r} at {where or '/'}: the tracker cannot "

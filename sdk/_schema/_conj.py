@@ -70,6 +70,7 @@ class Conj:
         "contains",
         "dep_required",
         "dep_schemas",
+        "draft4_integer",
         "formats",
         "ifs",
         "impossible",
@@ -106,6 +107,7 @@ class Conj:
         # Kinds that cannot start here, each with the keyword that forbids it and why.
         self.kind_fail: dict[str, tuple[str, str]] = {}
         self.integer = False  # a number must be integral ("integer" without "number")
+        self.draft4_integer = False  # ... and written without a fraction or exponent (draft-04)
         self.choices: tuple[Choice, ...] = ()
         self.str_members: tuple[str, ...] | None = None  # strings still possible, if restricted
         self.str_keyword = "enum"
@@ -201,6 +203,7 @@ class Conj:
             if "integer" in node.types:
                 allowed.add("number")
                 self.integer = self.integer or "number" not in node.types
+                self.draft4_integer = self.draft4_integer or node.draft4_integer
             for kind in KINDS:
                 if kind not in allowed:
                     self.kind_fail.setdefault(

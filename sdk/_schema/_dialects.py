@@ -90,6 +90,12 @@ class Canonical:
     """Where each subschema with ``unevaluatedProperties``/``unevaluatedItems`` is: ``id()``
     of the canonical subschema -> a reference to it (its resource's URI, ``#``, a JSON
     Pointer) that resolves from the canonical root."""
+    read_as: dict[int, str]
+    """The dialect each canonical subschema was read in, where that is not Draft 2020-12:
+    ``id()`` of the canonical subschema -> the dialect. The canonical form cannot say what
+    differs per draft without a keyword of its own: draft-04's ``integer`` (a number written
+    with a fraction is not one) and the formats each draft defines, with its rules. The node
+    compiler reads this, so the schema sent to servers stays plain Draft 2020-12."""
 
 
 def canonical(
@@ -131,6 +137,7 @@ class _Translator(References):
         self.refuse = refuse
         self.ignored: list[tuple[str, str]] = []
         self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
+        self.read_as: dict[int, str] = {}  # id() of each canonical subschema -> its dialect
         self.items_where: str | None = None  # the first unevaluatedItems met
         self.patterns: list[tuple[str, str]] = []  # (where, pattern) of every regex read
         self.contains_2019: str | None = None  # the first contains read as Draft 2019-09
@@ -159,7 +166,9 @@ class _Translator(References):
             )
         if self.places:
             self._python_patterns()
-        return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
+        return Canonical(
+            out, root.dialect, tuple(self.ignored), self.targets, self.places, self.read_as
+        )
 
     def _python_patterns(self) -> None:
         """unevaluated* is judged by jsonschema, which reads patterns with Python's ``re``: one
@@ -194,6 +203,34 @@ class _Translator(References):
                 pointer=where,
             )
         return found
+
+    def _embedded(
+        self, raw: Mapping[str, Any], where: str, dialect: str, base: str, resource: Resource
+    ) -> str:
+        """The dialect a subschema with ``$schema`` is read in: the one it names, as
+        jsonschema reads it (its validator for that draft takes over there), or the enclosing
+        ``dialect`` when the name is not a dialect's (jsonschema keeps its validator too).
+
+        Only the enclosing dialect's identifier makes the subschema a resource: a draft-04
+        ``{"$schema": ..., "id": "schemata/app"}`` inside a draft-07 or 2020-12 document is not
+        one, and its ``#/...`` references still resolve from the document (Heroku's prmd
+        hyper-schemas are written so). The specifications allow ``$schema`` only at a
+        resource's root (2019-09 on) or the document's (draft-07 and older); elsewhere their
+        behaviour is undefined, and this follows jsonschema. The subschema is still known by
+        its own identifier's URI, as jsonschema's registry knows it, for references that name
+        it absolutely."""
+        value = raw["$schema"]
+        if not isinstance(value, str):
+            raise _bad("$schema", where, "a string")
+        declared = dialect_named(value)
+        if declared is None or declared == dialect:
+            return dialect
+        own = VOCABULARIES[declared].id_keyword
+        if own != VOCABULARIES[dialect].id_keyword and isinstance(raw.get(own), str):
+            uri = split(join(base, raw[own]))[0]
+            if uri and uri not in self.resources:  # its subschemas are placed in resource's
+                self.resources[uri] = Resource(uri, raw, declared)
+        return declared
 
     def _resource_root(
         self, raw: Any, base: str, dialect: str, where: str, chain: tuple[Resource, ...]
@@ -239,15 +276,14 @@ class _Translator(References):
             raise SchemaError(
                 f"the schema is nested too deeply to compile (at {where or '/'})", pointer=where
             )
-        if "$schema" in raw and where and ("$id" in raw or "id" in raw):
-            # An embedded resource with its own dialect ($schema elsewhere means nothing).
-            declared = self._declared(raw["$schema"], where)
-            if ("id" if declared == "draft-04" else "$id") in raw:
-                dialect = declared
+        # What makes this subschema a resource (a base URI of its own) is the enclosing
+        # dialect's identifier keyword; its own $schema says how its keywords are read.
+        id_key = VOCABULARIES[dialect].id_keyword
+        if "$schema" in raw and where:
+            dialect = self._embedded(raw, where, dialect, base, resource)
         known = VOCABULARIES[dialect].keywords
         old = dialect in ("draft-04", "draft-06", "draft-07")
         out: dict[str, Any] = {}
-        id_key = VOCABULARIES[dialect].id_keyword
         ref = raw.get("$ref") if "$ref" in known else None
         overriding = old and ref is not None
         if not overriding and isinstance(raw.get(id_key), str):
@@ -269,6 +305,8 @@ class _Translator(References):
         elif id_key in raw and not overriding and not isinstance(raw[id_key], str):
             raise _bad(id_key, where, "a string")
         self.placed.setdefault(id(raw), (resource, at, out, where))
+        if dialect != "2020-12":
+            self.read_as[id(out)] = dialect
 
         def sub(value: Any, rel_in: str, rel_out: str) -> Any:
             return self._schema(

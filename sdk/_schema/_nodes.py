@@ -51,6 +51,7 @@ class Node:
         "contains",
         "dep_required",
         "dep_schemas",
+        "draft4_integer",
         "else_",
         "enum",
         "false",
@@ -94,6 +95,10 @@ class Node:
         """The schema ``false``: no value is valid."""
         self.types: frozenset[str] | None = None
         """``type`` as a set of names (``None``: any type)."""
+        self.draft4_integer = False
+        """``type`` allows integers and not every number, read as draft-04: a number written
+        with a fraction or an exponent (``1.0``, ``1e2``) is not an integer (draft-06 made it
+        one when its value is whole)."""
         self.enum: tuple[str, tuple[Any, ...]] | None = None
         """``("enum", members)`` or ``("const", (value,))`` (both: ``const`` is in ``all_of``)."""
         self.max_length: int | None = None
@@ -159,7 +164,9 @@ class NodeCompiler:
     ``assert_formats`` makes ``format`` a check (where a checker knows the format);
     ``models`` resolves the :data:`MODEL_KEY` markers of a pydantic type's schema;
     ``places`` says where each subschema with ``unevaluated*`` is (see
-    :attr:`~sdk._schema._dialects.Canonical.places`).
+    :attr:`~sdk._schema._dialects.Canonical.places`); ``read_as`` the dialect of each subschema
+    not read as Draft 2020-12 (:attr:`~sdk._schema._dialects.Canonical.read_as`), which decides
+    what ``integer`` and each format mean there.
     """
 
     def __init__(
@@ -170,8 +177,10 @@ class NodeCompiler:
         assert_formats: bool = False,
         models: Sequence[Any] = (),
         places: Mapping[int, str] | None = None,
+        read_as: Mapping[int, str] | None = None,
     ) -> None:
         self._root = root
+        self._read_as = read_as or {}
         self._targets = targets
         self._places = places or {}
         self._judge: SubschemaJudge | None = None
@@ -215,9 +224,13 @@ class NodeCompiler:
                 pointer=where,
             )
         sub = self._sub_compiler(node)
+        dialect = self._read_as.get(id(raw), "2020-12")
         if "type" in raw:
             t = raw["type"]
             node.types = frozenset([t] if isinstance(t, str) else t)
+            node.draft4_integer = (
+                dialect == "draft-04" and "integer" in node.types and "number" not in node.types
+            )
         if "enum" in raw:
             node.enum = ("enum", tuple(raw["enum"]))
         if "const" in raw:
@@ -233,7 +246,7 @@ class NodeCompiler:
         if "pattern" in raw:
             node.patterns = ((_regex(raw["pattern"], f"{where}/pattern"), raw["pattern"]),)
         if self._assert_formats and isinstance(raw.get("format"), str):
-            node.format = format_check(raw["format"])
+            node.format = format_check(raw["format"], dialect)
         node.numbers = tuple((k, raw[k]) for k in NUMBER_KEYWORDS if k in raw)
 
         node.props = {

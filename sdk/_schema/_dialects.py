@@ -40,9 +40,6 @@ runs only when the caller asks for strictness).
 
 from __future__ import annotations
 
-import copy
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,6 +48,7 @@ from typing import Any
 from sdk._errors import SchemaError
 from sdk._schema._nodes import _regex, escape
 from sdk._schema._refs import References, RefSite, Resource, join, quote_pointer, split
+from sdk._schema._vetting import bad_value, owned, vet_count, vet_json, vet_number, vet_strings
 from sdk._schema._vocabulary import (
     ANNOTATION,
     COUNT,
@@ -221,7 +219,7 @@ class _Translator(References):
         it absolutely."""
         value = raw["$schema"]
         if not isinstance(value, str):
-            raise _bad("$schema", where, "a string")
+            raise bad_value("$schema", where, "a string")
         declared = dialect_named(value)
         if declared is None or declared == dialect:
             return dialect
@@ -303,7 +301,7 @@ class _Translator(References):
                     at = ""
                 self.resources.setdefault(uri, resource)
         elif id_key in raw and not overriding and not isinstance(raw[id_key], str):
-            raise _bad(id_key, where, "a string")
+            raise bad_value(id_key, where, "a string")
         self.placed.setdefault(id(raw), (resource, at, out, where))
         if dialect != "2020-12":
             self.read_as[id(out)] = dialect
@@ -319,7 +317,7 @@ class _Translator(References):
             role = known.get(key)
             if role is None:
                 if key.startswith("x-"):
-                    out[key] = _copy(value)
+                    out[key] = owned(value)
                     continue
                 if self.refuse:
                     raise SchemaError(
@@ -341,12 +339,12 @@ class _Translator(References):
             if key == "contains" and dialect == "2019-09" and self.contains_2019 is None:
                 self.contains_2019 = where
             if role == ANNOTATION:
-                out[key] = _copy(value)
+                out[key] = owned(value)
                 continue
             self._keyword(raw, key, role, value, where, dialect, out, sub)
         if ref is not None:
             if not isinstance(ref, str):
-                raise _bad("$ref", where, "a string")
+                raise bad_value("$ref", where, "a string")
             self.sites.append(RefSite(out, "$ref", ref, base, chain, where))
         for key in ("$recursiveRef", "$dynamicRef"):
             if key in raw and key in known and not overriding:
@@ -399,11 +397,11 @@ class _Translator(References):
             out[key] = sub(value, f"/{key}", f"/{key}")
         elif role == MAP:
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             target = out.setdefault(key, {})
             for name, v in value.items():
                 if not isinstance(name, str):
-                    raise _bad(key, where, "an object (with string keys)")
+                    raise bad_value(key, where, "an object (with string keys)")
                 if key == "patternProperties":
                     _regex(name, here)
                     self.patterns.append((here, name))
@@ -411,16 +409,16 @@ class _Translator(References):
                 target[name] = sub(v, part, part)
         elif role == LIST:
             if not isinstance(value, list) or not value:
-                raise _bad(key, where, "a non-empty array")
+                raise bad_value(key, where, "a non-empty array")
             out[key] = [sub(v, f"/{key}/{i}", f"/{key}/{i}") for i, v in enumerate(value)]
         elif role == DEPENDENCIES:
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             for name, v in value.items():
                 if not isinstance(name, str):
-                    raise _bad(key, where, "an object (with string keys)")
+                    raise bad_value(key, where, "an object (with string keys)")
                 if isinstance(v, list):
-                    out.setdefault("dependentRequired", {})[name] = _strings(v, key, here)
+                    out.setdefault("dependentRequired", {})[name] = vet_strings(v, key, here)
                 else:
                     part = f"/{escape(name)}"
                     out.setdefault("dependentSchemas", {})[name] = sub(
@@ -428,25 +426,25 @@ class _Translator(References):
                     )
         elif key in ("exclusiveMaximum", "exclusiveMinimum") and dialect == "draft-04":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
             bound = "maximum" if key == "exclusiveMaximum" else "minimum"
             if value and bound in raw:
-                out[key] = _number(raw[bound], bound, where)
+                out[key] = vet_number(raw[bound], bound, where)
                 out.pop(bound, None)
         elif key in ("maximum", "minimum"):
             exclusive = "exclusiveMaximum" if key == "maximum" else "exclusiveMinimum"
-            number = _number(value, key, where)
+            number = vet_number(value, key, where)
             if not (dialect == "draft-04" and raw.get(exclusive) is True):
                 out[key] = number
         elif key in ("exclusiveMaximum", "exclusiveMinimum"):
-            out[key] = _number(value, key, where)
+            out[key] = vet_number(value, key, where)
         elif key == "multipleOf":
-            number = _number(value, key, where)
+            number = vet_number(value, key, where)
             if number <= 0:
-                raise _bad(key, where, "a number greater than 0")
+                raise bad_value(key, where, "a number greater than 0")
             out[key] = number
         elif role == COUNT:
-            out[key] = _count(value, key, where)
+            out[key] = vet_count(value, key, where)
         elif key == "type":
             names = [value] if isinstance(value, str) else value
             if (
@@ -455,98 +453,46 @@ class _Translator(References):
                 or not all(isinstance(t, str) and t in TYPES for t in names)
                 or len(set(names)) != len(names)
             ):
-                raise _bad(key, where, f"one of {sorted(TYPES)} or a list of them")
+                raise bad_value(key, where, f"one of {sorted(TYPES)} or a list of them")
             out[key] = list(names) if isinstance(value, list) else value
         elif key == "enum":
             if not isinstance(value, list):
-                raise _bad(key, where, "an array")
-            out[key] = _json_value(value, key, where)
+                raise bad_value(key, where, "an array")
+            out[key] = vet_json(value, key, where)
         elif key == "const":
-            out[key] = _json_value(value, key, where)
+            out[key] = vet_json(value, key, where)
         elif key in ("pattern", "format", "$anchor"):
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
             if key == "pattern":
                 _regex(value, here)  # refused now, not when a value first meets it
                 self.patterns.append((here, value))
             out[key] = value
         elif key == "$dynamicAnchor":
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
             # Every dynamic reference is made static: the anchor is a plain one now (which
             # ``referencing`` will not resolve against a dynamic scope).
             out.setdefault("$anchor", value)
         elif key == "uniqueItems":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
             out[key] = value
         elif key == "required":
-            out[key] = _strings(value, key, here)
+            out[key] = vet_strings(value, key, here)
         elif key == "dependentRequired":
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             if not all(isinstance(k, str) for k in value):
-                raise _bad(key, where, "an object (with string keys)")
-            out[key] = {k: _strings(v, key, f"{here}/{escape(k)}") for k, v in value.items()}
+                raise bad_value(key, where, "an object (with string keys)")
+            out[key] = {k: vet_strings(v, key, f"{here}/{escape(k)}") for k, v in value.items()}
         elif key in ("$recursiveRef", "$dynamicRef"):
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
         elif key == "$recursiveAnchor":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
         elif key in ("$ref", "$vocabulary"):
             pass  # $ref: a site, patched once every resource is known; $vocabulary: inert
         else:  # pragma: no cover - every known keyword is handled above
             raise AssertionError(key)
-
-
-def _json_value(value: Any, key: str, where: str) -> Any:
-    """A copy of ``value``, which must be JSON (what else could a document equal?)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        raise _bad(key, where, "made of JSON values") from None
-
-
-def _copy(value: Any) -> Any:
-    """A value the canonical form owns (the caller's dict may change after it is compiled)."""
-    if not isinstance(value, (list, dict)):
-        return value
-    try:
-        return json.loads(json.dumps(value))  # several times faster than deepcopy
-    except (TypeError, ValueError, RecursionError):
-        return copy.deepcopy(value)
-
-
-def _bad(key: str, where: str, expected: str) -> SchemaError:
-    return SchemaError(
-        f"{key} (at {where or '/'}) must be {expected}",
-        keyword=key,
-        pointer=f"{where}/{escape(key)}",
-    )
-
-
-def _number(value: Any, key: str, where: str) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(key, where, "a number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(key, where, "a finite number")
-    return value
-
-
-def _count(value: Any, key: str, where: str) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _bad(key, where, "a non-negative integer")
-    return value
-
-
-def _strings(value: Any, key: str, here: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SchemaError(
-            f"{key} (at {here}) must be an array of strings", keyword=key, pointer=here
-        )
-    return list(value)

@@ -1,14 +1,16 @@
 """Every JSON Schema dialect, translated into one canonical form: Draft 2020-12.
 
-:func:`canonical` reads a schema as its dialect says (the ``$schema`` of the document, or of an
-embedded resource; else the caller's default, Draft 2020-12 unless told otherwise) and writes
+:func:`canonical` reads a schema as its dialect says (the ``$schema`` of the document, or of a
+subschema for what it holds; else the caller's default, Draft 2020-12 unless told otherwise;
+whether a subschema is a resource is the enclosing dialect's to say) and writes
 the same schema in Draft 2020-12, self-contained, which everything after it consumes: the
 tracker's compiler (:mod:`sdk._schema._nodes`), the strict rewrite for servers and the local
 engine's grammar. What changes per dialect:
 
 =====================  ==========================================================================
 draft-04               ``id`` is ``$id``; boolean ``exclusiveMaximum``/``exclusiveMinimum`` turn
-                       ``maximum``/``minimum`` exclusive
+                       ``maximum``/``minimum`` exclusive; ``integer`` refuses ``1.0`` (said in
+                       :attr:`Canonical.read_as`, as each draft's formats are)
 draft-04 to -07        ``$ref`` overrides its siblings (they are dropped; ``definitions`` stays
                        a place that references point into); a plain-name fragment in ``$id``
                        (``"#foo"``) is ``$anchor``; ``dependencies`` is ``dependentRequired``
@@ -67,6 +69,7 @@ __all__ = ["Canonical", "canonical"]
 
 _DEPTH = 400  # subschemas nested deeper than this are refused (the walk recurses)
 _UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+_DEFINITIONS = frozenset({"$defs", "definitions"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +408,11 @@ class _Translator(References):
                 if key == "patternProperties":
                     _regex(name, here)
                     self.patterns.append((here, name))
+                elif key in _DEFINITIONS and not isinstance(v, (Mapping, bool)):
+                    # Not a schema, so nothing to check; only a reference could use it, and one
+                    # that does is refused there. Reported as an ignored annotation.
+                    self.ignored.append((here, name))
+                    continue
                 part = f"/{key}/{escape(name)}"
                 target[name] = sub(v, part, part)
         elif role == LIST:

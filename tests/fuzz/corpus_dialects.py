@@ -7,7 +7,8 @@ The corpus is SchemaStore's repository (github.com/SchemaStore/schemastore), not
 those it must refuse (JSON, YAML and TOML; a document that is not JSON once loaded, a YAML date
 say, is left out and counted). Every schema of the repository is a resource of the registry both
 sides are given (``https://json.schemastore.org/<file>`` and its own ``$id``), so references
-between them resolve; nothing is fetched.
+between them resolve; nothing is fetched. A schema without an ``$id`` is given its URL as one
+(it is published there: relative references resolve against it).
 
 For each schema with documents: :func:`sdk.compile_schema` (``formats`` an annotation, as for
 jsonschema without a format checker); a refusal is counted with its keyword. Each document is
@@ -15,7 +16,9 @@ dumped as JSON and streamed in random chunks (seeded by the file's name) through
 :class:`~sdk._tracker.FieldTracker`; its verdict (a ``SchemaViolation`` at any point, or none
 through ``close()``) must be jsonschema's (``validator_for(schema)`` with the same registry). A
 document jsonschema cannot judge (an unresolvable reference, a pattern Python's ``re`` cannot
-read) is counted apart; so is one that runs past ``--timeout`` seconds.
+read) is counted apart, with the tracker's verdict beside SchemaStore's label; so is one that
+runs past ``--timeout`` seconds. A refused schema is listed with whether jsonschema could judge
+its documents.
 
 Run: ``python tests/fuzz/corpus_dialects.py /path/to/schemastore`` (a checkout, or any folder
 with its ``src/``). It prints per draft the schemas compiled and refused, the documents judged
@@ -36,6 +39,7 @@ from typing import Any
 
 import jsonschema
 import referencing
+import referencing.exceptions
 import referencing.jsonschema
 import yaml
 
@@ -70,6 +74,9 @@ def _load(path: Path) -> Any:
 
 
 def _registry(schemas: dict[str, Any]) -> referencing.Registry:
+    """Every schema of the repository by its URI, retrieved when first named (a registry built
+    from all of them at once is crawled whole on a lookup, and one malformed schema then breaks
+    every lookup)."""
     mapping: dict[str, Any] = {}
     for name, contents in schemas.items():
         mapping[BASE + name] = contents
@@ -78,13 +85,18 @@ def _registry(schemas: dict[str, Any]) -> referencing.Registry:
                 own = contents.get(key)
                 if isinstance(own, str) and own.startswith("http"):
                     mapping.setdefault(own.rstrip("#"), contents)
-    resources = []
-    for uri, contents in mapping.items():
-        resource = referencing.Resource.from_contents(
+
+    def retrieve(uri: str) -> referencing.Resource:
+        # A relative name met where no base URI is in force (a draft-07 root whose $id a
+        # sibling $ref overrides) names the file beside the schema on the site.
+        contents = mapping.get(uri.rstrip("#"), mapping.get(BASE + uri.rstrip("#")))
+        if not isinstance(contents, (dict, bool)):
+            raise referencing.exceptions.NoSuchResource(ref=uri)
+        return referencing.Resource.from_contents(
             contents, default_specification=referencing.jsonschema.DRAFT202012
         )
-        resources.append((uri, resource))
-    return referencing.Registry().with_resources(resources)
+
+    return referencing.Registry(retrieve=retrieve)  # type: ignore[call-arg]
 
 
 def _oracle(validator: Any, doc: Any) -> bool | str:
@@ -137,6 +149,9 @@ def main() -> None:
             continue
         declared = schema.get("$schema") if isinstance(schema, dict) else None
         draft = (dialect_named(declared) if isinstance(declared, str) else None) or "2020-12"
+        if isinstance(schema, dict) and "$id" not in schema and "id" not in schema:
+            # As published: retrieved from its URL, which relative references resolve against.
+            schema = {"id" if draft == "draft-04" else "$id": BASE + name, **schema}
         counts = tally.setdefault(
             draft,
             dict.fromkeys(
@@ -152,7 +167,17 @@ def main() -> None:
             compiled = compile_schema(schema, registry=registry)
         except SchemaError as exc:
             counts["refused"] += 1
-            refusals.append(f"{draft} {name}: [{exc.keyword}] {str(exc)[:200]}")
+            # Whether jsonschema can judge its documents either (a reference to nothing, say).
+            try:
+                oracle: Any = jsonschema.validators.validator_for(schema)(schema, registry=registry)
+                verdicts = {str(_oracle(oracle, _load(path))) for path, _ in docs}
+            except Exception as oracle_exc:
+                verdicts = {f"{type(oracle_exc).__name__}"}
+            judged = "judges" if verdicts <= {"True", "False"} else "cannot judge"
+            refusals.append(
+                f"{draft} {name}: [{exc.keyword}] {str(exc)[:160]} (jsonschema {judged} its "
+                f"documents: {sorted(v[:60] for v in verdicts)})"
+            )
             continue
         except _Timeout:
             counts["refused"] += 1
@@ -170,11 +195,18 @@ def main() -> None:
                 continue
             doc = json.loads(text)
             expected = _oracle(validator, doc)
-            if isinstance(expected, str):
-                counts["skipped"] += 1
-                oracle_errors.append(f"{draft} {name} {path.name}: {expected}")
-                continue
             rng = random.Random(f"{name}/{path.name}")
+            if isinstance(expected, str):  # then SchemaStore's label is what there is
+                counts["skipped"] += 1
+                try:
+                    tracked = _tracker(compiled, text, rng)
+                except SchemaError:
+                    tracked = None
+                oracle_errors.append(
+                    f"{draft} {name} {path.name}: {expected} (tracker {tracked}, SchemaStore's "
+                    f"label {label})"
+                )
+                continue
             try:
                 signal.alarm(args.timeout)
                 got: bool | str = _tracker(compiled, text, rng)

@@ -461,3 +461,16 @@ def test_draft_04_integer_is_a_number_written_without_a_fraction() -> None:
     assert strict_schema(dict(compile_schema(d4).json_schema)).schema["properties"] == {
         "n": {"type": "integer"}
     }
+
+
+def test_a_definition_that_is_not_a_schema_is_ignored_until_referenced() -> None:
+    # cibuildwheel's published schema keeps a description string among its $defs; jsonschema
+    # never looks at a definition nothing references.
+    schema = {"$defs": {"note": "a string, not a schema", "n": {"type": "integer"}}}
+    schema["properties"] = {"n": {"$ref": "#/$defs/n"}}
+    compiled = compile_schema(schema)
+    assert compiled.ignored == (("/$defs", "note"),)
+    assert _valid(compiled, '{"n": 1}') and not _valid(compiled, '{"n": "1"}')
+    schema["properties"] = {"n": {"$ref": "#/$defs/note"}}
+    with pytest.raises(SchemaError, match="a schema must be an object or a boolean, got str"):
+        compile_schema(schema)

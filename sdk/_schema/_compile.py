@@ -134,6 +134,7 @@ class CompiledSchema:
             assert_formats=formats == "assert" and adapter is None,
             models=models,
             places=read.places,
+            read_as=read.read_as,
         )
         self.conjs = Conjs()
         self.root: Conj = self.conjs.of_node(compiler.compile_root())

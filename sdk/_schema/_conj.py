@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections.abc import Mapping
 from typing import Any
 
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck
 from sdk._schema._nodes import KINDS, Node, Unevaluated
 from sdk._schema._values import describe_types, kind_of, scalar_key
+from sdk._schema._vocabulary import ANNOTATION, CORE, VOCABULARIES
 
 __all__ = ["Choice", "Conj", "Conjs", "Forbidden"]
 
@@ -70,6 +72,7 @@ class Conj:
         "contains",
         "dep_required",
         "dep_schemas",
+        "draft4_integer",
         "formats",
         "ifs",
         "impossible",
@@ -106,6 +109,7 @@ class Conj:
         # Kinds that cannot start here, each with the keyword that forbids it and why.
         self.kind_fail: dict[str, tuple[str, str]] = {}
         self.integer = False  # a number must be integral ("integer" without "number")
+        self.draft4_integer = False  # ... and written without a fraction or exponent (draft-04)
         self.choices: tuple[Choice, ...] = ()
         self.str_members: tuple[str, ...] | None = None  # strings still possible, if restricted
         self.str_keyword = "enum"
@@ -201,6 +205,7 @@ class Conj:
             if "integer" in node.types:
                 allowed.add("number")
                 self.integer = self.integer or "number" not in node.types
+                self.draft4_integer = self.draft4_integer or node.draft4_integer
             for kind in KINDS:
                 if kind not in allowed:
                     self.kind_fail.setdefault(
@@ -345,7 +350,8 @@ class Conjs:
         self._flat: dict[Node, tuple[Node, ...]] = {}
         self._conjs: dict[tuple[Node, ...], Conj] = {}
         self._building: set[tuple[Node, ...]] = set()
-        self._flattening: set[Node] = set()
+        self._flattening: list[Node] = []  # the nodes being flattened, outermost first
+        self._cut: set[Node] = set()  # nodes being flattened that a cycle came back to
         self._lock = threading.RLock()
 
     def of_node(self, node: Node) -> Conj:
@@ -392,13 +398,21 @@ class Conjs:
         if found is not None:
             return found
         if node in self._flattening:
-            raise SchemaError(
-                f"the schema at {node.where or '/'} refers to itself through $ref/allOf without "
-                "ever descending into a property or item",
-                keyword="$ref",
-                pointer=node.where,
-            )
-        self._flattening.add(node)
+            cycle = self._flattening[self._flattening.index(node) :]
+            if all(_alias(n) for n in cycle):  # $ref to $ref ... back to the first: no schema
+                raise SchemaError(
+                    f"the schema at {node.where or '/'} refers to itself through $ref without "
+                    "ever descending into a property or item",
+                    keyword="$ref",
+                    pointer=node.where,
+                )
+            # A cycle through allOf on the same value ({"allOf": [{"$ref": <itself>}, Y]}):
+            # the node is already in the conjunction being built, so it adds nothing (the node
+            # is its own keywords and Y's). jsonschema would recurse without end there, so no
+            # verdict of its can differ; such a schema is read as it plainly means.
+            self._cut.add(node)
+            return ()
+        self._flattening.append(node)
         try:
             node.ready()  # compiled the first time a value meets it
             out: list[Node] = [node]
@@ -408,10 +422,24 @@ class Conjs:
                         if n not in out:
                             out.append(n)
         finally:
-            self._flattening.discard(node)
+            self._flattening.pop()
+            self._cut.discard(node)
         result = tuple(out)
-        self._flat[node] = result
+        if not self._cut:  # not cut short at a node still being flattened: complete
+            self._flat[node] = result
         return result
+
+
+def _alias(node: Node) -> bool:
+    """Whether ``node`` is a bare reference: nothing but ``$ref`` and keywords that check
+    nothing."""
+    raw = node.raw
+    return isinstance(raw, Mapping) and all(
+        key == "$ref" or _ROLES.get(key) in (ANNOTATION, CORE) for key in raw
+    )
+
+
+_ROLES = VOCABULARIES["2020-12"].keywords
 
 
 def _least(a: int | None, b: int | None) -> int | None:

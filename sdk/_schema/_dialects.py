@@ -1,14 +1,16 @@
 """Every JSON Schema dialect, translated into one canonical form: Draft 2020-12.
 
-:func:`canonical` reads a schema as its dialect says (the ``$schema`` of the document, or of an
-embedded resource; else the caller's default, Draft 2020-12 unless told otherwise) and writes
+:func:`canonical` reads a schema as its dialect says (the ``$schema`` of the document, or of a
+subschema for what it holds; else the caller's default, Draft 2020-12 unless told otherwise;
+whether a subschema is a resource is the enclosing dialect's to say) and writes
 the same schema in Draft 2020-12, self-contained, which everything after it consumes: the
 tracker's compiler (:mod:`sdk._schema._nodes`), the strict rewrite for servers and the local
 engine's grammar. What changes per dialect:
 
 =====================  ==========================================================================
 draft-04               ``id`` is ``$id``; boolean ``exclusiveMaximum``/``exclusiveMinimum`` turn
-                       ``maximum``/``minimum`` exclusive
+                       ``maximum``/``minimum`` exclusive; ``integer`` refuses ``1.0`` (said in
+                       :attr:`Canonical.read_as`, as each draft's formats are)
 draft-04 to -07        ``$ref`` overrides its siblings (they are dropped; ``definitions`` stays
                        a place that references point into); a plain-name fragment in ``$id``
                        (``"#foo"``) is ``$anchor``; ``dependencies`` is ``dependentRequired``
@@ -28,14 +30,10 @@ hold schemas in every dialect (references point into them whatever the draft).
 
 References: each is written as a JSON Pointer to where its target sits in the canonical form
 (an array ``items`` moved to ``prefixItems``, a plain-name anchor's subschema...), relative
-where it can be; a reference to a resource that is not in the
-document is looked up in the caller's ``registry`` (a ``referencing.Registry`` or a mapping of
-URI to schema; then the meta-schemas of every draft, which ship with ``jsonschema``), translated
-by its own dialect and embedded under ``$defs`` with its URI as ``$id``; nothing is ever fetched
-unless the caller's registry does it. A dynamic reference is made static when the target is the
-same whatever path the evaluation takes: the target resource has no (matching) dynamic anchor,
-the document's root resource has one (the root is the outermost resource of every path), or one
-resource alone has one; otherwise it is refused.
+where it can be, by :mod:`sdk._schema._refs` (remote resources from the caller's ``registry``,
+dynamic references made static where the target cannot depend on the evaluation path). Which
+keywords each dialect defines, and what their values are, is :mod:`sdk._schema._vocabulary`'s
+table for that dialect.
 
 Every value of a keyword that is checked is vetted here, cheaply, in one pass (types, signs,
 shapes): no meta-schema validation runs on the way (:func:`~sdk._schema._validators.check_schema`
@@ -44,168 +42,34 @@ runs only when the caller asks for strictness).
 
 from __future__ import annotations
 
-import copy
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urljoin
-
-import referencing
-import referencing.exceptions
 
 from sdk._errors import SchemaError
-from sdk._schema._nodes import PLAIN_ANNOTATIONS, _regex, escape
-
-__all__ = ["DIALECTS", "META_SCHEMAS", "Canonical", "canonical", "dialect_named"]
-
-DIALECTS = ("draft-04", "draft-06", "draft-07", "2019-09", "2020-12")
-"""The dialects read, oldest first, by the names ``dialect=`` takes."""
-
-_URIS = {
-    "json-schema.org/draft-04/schema": "draft-04",
-    "json-schema.org/draft-06/schema": "draft-06",
-    "json-schema.org/draft-07/schema": "draft-07",
-    "json-schema.org/draft/2019-09/schema": "2019-09",
-    "json-schema.org/draft/2020-12/schema": "2020-12",
-}
-_ALIASES = {
-    "draft4": "draft-04",
-    "draft-4": "draft-04",
-    "draft6": "draft-06",
-    "draft-6": "draft-06",
-    "draft7": "draft-07",
-    "draft-7": "draft-07",
-    "draft2019-09": "2019-09",
-    "draft2020-12": "2020-12",
-}
-META_SCHEMAS = {
-    "draft-04": "http://json-schema.org/draft-04/schema#",
-    "draft-06": "http://json-schema.org/draft-06/schema#",
-    "draft-07": "http://json-schema.org/draft-07/schema#",
-    "2019-09": "https://json-schema.org/draft/2019-09/schema",
-    "2020-12": "https://json-schema.org/draft/2020-12/schema",
-}
-"""Each dialect's meta-schema URI (what ``$schema`` says)."""
-
-
-# What each keyword's value is: a schema, a map or a list of schemas, or a checked value.
-_SCHEMA = "schema"
-_MAP = "map"
-_LIST = "list"
-_DRAFT4 = frozenset(
-    {
-        "type",
-        "enum",
-        "multipleOf",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "maxLength",
-        "minLength",
-        "pattern",
-        "format",
-        "items",
-        "additionalItems",
-        "maxItems",
-        "minItems",
-        "uniqueItems",
-        "maxProperties",
-        "minProperties",
-        "required",
-        "properties",
-        "patternProperties",
-        "additionalProperties",
-        "dependencies",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "$ref",
-        "$schema",
-        "id",
-        "title",
-        "description",
-        "default",
-        "discriminator",
-        "$comment",  # a comment in every draft in practice; not worth a report
-    }
+from sdk._schema._nodes import _regex, escape
+from sdk._schema._refs import References, RefSite, Resource, join, quote_pointer, split
+from sdk._schema._vetting import bad_value, owned, vet_count, vet_json, vet_number, vet_strings
+from sdk._schema._vocabulary import (
+    ANNOTATION,
+    COUNT,
+    DEPENDENCIES,
+    DIALECTS,
+    ITEMS,
+    LIST,
+    MAP,
+    SCHEMA,
+    TYPES,
+    VOCABULARIES,
+    dialect_named,
 )
-_DRAFT6 = (_DRAFT4 - {"id"}) | {"$id", "const", "contains", "propertyNames", "examples"}
-_DRAFT7 = _DRAFT6 | {
-    "if",
-    "then",
-    "else",
-    "$comment",
-    "readOnly",
-    "writeOnly",
-    "contentMediaType",
-    "contentEncoding",
-}
-_DRAFT2019 = (_DRAFT7 - {"dependencies"}) | {
-    "$anchor",
-    "$recursiveRef",
-    "$recursiveAnchor",
-    "$vocabulary",
-    "dependentRequired",
-    "dependentSchemas",
-    "maxContains",
-    "minContains",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "deprecated",
-    "contentSchema",
-}
-_DRAFT2020 = (_DRAFT2019 - {"additionalItems", "$recursiveRef", "$recursiveAnchor"}) | {
-    "prefixItems",
-    "$dynamicRef",
-    "$dynamicAnchor",
-}
-_KNOWN = {
-    "draft-04": _DRAFT4,
-    "draft-06": _DRAFT6,
-    "draft-07": _DRAFT7,
-    "2019-09": _DRAFT2019,
-    "2020-12": _DRAFT2020,
-}
-_SUBSCHEMA = {
-    "additionalProperties": _SCHEMA,
-    "additionalItems": _SCHEMA,
-    "propertyNames": _SCHEMA,
-    "contains": _SCHEMA,
-    "not": _SCHEMA,
-    "if": _SCHEMA,
-    "then": _SCHEMA,
-    "else": _SCHEMA,
-    "contentSchema": _SCHEMA,
-    "unevaluatedProperties": _SCHEMA,
-    "unevaluatedItems": _SCHEMA,
-    "properties": _MAP,
-    "patternProperties": _MAP,
-    "dependentSchemas": _MAP,
-    "$defs": _MAP,
-    "definitions": _MAP,
-    "allOf": _LIST,
-    "anyOf": _LIST,
-    "oneOf": _LIST,
-    "prefixItems": _LIST,
-}
-_UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
-_COUNTS = (
-    "maxLength",
-    "minLength",
-    "maxItems",
-    "minItems",
-    "maxProperties",
-    "minProperties",
-    "maxContains",
-    "minContains",
-)
-_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+
+__all__ = ["Canonical", "canonical"]
+
 _DEPTH = 400  # subschemas nested deeper than this are refused (the walk recurses)
+_UNEVALUATED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+_DEFINITIONS = frozenset({"$defs", "definitions"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,17 +91,12 @@ class Canonical:
     """Where each subschema with ``unevaluatedProperties``/``unevaluatedItems`` is: ``id()``
     of the canonical subschema -> a reference to it (its resource's URI, ``#``, a JSON
     Pointer) that resolves from the canonical root."""
-
-
-def dialect_named(name: str) -> str | None:
-    """The dialect a ``$schema`` URI or a ``dialect=`` name stands for (``None``: unknown)."""
-    if name in DIALECTS:
-        return name
-    alias = _ALIASES.get(name.lower())
-    if alias is not None:
-        return alias
-    bare = name.split("://", 1)[-1].rstrip("#")
-    return _URIS.get(bare)
+    read_as: dict[int, str]
+    """The dialect each canonical subschema was read in, where that is not Draft 2020-12:
+    ``id()`` of the canonical subschema -> the dialect. The canonical form cannot say what
+    differs per draft without a keyword of its own: draft-04's ``integer`` (a number written
+    with a fraction is not one) and the formats each draft defines, with its rules. The node
+    compiler reads this, so the schema sent to servers stays plain Draft 2020-12."""
 
 
 def canonical(
@@ -271,64 +130,18 @@ def canonical(
         raise SchemaError("the schema is nested too deeply to compile") from None
 
 
-class _Resource:
-    """One schema resource (the document, an embedded ``$id``, a remote one)."""
-
-    __slots__ = ("dialect", "dynamic", "out", "raw", "recursive", "uri")
-
-    def __init__(self, uri: str, raw: Any, dialect: str) -> None:
-        self.uri = uri
-        self.raw = raw
-        self.dialect = dialect
-        self.out: dict[str, Any] | None = None  # its canonical dict
-        self.recursive = False  # $recursiveAnchor: true at its root
-        self.dynamic: set[str] = set()  # its $dynamicAnchor names
-
-
-class _RefSite:
-    """A reference met in the walk, patched once every resource is known."""
-
-    __slots__ = ("base", "keyword", "node", "ref", "resources", "where")
-
-    def __init__(
-        self,
-        node: dict[str, Any],
-        keyword: str,
-        ref: str,
-        base: str,
-        resources: tuple[_Resource, ...],
-        where: str,
-    ) -> None:
-        self.node = node
-        self.keyword = keyword
-        self.ref = ref
-        self.base = base
-        self.resources = resources  # the lexical chain of resources, outermost first
-        self.where = where
-
-
-class _Translator:
+class _Translator(References):
     def __init__(self, default: str, forced: bool, registry: Any, refuse: bool) -> None:
+        super().__init__(registry)
         self.default = default
         self.forced = forced  # the caller named the dialect: it stands for unknown $schema
-        self.registry = registry
         self.refuse = refuse
         self.ignored: list[tuple[str, str]] = []
-        self.resources: dict[str, _Resource] = {}
-        self.sites: list[_RefSite] = []
-        # id() of each translated original dict -> (its resource, its canonical pointer there).
-        # id() of each translated original -> (its resource, its canonical pointer there, the
-        # canonical schema, where it is in the input).
-        self.placed: dict[int, tuple[_Resource, str, Any, str]] = {}
-        # (resource, name) -> (the canonical schema, where it is in the input, its pointer)
-        self.anchors: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
-        self.targets: dict[int, tuple[Any, str]] = {}  # id() of each {"$ref"} -> its target
         self.places: dict[int, str] = {}  # id() of each unevaluated* holder -> a ref to it
+        self.read_as: dict[int, str] = {}  # id() of each canonical subschema -> its dialect
         self.items_where: str | None = None  # the first unevaluatedItems met
         self.patterns: list[tuple[str, str]] = []  # (where, pattern) of every regex read
         self.contains_2019: str | None = None  # the first contains read as Draft 2019-09
-        self.root: _Resource | None = None
-        self.extra = 0
 
     # ------------------------------------------------------------------ the walk
 
@@ -343,7 +156,7 @@ class _Translator:
         out = self._resource_root(schema, "", dialect, "", ())
         root = self.root
         assert root is not None
-        self._resolve_all()
+        self.resolve_all()
         if self.contains_2019 is not None and self.items_where is not None:
             raise SchemaError(
                 f"unevaluatedItems (at {self.items_where or '/'}) in a schema with a Draft "
@@ -354,7 +167,9 @@ class _Translator:
             )
         if self.places:
             self._python_patterns()
-        return Canonical(out, root.dialect, tuple(self.ignored), self.targets, self.places)
+        return Canonical(
+            out, root.dialect, tuple(self.ignored), self.targets, self.places, self.read_as
+        )
 
     def _python_patterns(self) -> None:
         """unevaluated* is judged by jsonschema, which reads patterns with Python's ``re``: one
@@ -390,11 +205,39 @@ class _Translator:
             )
         return found
 
+    def _embedded(
+        self, raw: Mapping[str, Any], where: str, dialect: str, base: str, resource: Resource
+    ) -> str:
+        """The dialect a subschema with ``$schema`` is read in: the one it names, as
+        jsonschema reads it (its validator for that draft takes over there), or the enclosing
+        ``dialect`` when the name is not a dialect's (jsonschema keeps its validator too).
+
+        Only the enclosing dialect's identifier makes the subschema a resource: a draft-04
+        ``{"$schema": ..., "id": "schemata/app"}`` inside a draft-07 or 2020-12 document is not
+        one, and its ``#/...`` references still resolve from the document (Heroku's prmd
+        hyper-schemas are written so). The specifications allow ``$schema`` only at a
+        resource's root (2019-09 on) or the document's (draft-07 and older); elsewhere their
+        behaviour is undefined, and this follows jsonschema. The subschema is still known by
+        its own identifier's URI, as jsonschema's registry knows it, for references that name
+        it absolutely."""
+        value = raw["$schema"]
+        if not isinstance(value, str):
+            raise bad_value("$schema", where, "a string")
+        declared = dialect_named(value)
+        if declared is None or declared == dialect:
+            return dialect
+        own = VOCABULARIES[declared].id_keyword
+        if own != VOCABULARIES[dialect].id_keyword and isinstance(raw.get(own), str):
+            uri = split(join(base, raw[own]))[0]
+            if uri and uri not in self.resources:  # its subschemas are placed in resource's
+                self.resources[uri] = Resource(uri, raw, declared)
+        return declared
+
     def _resource_root(
-        self, raw: Any, base: str, dialect: str, where: str, chain: tuple[_Resource, ...]
+        self, raw: Any, base: str, dialect: str, where: str, chain: tuple[Resource, ...]
     ) -> Any:
         """A resource's root: the document, or a remote resource's (embedded elsewhere)."""
-        resource = _Resource(base, raw, dialect)
+        resource = Resource(base, raw, dialect)
         if self.root is None:
             self.root = resource
         self.resources.setdefault(base, resource)
@@ -409,9 +252,9 @@ class _Translator:
         where: str,
         dialect: str,
         base: str,
-        resource: _Resource,
+        resource: Resource,
         at: str,
-        chain: tuple[_Resource, ...],
+        chain: tuple[Resource, ...],
         depth: int,
     ) -> Any:
         """Translate the subschema ``raw`` (at ``where`` in the input; at ``at`` in its
@@ -434,19 +277,18 @@ class _Translator:
             raise SchemaError(
                 f"the schema is nested too deeply to compile (at {where or '/'})", pointer=where
             )
-        if "$schema" in raw and where and ("$id" in raw or "id" in raw):
-            # An embedded resource with its own dialect ($schema elsewhere means nothing).
-            declared = self._declared(raw["$schema"], where)
-            if ("id" if declared == "draft-04" else "$id") in raw:
-                dialect = declared
-        known = _KNOWN[dialect]
+        # What makes this subschema a resource (a base URI of its own) is the enclosing
+        # dialect's identifier keyword; its own $schema says how its keywords are read.
+        id_key = VOCABULARIES[dialect].id_keyword
+        if "$schema" in raw and where:
+            dialect = self._embedded(raw, where, dialect, base, resource)
+        known = VOCABULARIES[dialect].keywords
         old = dialect in ("draft-04", "draft-06", "draft-07")
         out: dict[str, Any] = {}
-        id_key = "id" if dialect == "draft-04" else "$id"
         ref = raw.get("$ref") if "$ref" in known else None
         overriding = old and ref is not None
         if not overriding and isinstance(raw.get(id_key), str):
-            uri, fragment = _split(_join(base, raw[id_key]))
+            uri, fragment = split(join(base, raw[id_key]))
             if fragment and dialect != "2019-09" and dialect != "2020-12":
                 out["$anchor"] = fragment  # draft <= 7: "#foo" in $id is a plain-name anchor
             if uri and uri != base:
@@ -456,14 +298,16 @@ class _Translator:
                     resource.uri = uri
                     resource.dialect = dialect
                 else:
-                    resource = _Resource(uri, raw, dialect)
+                    resource = Resource(uri, raw, dialect)
                     resource.out = out
                     chain = (*chain, resource)
                     at = ""
                 self.resources.setdefault(uri, resource)
         elif id_key in raw and not overriding and not isinstance(raw[id_key], str):
-            raise _bad(id_key, where, "a string")
+            raise bad_value(id_key, where, "a string")
         self.placed.setdefault(id(raw), (resource, at, out, where))
+        if dialect != "2020-12":
+            self.read_as[id(out)] = dialect
 
         def sub(value: Any, rel_in: str, rel_out: str) -> Any:
             return self._schema(
@@ -473,9 +317,10 @@ class _Translator:
         for key, value in raw.items():
             if key in ("$schema", "id", "$id"):
                 continue
-            if key not in known and key not in ("$defs", "definitions"):
+            role = known.get(key)
+            if role is None:
                 if key.startswith("x-"):
-                    out[key] = _copy(value)
+                    out[key] = owned(value)
                     continue
                 if self.refuse:
                     raise SchemaError(
@@ -486,31 +331,27 @@ class _Translator:
                     )
                 self.ignored.append((where, key))
                 continue
-            if (
-                overriding
-                and key not in ("$ref", "$defs", "definitions")
-                and key not in (PLAIN_ANNOTATIONS)
-            ):
+            if overriding and key not in ("$ref", "$defs", "definitions") and role != ANNOTATION:
                 continue  # draft <= 7: $ref overrides its siblings
             if key in _UNEVALUATED:
                 # Judged on the whole subschema at the value's close: where it is, as a
                 # reference jsonschema resolves in the canonical document.
-                self.places[id(out)] = f"{resource.uri}#{_quote(at)}"
+                self.places[id(out)] = f"{resource.uri}#{quote_pointer(at)}"
                 if key == "unevaluatedItems" and self.items_where is None:
                     self.items_where = where
             if key == "contains" and dialect == "2019-09" and self.contains_2019 is None:
                 self.contains_2019 = where
-            if key in PLAIN_ANNOTATIONS:
-                out[key] = _copy(value)
+            if role == ANNOTATION:
+                out[key] = owned(value)
                 continue
-            self._keyword(raw, key, value, where, dialect, out, sub)
+            self._keyword(raw, key, role, value, where, dialect, out, sub)
         if ref is not None:
             if not isinstance(ref, str):
-                raise _bad("$ref", where, "a string")
-            self.sites.append(_RefSite(out, "$ref", ref, base, chain, where))
+                raise bad_value("$ref", where, "a string")
+            self.sites.append(RefSite(out, "$ref", ref, base, chain, where))
         for key in ("$recursiveRef", "$dynamicRef"):
             if key in raw and key in known and not overriding:
-                self.sites.append(_RefSite(out, key, raw[key], base, chain, where))
+                self.sites.append(RefSite(out, key, raw[key], base, chain, where))
         anchor = out.get("$anchor")
         if isinstance(anchor, str):
             self.anchors.setdefault((resource.uri, anchor), (out, where, at))
@@ -524,17 +365,18 @@ class _Translator:
         self,
         raw: Mapping[str, Any],
         key: str,
+        role: str,
         value: Any,
         where: str,
         dialect: str,
         out: dict[str, Any],
         sub: Any,
     ) -> None:
-        """Translate one keyword of ``raw`` into ``out`` (vetting its value)."""
-        kind = _SUBSCHEMA.get(key)
+        """Translate one keyword of ``raw`` (its ``role`` in the dialect's vocabulary) into
+        ``out``, vetting its value."""
         here = f"{where}/{escape(key)}"
         if key == "items":
-            if isinstance(value, list) and dialect != "2020-12":
+            if isinstance(value, list) and role == ITEMS:
                 out["prefixItems"] = [
                     sub(v, f"/items/{i}", f"/prefixItems/{i}") for i, v in enumerate(value)
                 ]
@@ -554,32 +396,37 @@ class _Translator:
         elif key == "additionalItems":
             if not isinstance(raw.get("items"), list):
                 sub(value, "/additionalItems", "/additionalItems")  # vetted, no effect
-        elif kind == _SCHEMA:
+        elif role == SCHEMA:
             out[key] = sub(value, f"/{key}", f"/{key}")
-        elif kind == _MAP:
+        elif role == MAP:
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             target = out.setdefault(key, {})
             for name, v in value.items():
                 if not isinstance(name, str):
-                    raise _bad(key, where, "an object (with string keys)")
+                    raise bad_value(key, where, "an object (with string keys)")
                 if key == "patternProperties":
                     _regex(name, here)
                     self.patterns.append((here, name))
+                elif key in _DEFINITIONS and not isinstance(v, (Mapping, bool)):
+                    # Not a schema, so nothing to check; only a reference could use it, and one
+                    # that does is refused there. Reported as an ignored annotation.
+                    self.ignored.append((here, name))
+                    continue
                 part = f"/{key}/{escape(name)}"
                 target[name] = sub(v, part, part)
-        elif kind == _LIST:
+        elif role == LIST:
             if not isinstance(value, list) or not value:
-                raise _bad(key, where, "a non-empty array")
+                raise bad_value(key, where, "a non-empty array")
             out[key] = [sub(v, f"/{key}/{i}", f"/{key}/{i}") for i, v in enumerate(value)]
-        elif key == "dependencies":
+        elif role == DEPENDENCIES:
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             for name, v in value.items():
                 if not isinstance(name, str):
-                    raise _bad(key, where, "an object (with string keys)")
+                    raise bad_value(key, where, "an object (with string keys)")
                 if isinstance(v, list):
-                    out.setdefault("dependentRequired", {})[name] = _strings(v, key, here)
+                    out.setdefault("dependentRequired", {})[name] = vet_strings(v, key, here)
                 else:
                     part = f"/{escape(name)}"
                     out.setdefault("dependentSchemas", {})[name] = sub(
@@ -587,348 +434,73 @@ class _Translator:
                     )
         elif key in ("exclusiveMaximum", "exclusiveMinimum") and dialect == "draft-04":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
             bound = "maximum" if key == "exclusiveMaximum" else "minimum"
             if value and bound in raw:
-                out[key] = _number(raw[bound], bound, where)
+                out[key] = vet_number(raw[bound], bound, where)
                 out.pop(bound, None)
         elif key in ("maximum", "minimum"):
             exclusive = "exclusiveMaximum" if key == "maximum" else "exclusiveMinimum"
-            number = _number(value, key, where)
+            number = vet_number(value, key, where)
             if not (dialect == "draft-04" and raw.get(exclusive) is True):
                 out[key] = number
         elif key in ("exclusiveMaximum", "exclusiveMinimum"):
-            out[key] = _number(value, key, where)
+            out[key] = vet_number(value, key, where)
         elif key == "multipleOf":
-            number = _number(value, key, where)
+            number = vet_number(value, key, where)
             if number <= 0:
-                raise _bad(key, where, "a number greater than 0")
+                raise bad_value(key, where, "a number greater than 0")
             out[key] = number
-        elif key in _COUNTS:
-            out[key] = _count(value, key, where)
+        elif role == COUNT:
+            out[key] = vet_count(value, key, where)
         elif key == "type":
             names = [value] if isinstance(value, str) else value
             if (
                 not isinstance(names, list)
                 or not names
-                or not all(isinstance(t, str) and t in _TYPES for t in names)
+                or not all(isinstance(t, str) and t in TYPES for t in names)
                 or len(set(names)) != len(names)
             ):
-                raise _bad(key, where, f"one of {sorted(_TYPES)} or a list of them")
+                raise bad_value(key, where, f"one of {sorted(TYPES)} or a list of them")
             out[key] = list(names) if isinstance(value, list) else value
         elif key == "enum":
             if not isinstance(value, list):
-                raise _bad(key, where, "an array")
-            out[key] = _json_value(value, key, where)
+                raise bad_value(key, where, "an array")
+            out[key] = vet_json(value, key, where)
         elif key == "const":
-            out[key] = _json_value(value, key, where)
+            out[key] = vet_json(value, key, where)
         elif key in ("pattern", "format", "$anchor"):
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
             if key == "pattern":
                 _regex(value, here)  # refused now, not when a value first meets it
                 self.patterns.append((here, value))
             out[key] = value
         elif key == "$dynamicAnchor":
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
             # Every dynamic reference is made static: the anchor is a plain one now (which
             # ``referencing`` will not resolve against a dynamic scope).
             out.setdefault("$anchor", value)
         elif key == "uniqueItems":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
             out[key] = value
         elif key == "required":
-            out[key] = _strings(value, key, here)
+            out[key] = vet_strings(value, key, here)
         elif key == "dependentRequired":
             if not isinstance(value, Mapping):
-                raise _bad(key, where, "an object")
+                raise bad_value(key, where, "an object")
             if not all(isinstance(k, str) for k in value):
-                raise _bad(key, where, "an object (with string keys)")
-            out[key] = {k: _strings(v, key, f"{here}/{escape(k)}") for k, v in value.items()}
+                raise bad_value(key, where, "an object (with string keys)")
+            out[key] = {k: vet_strings(v, key, f"{here}/{escape(k)}") for k, v in value.items()}
         elif key in ("$recursiveRef", "$dynamicRef"):
             if not isinstance(value, str):
-                raise _bad(key, where, "a string")
+                raise bad_value(key, where, "a string")
         elif key == "$recursiveAnchor":
             if not isinstance(value, bool):
-                raise _bad(key, where, "a boolean")
+                raise bad_value(key, where, "a boolean")
         elif key in ("$ref", "$vocabulary"):
             pass  # $ref: a site, patched once every resource is known; $vocabulary: inert
         else:  # pragma: no cover - every known keyword is handled above
             raise AssertionError(key)
-
-    # ------------------------------------------------------------------ references
-
-    def _resolve_all(self) -> None:
-        """Patch every reference into a static ``$ref`` into the canonical document (remote
-        resources embedded as they are met)."""
-        done = 0
-        dynamic: list[_RefSite] = []
-        while done < len(self.sites) or dynamic:
-            while done < len(self.sites):
-                site = self.sites[done]
-                done += 1
-                if site.keyword == "$ref":
-                    self._patch(site, site.ref)
-                else:
-                    self._resource_at(_split(_join(site.base, site.ref))[0], site)
-                    dynamic.append(site)
-            # Dynamic references are decided once every resource is known.
-            for site in dynamic:
-                self._patch(site, self._dynamic(site))
-            dynamic = []
-
-    def _resource_at(self, uri: str, site: _RefSite) -> _Resource:
-        found = self.resources.get(uri)
-        if found is not None:
-            return found
-        contents = self._retrieve(uri, site)
-        dialect = site.resources[-1].dialect
-        if isinstance(contents, Mapping) and "$schema" in contents:
-            dialect = self._declared(contents["$schema"], uri)
-        root = self.root
-        assert root is not None
-        out = self._resource_root(contents, uri, dialect, uri, (root,))
-        resource = self.resources[uri]
-        if isinstance(out, dict):
-            out.setdefault("$id", uri)  # its own $id, if it has one, is what it is known by
-        else:  # a boolean resource: an object that says the same
-            out = {"$id": uri} if out else {"$id": uri, "not": {}}
-            resource.out = out
-        if root.out is None:  # pragma: no cover - a boolean root holds no reference
-            raise AssertionError(uri)
-        defs = root.out.setdefault("$defs", {})
-        defs[f"fieldstream-resource-{len(defs)}"] = out
-        return resource
-
-    def _retrieve(self, uri: str, site: _RefSite) -> Any:
-        registry = self.registry
-        if isinstance(registry, referencing.Registry):
-            try:
-                return registry.get_or_retrieve(uri).value.contents
-            except (referencing.exceptions.NoSuchResource, referencing.exceptions.Unresolvable):
-                pass
-            except Exception as exc:  # the caller's retrieve function failed
-                cause = exc.__cause__ or exc
-                raise SchemaError(
-                    f"$ref {site.ref!r} (at {site.where or '/'}): retrieving {uri!r} from the "
-                    f"registry failed: {cause}",
-                    keyword=site.keyword,
-                    pointer=site.where,
-                ) from exc
-        elif isinstance(registry, Mapping):
-            for key in (uri, uri + "#"):
-                if key in registry:
-                    return registry[key]
-        meta = _meta_schema(uri)
-        if meta is not None:
-            return meta
-        where = (
-            "in this schema nor in the registry passed"
-            if registry is not None
-            else ("in this schema (pass registry= to resolve references to other documents)")
-        )
-        raise SchemaError(
-            f"$ref {site.ref!r} (at {site.where or '/'}) points at {uri!r}, which is not {where}; "
-            "fieldstream never fetches schemas from the network itself",
-            keyword=site.keyword,
-            pointer=site.where,
-        )
-
-    def _patch(self, site: _RefSite, ref: str) -> None:
-        """Point ``site`` at the canonical place of what ``ref`` (from its base) names."""
-        uri, fragment = _split(_join(site.base, ref))
-        resource = self._resource_at(uri, site)
-        target: str | bool
-        schema: tuple[Any, str] = (None, "")
-        if fragment.startswith("/") or not fragment:
-            found = self._pointer(resource, fragment, site)
-            if isinstance(found, bool):
-                target = found
-            else:  # relative where it can be: what most servers' converters follow
-                home = "" if found[0] == site.base else found[0]
-                target = f"{home}#{_quote(found[1])}"
-                schema = (found[2], found[3])
-        else:  # a plain-name anchor: written as a pointer, which every converter follows
-            anchored = self.anchors.get((resource.uri, fragment))
-            if anchored is None:
-                raise SchemaError(
-                    f"{site.keyword} {site.ref!r} (at {site.where or '/'}) points at nothing in "
-                    "this schema (no anchor has that name)",
-                    keyword=site.keyword,
-                    pointer=site.where,
-                )
-            schema = anchored[:2]
-            home = "" if resource.uri == site.base else resource.uri
-            target = f"{home}#{_quote(anchored[2])}"
-        node = site.node
-        if isinstance(target, bool):
-            node.setdefault("allOf", []).append(target)
-            return
-        if site.keyword != "$ref" and "$ref" in node:
-            node = {}
-            site.node.setdefault("allOf", []).append(node)
-        node["$ref"] = target
-        self.targets[id(node)] = schema
-
-    def _pointer(
-        self, resource: _Resource, fragment: str, site: _RefSite
-    ) -> tuple[str, str, Any, str] | bool:
-        """The canonical place of what ``fragment`` names in the original (its resource's URI,
-        its pointer there, the canonical schema), or the boolean schema it names."""
-        target: Any = resource.raw
-        for part in fragment.split("/")[1:]:
-            token = unquote(part) if "%" in part else part
-            if "~" in token:
-                token = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and token in target:
-                target = target[token]
-            elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
-                target = target[int(token)]
-            else:
-                raise SchemaError(
-                    f"$ref {site.ref!r} (at {site.where or '/'}) points at nothing in this schema",
-                    keyword=site.keyword,
-                    pointer=site.where,
-                )
-        if isinstance(target, bool):
-            return target
-        placed = self.placed.get(id(target))
-        if placed is not None:
-            return placed[0].uri, placed[1], placed[2], placed[3]
-        # A schema in a place no keyword of its dialect makes a schema (inside an unknown
-        # keyword, say): translate it now, into its resource's $defs.
-        if resource.out is None:
-            raise SchemaError(
-                f"$ref {site.ref!r} (at {site.where or '/'}) points at nothing in this schema",
-                keyword=site.keyword,
-                pointer=site.where,
-            )
-        self.extra += 1
-        name = f"fieldstream-ref-{self.extra}"
-        at = f"/$defs/{name}"
-        root = self.root
-        assert root is not None
-        chain = (resource,) if root is resource else (root, resource)
-        where = f"{site.where}/$ref"
-        out = self._schema(target, where, resource.dialect, resource.uri, resource, at, chain, 0)
-        resource.out.setdefault("$defs", {})[name] = out
-        return resource.uri, at, out, where
-
-    def _dynamic(self, site: _RefSite) -> str:
-        """The static reference a ``$recursiveRef``/``$dynamicRef`` stands for, when every
-        evaluation path gives the same one."""
-        root = self.root
-        assert root is not None
-        uri, fragment = _split(_join(site.base, site.ref))
-        target = self.resources[uri]
-        if site.keyword == "$recursiveRef":
-            if not target.recursive:
-                return site.ref
-            holders = [r for r in self.resources.values() if r.recursive]
-            chosen = root if root.recursive else (holders[0] if len(holders) == 1 else None)
-            suffix = ""
-        else:
-            if not fragment or fragment.startswith("/") or fragment not in target.dynamic:
-                return site.ref
-            holders = [r for r in self.resources.values() if fragment in r.dynamic]
-            chosen = (
-                root if fragment in root.dynamic else (holders[0] if len(holders) == 1 else None)
-            )
-            suffix = fragment
-        if chosen is None or (not chosen.uri and site.base):
-            raise SchemaError(
-                f"{site.keyword} {site.ref!r} (at {site.where or '/'}) may name a different "
-                "schema depending on the path the evaluation takes (several resources hold its "
-                "anchor, the outermost one not the document's root): the tracker resolves "
-                "references before it reads any output",
-                keyword=site.keyword,
-                pointer=site.where,
-            )
-        return f"{chosen.uri}#{suffix}"
-
-
-def _meta_schema(uri: str) -> Any:
-    """A draft's meta-schema (shipped with jsonschema), or ``None``."""
-    try:
-        from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
-    except ImportError:  # pragma: no cover - jsonschema depends on it
-        return None
-    for key in (uri, uri.rstrip("#"), uri + "#"):
-        try:
-            return REGISTRY.contents(key)
-        except (LookupError, referencing.exceptions.NoSuchResource):
-            continue
-    return None
-
-
-def _join(base: str, ref: str) -> str:
-    """``ref`` resolved against ``base`` (a fragment alone keeps any base, a URN's too)."""
-    if ref.startswith("#"):
-        return base.partition("#")[0] + ref
-    return urljoin(base, ref)
-
-
-def _split(uri: str) -> tuple[str, str]:
-    """``uri`` without its fragment, and the fragment."""
-    head, _, fragment = uri.partition("#")
-    return head, fragment
-
-
-def _json_value(value: Any, key: str, where: str) -> Any:
-    """A copy of ``value``, which must be JSON (what else could a document equal?)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        raise _bad(key, where, "made of JSON values") from None
-
-
-def _copy(value: Any) -> Any:
-    """A value the canonical form owns (the caller's dict may change after it is compiled)."""
-    if not isinstance(value, (list, dict)):
-        return value
-    try:
-        return json.loads(json.dumps(value))  # several times faster than deepcopy
-    except (TypeError, ValueError, RecursionError):
-        return copy.deepcopy(value)
-
-
-def _quote(pointer: str) -> str:
-    from urllib.parse import quote
-
-    return quote(pointer, safe="/~!$&'()*+,;=:@")
-
-
-def _bad(key: str, where: str, expected: str) -> SchemaError:
-    return SchemaError(
-        f"{key} (at {where or '/'}) must be {expected}",
-        keyword=key,
-        pointer=f"{where}/{escape(key)}",
-    )
-
-
-def _number(value: Any, key: str, where: str) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(key, where, "a number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(key, where, "a finite number")
-    return value
-
-
-def _count(value: Any, key: str, where: str) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _bad(key, where, "a non-negative integer")
-    return value
-
-
-def _strings(value: Any, key: str, here: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SchemaError(
-            f"{key} (at {here}) must be an array of strings", keyword=key, pointer=here
-        )
-    return list(value)

@@ -58,8 +58,15 @@ def _string(s: State, value: str) -> tuple[str, str] | None:
 
 def _number(s: State, value: int | float) -> tuple[str, str] | None:
     conj = s.conj
-    if conj.integer and type(value) is float and not value.is_integer():
-        return ("type", f"{value!r} is not an integer")
+    if conj.integer and type(value) is float:
+        if not value.is_integer():
+            return ("type", f"{value!r} is not an integer")
+        if conj.draft4_integer:
+            return (
+                "type",
+                f"{value!r} is not an integer: it is written with a fraction or an exponent, "
+                "which draft-04 counts as a number that is not an integer",
+            )
     for keyword, limit in conj.numbers:
         if keyword == "minimum":
             if value < limit:

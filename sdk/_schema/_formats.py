@@ -38,6 +38,7 @@ import regex
 
 from sdk._ecma_regex import EcmaRegexError, compile_ecma, translate
 from sdk._regex_budget import MAX_EXPANSION, expansion
+from sdk._schema._vocabulary import VOCABULARIES
 
 __all__ = ["CHECKED", "FormatCheck", "format_check"]
 
@@ -116,13 +117,15 @@ def _a_label_ok(label: str) -> bool:
     return True
 
 
-def _hostname(value: str) -> bool:
+def _hostname(value: str, *, idna: bool = True) -> bool:
+    """RFC 1123 host name; with ``idna`` (draft-07 on), a label with ``--`` at positions 3-4
+    must be a valid A-label (IDNA 2008, RFC 5891 4.2.3.1)."""
     if not value or len(value) > 253 or not value.isascii():
         return False
     for label in value.split("."):
         if _LABEL.fullmatch(label) is None:
             return False
-        if label[2:4] == "--":  # only an A-label may have hyphens there, and must be valid
+        if idna and label[2:4] == "--":  # only an A-label may have hyphens there
             if label[:2].lower() != "xn" or not _a_label_ok(label):
                 return False
     return True
@@ -160,7 +163,7 @@ _IDN_DOT_ATOM = re.compile(rf"{_IDN_ATEXT}+(?:\.{_IDN_ATEXT}+)*")
 _IDN_QUOTED = re.compile(r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|[^\x00-\x7f]|\\[\x20-\x7e])*"')
 
 
-def _mailbox(value: str, *, idn: bool) -> bool:
+def _mailbox(value: str, *, idn: bool, idna: bool = True) -> bool:
     local, at, domain = value.rpartition("@")
     if not at or not local or not domain:
         return False
@@ -173,7 +176,9 @@ def _mailbox(value: str, *, idn: bool) -> bool:
             return _ipv6(literal[5:])
         return _ipv4(literal)
     # RFC 6531 does not ask a domain to be in NFC; IDNA 2008 does: normalise before checking.
-    return _idn_hostname(unicodedata.normalize("NFC", domain)) if idn else _hostname(domain)
+    if idn:
+        return _idn_hostname(unicodedata.normalize("NFC", domain))
+    return _hostname(domain, idna=idna)
 
 
 # RFC 3986 (URIs) and RFC 3987 (IRIs: ``ucschar`` where URIs have unreserved characters,
@@ -273,8 +278,21 @@ _CHECKERS: dict[str, Callable[[str], bool]] = {
     "uri-template": lambda v: _URI_TEMPLATE.fullmatch(v) is not None,
 }
 
+# Where a draft's rule for a format differs from Draft 2020-12's: draft-04 and -06 read
+# ``hostname`` (and an email's domain) by RFC 1034/1123 alone; the IDNA rule for ``--`` at
+# positions 3-4 came with draft-07 (the official suite's draft-04/06 tests accept "ab--cd.example").
+_PRE_IDNA: dict[str, Callable[[str], bool]] = {
+    "hostname": lambda v: _hostname(v, idna=False),
+    "email": lambda v: _mailbox(v, idn=False, idna=False),
+}
+_DRAFT_RULES: dict[str, dict[str, Callable[[str], bool]]] = {
+    "draft-04": _PRE_IDNA,
+    "draft-06": _PRE_IDNA,
+}
+
 CHECKED = frozenset(_CHECKERS)
-"""The formats asserted with ``formats="assert"``; any other stays an annotation."""
+"""The formats asserted with ``formats="assert"`` (in the drafts that define them, listed in
+:mod:`sdk._schema._vocabulary`); any other stays an annotation."""
 
 # Prefix grammars: matched with partial=True against the string received so far; ``upper``
 # says whether the checker upper-cases the string first.
@@ -317,14 +335,17 @@ class FormatCheck:
         return self._prefix.fullmatch(text, partial=True) is not None
 
 
-_checks: dict[str, FormatCheck | None] = {}
+_checks: dict[tuple[str, str], FormatCheck | None] = {}
 
 
-def format_check(name: str) -> FormatCheck | None:
-    """The check for format ``name``, or ``None`` when it is not checked (an annotation)."""
-    if name in _checks:
-        return _checks[name]
-    check = _CHECKERS.get(name)
+def format_check(name: str, dialect: str = "2020-12") -> FormatCheck | None:
+    """The check for format ``name`` as ``dialect`` defines it, or ``None`` when it is not
+    checked (an annotation: a format the dialect does not define, or one no checker knows)."""
+    if (name, dialect) in _checks:
+        return _checks[(name, dialect)]
+    check = None
+    if name in VOCABULARIES[dialect].formats:
+        check = _DRAFT_RULES.get(dialect, {}).get(name) or _CHECKERS.get(name)
     found = None if check is None else FormatCheck(name, check)
-    _checks[name] = found
+    _checks[(name, dialect)] = found
     return found

@@ -23,6 +23,7 @@ from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
 from sdk._schema._validators import SubschemaJudge
+from sdk._schema._vocabulary import REFERENCE, VOCABULARIES
 
 __all__ = ["KINDS", "MODEL_KEY", "Node", "NodeCompiler", "Unevaluated"]
 
@@ -32,76 +33,11 @@ KINDS = ("object", "array", "string", "number", "boolean", "null")
 MODEL_KEY = "x-fieldstream-model"
 """Marks the schema of a pydantic model in the tracker's copy of a pydantic type's schema."""
 
-PLAIN_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "contentMediaType",
-        "contentEncoding",
-        "contentSchema",
-        # OpenAPI's discriminator, which pydantic emits next to oneOf: a hint, not a rule (the
-        # tagged branch is the one whose tag ``const`` survives; the others die at the tag).
-        "discriminator",
-    }
-)
-"""Keywords that only annotate, in every dialect (the translation keeps them as they are)."""
-ANNOTATIONS = PLAIN_ANNOTATIONS | {
-    "$id",
-    "$anchor",
-    "$dynamicAnchor",
-    "$defs",
-    "definitions",
-    "$vocabulary",
-}
-KEYWORDS = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "multipleOf",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "maxLength",
-        "minLength",
-        "pattern",
-        "format",
-        "maxItems",
-        "minItems",
-        "uniqueItems",
-        "contains",
-        "maxContains",
-        "minContains",
-        "maxProperties",
-        "minProperties",
-        "required",
-        "dependentRequired",
-        "dependentSchemas",
-        "properties",
-        "patternProperties",
-        "additionalProperties",
-        "propertyNames",
-        "items",
-        "prefixItems",
-        "$ref",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    }
-)
+_ACCEPTED = frozenset(
+    key for key, role in VOCABULARIES["2020-12"].keywords.items() if role != REFERENCE
+) | {"$ref"}
+"""What may reach a node: the canonical form is Draft 2020-12, with every reference made a
+static ``$ref`` (a ``$dynamicRef`` that reached a node would be ignored by mistake)."""
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
@@ -115,6 +51,7 @@ class Node:
         "contains",
         "dep_required",
         "dep_schemas",
+        "draft4_integer",
         "else_",
         "enum",
         "false",
@@ -158,6 +95,10 @@ class Node:
         """The schema ``false``: no value is valid."""
         self.types: frozenset[str] | None = None
         """``type`` as a set of names (``None``: any type)."""
+        self.draft4_integer = False
+        """``type`` allows integers and not every number, read as draft-04: a number written
+        with a fraction or an exponent (``1.0``, ``1e2``) is not an integer (draft-06 made it
+        one when its value is whole)."""
         self.enum: tuple[str, tuple[Any, ...]] | None = None
         """``("enum", members)`` or ``("const", (value,))`` (both: ``const`` is in ``all_of``)."""
         self.max_length: int | None = None
@@ -223,7 +164,9 @@ class NodeCompiler:
     ``assert_formats`` makes ``format`` a check (where a checker knows the format);
     ``models`` resolves the :data:`MODEL_KEY` markers of a pydantic type's schema;
     ``places`` says where each subschema with ``unevaluated*`` is (see
-    :attr:`~sdk._schema._dialects.Canonical.places`).
+    :attr:`~sdk._schema._dialects.Canonical.places`); ``read_as`` the dialect of each subschema
+    not read as Draft 2020-12 (:attr:`~sdk._schema._dialects.Canonical.read_as`), which decides
+    what ``integer`` and each format mean there.
     """
 
     def __init__(
@@ -234,8 +177,10 @@ class NodeCompiler:
         assert_formats: bool = False,
         models: Sequence[Any] = (),
         places: Mapping[int, str] | None = None,
+        read_as: Mapping[int, str] | None = None,
     ) -> None:
         self._root = root
+        self._read_as = read_as or {}
         self._targets = targets
         self._places = places or {}
         self._judge: SubschemaJudge | None = None
@@ -270,7 +215,7 @@ class NodeCompiler:
         """Compile ``raw``'s keywords into ``node`` (its sub-schemas become pending nodes)."""
         where = node.where
         for key in raw:
-            if key in KEYWORDS or key in ANNOTATIONS or key.startswith("x-"):
+            if key in _ACCEPTED or key.startswith("x-"):
                 continue
             raise SchemaError(
                 f"unsupported JSON Schema keyword {key!r} at {where or '/'}: the tracker cannot "
@@ -279,9 +224,13 @@ class NodeCompiler:
                 pointer=where,
             )
         sub = self._sub_compiler(node)
+        dialect = self._read_as.get(id(raw), "2020-12")
         if "type" in raw:
             t = raw["type"]
             node.types = frozenset([t] if isinstance(t, str) else t)
+            node.draft4_integer = (
+                dialect == "draft-04" and "integer" in node.types and "number" not in node.types
+            )
         if "enum" in raw:
             node.enum = ("enum", tuple(raw["enum"]))
         if "const" in raw:
@@ -297,7 +246,7 @@ class NodeCompiler:
         if "pattern" in raw:
             node.patterns = ((_regex(raw["pattern"], f"{where}/pattern"), raw["pattern"]),)
         if self._assert_formats and isinstance(raw.get("format"), str):
-            node.format = format_check(raw["format"])
+            node.format = format_check(raw["format"], dialect)
         node.numbers = tuple((k, raw[k]) for k in NUMBER_KEYWORDS if k in raw)
 
         node.props = {

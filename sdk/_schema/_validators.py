@@ -28,6 +28,7 @@ from jsonschema import exceptions as _exceptions
 
 from sdk._ecma_regex import EcmaRegexError, compile_ecma
 from sdk._errors import SchemaError
+from sdk._schema._vocabulary import VOCABULARIES
 
 __all__ = ["SubschemaJudge", "check_schema"]
 
@@ -68,12 +69,10 @@ for _module in (_keywords, _utils):
     if getattr(_module, "re", None) is re:
         _module.re = _ReForJsonschema()
 
+# Each dialect's validator, named by its meta-schema's URI in the dialect's table.
 _VALIDATORS = {
-    "draft-04": jsonschema.Draft4Validator,
-    "draft-06": jsonschema.Draft6Validator,
-    "draft-07": jsonschema.Draft7Validator,
-    "2019-09": jsonschema.Draft201909Validator,
-    "2020-12": jsonschema.Draft202012Validator,
+    name: jsonschema.validators.validator_for({"$schema": dialect.meta_schema})
+    for name, dialect in VOCABULARIES.items()
 }
 
 

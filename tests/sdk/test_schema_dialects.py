@@ -437,3 +437,40 @@ def test_a_pattern_a_pydantic_model_adds_itself_is_vetted_when_it_is_compiled() 
             compile_schema(Model)
         with pytest.raises(SchemaError, match="not a valid regular expression"):
             FieldTracker(Model)
+
+
+def test_draft_04_integer_is_a_number_written_without_a_fraction() -> None:
+    # Draft-04 counts 12345.0 as a number that is not an integer (draft-06 made it one): the
+    # official suite's draft4/optional/zeroTerminatedFloats and jsonschema's Draft4Validator.
+    d4 = {"$schema": D4, "type": "object", "properties": {"n": {"type": "integer"}}}
+    d6 = {**d4, "$schema": "http://json-schema.org/draft-06/schema#"}
+    for doc in ('{"n": 12345}', '{"n": 12345.0}', '{"n": 1e2}', '{"n": -0}', '{"n": 1.5}'):
+        value = json.loads(doc)
+        assert _valid(d4, doc) is jsonschema.Draft4Validator(d4).is_valid(value), doc
+        assert _valid(d6, doc) is jsonschema.Draft6Validator(d6).is_valid(value), doc
+    assert not _valid(d4, '{"n": 12345.0}') and _valid(d6, '{"n": 12345.0}')
+    # "integer" beside "number" allows every number; under "not", 1.0 is not an integer.
+    assert _valid({"$schema": D4, "type": ["integer", "number"]}, "12345.0")
+    assert _valid({"$schema": D4, "not": {"type": "integer"}}, "1.0")
+    assert not _valid({"$schema": D4, "not": {"type": "integer"}}, "1")
+    # The schema sent to servers (and the local grammar) stays plain Draft 2020-12.
+    assert compile_schema(d4).json_schema == {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+    }
+    assert strict_schema(dict(compile_schema(d4).json_schema)).schema["properties"] == {
+        "n": {"type": "integer"}
+    }
+
+
+def test_a_definition_that_is_not_a_schema_is_ignored_until_referenced() -> None:
+    # cibuildwheel's published schema keeps a description string among its $defs; jsonschema
+    # never looks at a definition nothing references.
+    schema = {"$defs": {"note": "a string, not a schema", "n": {"type": "integer"}}}
+    schema["properties"] = {"n": {"$ref": "#/$defs/n"}}
+    compiled = compile_schema(schema)
+    assert compiled.ignored == (("/$defs", "note"),)
+    assert _valid(compiled, '{"n": 1}') and not _valid(compiled, '{"n": "1"}')
+    schema["properties"] = {"n": {"$ref": "#/$defs/note"}}
+    with pytest.raises(SchemaError, match="a schema must be an object or a boolean, got str"):
+        compile_schema(schema)

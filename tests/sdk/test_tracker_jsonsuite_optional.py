@@ -1,10 +1,12 @@
-"""The JSON-Schema-Test-Suite's optional tests (draft 2020-12) that fieldstream means to pass.
+"""The JSON-Schema-Test-Suite's optional tests that fieldstream means to pass.
 
-``optional/ecmascript-regex.json`` and ``optional/non-bmp-regex.json``: patterns are ECMA-262
-regexes (``\\d`` is ASCII, ``$`` is the end, surrogate pairs are one character).
-``optional/format/*.json`` with ``formats="assert"``: a format fieldstream checks must agree
-with the suite; one it does not check (an annotation, listed in ``docs/patterns.md``) may only
-let through what the suite calls invalid, never refuse what it calls valid.
+``optional/ecmascript-regex.json`` and ``optional/non-bmp-regex.json`` (draft 2020-12): patterns
+are ECMA-262 regexes (``\\d`` is ASCII, ``$`` is the end, surrogate pairs are one character).
+``optional/format/*.json`` of every draft (draft-04 ... 2020-12), each read as its draft, with
+``formats="assert"``: a format fieldstream checks in that draft must agree with the suite; one it
+does not check (an annotation, listed in ``docs/patterns.md``) may only let through what the
+suite calls invalid, never refuse what it calls valid. ``draft4/optional/zeroTerminatedFloats``:
+draft-04's ``integer`` is a number written without a fraction.
 
 Each document is streamed as in ``test_tracker_jsonsuite.py``: whole, one character at a time,
 and in two random chunkings.
@@ -29,10 +31,23 @@ from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._schema._formats import format_check
 from sdk._tracker import FieldTracker
 
-SUITE = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite" / "draft2020-12"
+DATA = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite"
+SUITE = DATA / "draft2020-12"
 OPTIONAL = SUITE / "optional"
 REGEX_FILES = [OPTIONAL / "ecmascript-regex.json", OPTIONAL / "non-bmp-regex.json"]
+DRAFTS = {
+    "draft4": "draft-04",
+    "draft6": "draft-06",
+    "draft7": "draft-07",
+    "draft2019-09": "2019-09",
+    "draft2020-12": "2020-12",
+}
 FORMAT_FILES = sorted((OPTIONAL / "format").glob("*.json"))
+DRAFT_FORMAT_FILES = [
+    (dialect, path)
+    for folder, dialect in DRAFTS.items()
+    for path in sorted((DATA / folder / "optional" / "format").glob("*.json"))
+]
 
 Verdict = tuple[str, str, bool, bool]
 """(group, test, the suite's verdict, the tracker's)."""
@@ -59,11 +74,11 @@ def _valid(compiled: CompiledSchema, chunks: list[str]) -> bool:
     return True
 
 
-def _verdicts(path: Path, formats: Any) -> list[Verdict]:
-    """One verdict for every test and chunking of the file."""
+def _verdicts(path: Path, formats: Any, dialect: str = "2020-12") -> list[Verdict]:
+    """One verdict for every test and chunking of the file (read as ``dialect``)."""
     out: list[Verdict] = []
     for group in json.loads(path.read_text(encoding="utf-8")):
-        compiled = compile_schema(group["schema"], formats=formats)
+        compiled = compile_schema(group["schema"], formats=formats, dialect=dialect)
         for test in group["tests"]:
             doc = json.dumps(test["data"])
             rng = random.Random(f"{path.name}/{group['description']}/{test['description']}")
@@ -78,25 +93,68 @@ def test_patterns_are_read_as_ecma_262(path: Path) -> None:
     assert not wrong, "\n".join(map(str, wrong))
 
 
-@pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)
-def test_an_asserted_format_never_refuses_a_valid_string(path: Path) -> None:
-    verdicts = _verdicts(path, "assert")
+@pytest.mark.parametrize(
+    ("dialect", "path"),
+    DRAFT_FORMAT_FILES,
+    ids=[f"{d}/{p.stem}" for d, p in DRAFT_FORMAT_FILES],
+)
+def test_an_asserted_format_never_refuses_a_valid_string(dialect: str, path: Path) -> None:
+    verdicts = _verdicts(path, "assert", dialect)
     assert verdicts
     refused = [v for v in verdicts if v[2] and not v[3]]
     assert not refused, "\n".join(map(str, refused))
     name = "regex" if path.stem == "ecmascript-regex" else path.stem
-    if format_check(name) is not None:  # checked: the suite's invalid strings are refused too
+    if format_check(name, dialect) is not None:  # checked: the suite's invalid strings too
         accepted = [v for v in verdicts if not v[2] and v[3]]
         assert not accepted, "\n".join(map(str, accepted))
 
 
 def test_every_format_the_suite_tests_is_checked_and_documented() -> None:
-    names = {"regex" if p.stem == "ecmascript-regex" else p.stem for p in FORMAT_FILES}
-    unchecked = {n for n in names if format_check(n) is None}
-    assert unchecked == {"unknown"}  # the suite's own example of a format nobody knows
     docs = (Path(__file__).resolve().parents[2] / "docs" / "patterns.md").read_text("utf-8")
-    for name in names - unchecked:
-        assert f"`{name}`" in docs, name
+    for folder, dialect in DRAFTS.items():
+        files = sorted((DATA / folder / "optional" / "format").glob("*.json"))
+        names = {"regex" if p.stem == "ecmascript-regex" else p.stem for p in files}
+        unchecked = {n for n in names if format_check(n, dialect) is None}
+        assert unchecked == {"unknown"}, dialect  # the suite's example of a format nobody knows
+        for name in names - unchecked:
+            assert f"`{name}`" in docs, name
+
+
+def test_a_format_is_checked_only_in_the_drafts_that_define_it() -> None:
+    # Draft-07 defines no uuid or duration (2019-09 added them), draft-04 no date, regex or
+    # uri-reference: there they are annotations, as in jsonschema's per-draft format checkers.
+    for name, value, first in [
+        ("uuid", "not-a-uuid", "2019-09"),
+        ("duration", "P1", "2019-09"),
+        ("date", "2024-13-45", "draft-07"),
+        ("regex", "(", "draft-07"),
+        ("uri-reference", "\\\\", "draft-06"),
+        ("hostname", "-a", "draft-04"),
+    ]:
+        order = list(DRAFTS.values())
+        for dialect in order:
+            compiled = compile_schema({"format": name}, formats="assert", dialect=dialect)
+            defined = order.index(dialect) >= order.index(first)
+            assert _valid(compiled, [json.dumps(value)]) is not defined, (name, dialect)
+
+
+def test_hostname_keeps_the_idna_hyphen_rule_from_draft_07_on() -> None:
+    # RFC 5891's "--" at positions 3-4 (only a valid A-label may have it) is draft-07's.
+    for dialect in DRAFTS.values():
+        compiled = compile_schema({"format": "hostname"}, formats="assert", dialect=dialect)
+        old = dialect in ("draft-04", "draft-06")
+        assert _valid(compiled, ['"ab--cd.example"']) is old, dialect
+        assert _valid(compiled, ['"xn--mnchen-3ya.example"']), dialect  # a valid A-label
+        email = compile_schema({"format": "email"}, formats="assert", dialect=dialect)
+        assert _valid(email, ['"joe@ab--cd.example"']) is old, dialect
+
+
+def test_draft_04_integer_is_a_number_written_without_a_fraction() -> None:
+    path = DATA / "draft4" / "optional" / "zeroTerminatedFloats.json"
+    verdicts = _verdicts(path, "annotate", "draft-04")
+    assert verdicts
+    wrong = [v for v in verdicts if v[2] != v[3]]
+    assert not wrong, "\n".join(map(str, wrong))
 
 
 @pytest.mark.parametrize("path", FORMAT_FILES, ids=lambda p: p.stem)

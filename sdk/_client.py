@@ -26,6 +26,7 @@ from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._http._request import check_single_choice
 from sdk._options import RequestOptions, split_options
+from sdk._providers import Provider, provider_backend
 from sdk._retry import Attempt
 from sdk._schema import schema_name
 from sdk._segments import TaggedText
@@ -43,8 +44,11 @@ class Client:
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
     Completions server over httpx, or, with ``api="responses"``, to its Responses API
-    (``POST /responses``). Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and
-    ``$OPENAI_BASE_URL`` and defaults to OpenAI's API. ``server`` says which server it is
+    (``POST /responses``). ``provider`` says whose API it is when it is not OpenAI's:
+    ``Client(provider="anthropic", model=...)`` talks Anthropic's Messages API natively (its
+    options: :class:`~sdk._http.anthropic.AnthropicBackend`; see :mod:`sdk._providers`). Like
+    openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and ``$OPENAI_BASE_URL`` and defaults
+    to OpenAI's API. ``server`` says which server it is
     (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
     decides how constraints other than JSON Schema are sent; the other options
     (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
@@ -73,11 +77,19 @@ class Client:
         *,
         max_retries: int = 2,
         api: Api = "chat",
+        provider: Provider = "openai",
         **options: Unpack[ServerOptions],
     ) -> None:
+        if provider != "openai":
+            self._backend = provider_backend(provider, base_url, api_key, model, api, options)
+            self._max_retries = _check_max_retries(max_retries)
+            self._defaults = {}
+            self._owns_backend = True
+            self._parent = None
+            return
         unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
         if unknown:
-            accepted = ["base_url", "api_key", "model", "max_retries", "api"]
+            accepted = ["base_url", "api_key", "model", "max_retries", "api", "provider"]
             raise TypeError(
                 f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} (accepted: "
                 f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"

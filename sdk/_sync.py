@@ -37,6 +37,7 @@ from sdk._events import Event, FieldEvent
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
 from sdk._options import RequestOptions
+from sdk._providers import Provider
 from sdk._retry import AttemptInfo
 from sdk._segments import TaggedText
 from sdk._stream import Stream
@@ -164,6 +165,7 @@ class SyncClient:
         *,
         max_retries: int = 2,
         api: Api = "chat",
+        provider: Provider = "openai",
         **options: Unpack[ServerOptions],
     ) -> None:
         http_client: object = options.get("http_client")
@@ -179,7 +181,17 @@ class SyncClient:
                     else ""
                 )
             )
-        self._attach(Client(base_url, api_key, model, max_retries=max_retries, api=api, **options))
+        self._attach(
+            Client(
+                base_url,
+                api_key,
+                model,
+                max_retries=max_retries,
+                api=api,
+                provider=provider,
+                **options,
+            )
+        )
 
     def _attach(self, client: Client) -> None:
         self._client = client

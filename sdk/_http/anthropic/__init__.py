@@ -1,0 +1,13 @@
+"""Anthropic's Messages API, natively: one folder per provider (see ``docs/architecture.md``).
+
+``_request`` (the body, sans-I/O) over ``_messages`` (Chat-shaped messages -> Anthropic's
+``system`` and content blocks) and ``_schema`` (the JSON Schema in the subset Anthropic
+applies); ``_events`` (stream events -> deltas, sans-I/O, and the error of an error event);
+``_backend`` (the httpx backend: URL, headers, credentials, status errors).
+"""
+
+from __future__ import annotations
+
+from sdk._http.anthropic._backend import AnthropicBackend
+
+__all__ = ["AnthropicBackend"]

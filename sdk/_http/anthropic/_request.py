@@ -18,7 +18,7 @@ A schema the subset cannot hold without narrowing it is sent without ``output_co
 without ``strict``, its schema as given); fieldstream checks it either way. ``max_tokens`` is
 required by the API: :data:`DEFAULT_MAX_TOKENS` when the request does not say.
 ``request.extra`` is merged into the body last (``thinking``, ``stop_sequences``,
-``metadata``, ``top_k``...), so it can add or replace any key built here.
+``metadata``...), so it can add or replace any key built here.
 """
 
 from __future__ import annotations

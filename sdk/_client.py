@@ -22,9 +22,9 @@ from sdk._backend import Backend, Delta, GenerationRequest, Message, check_reque
 from sdk._batch import BatchResult, run_batch
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._http import OpenAIBackend, ResponsesBackend
-from sdk._http._flavours import Api, Server
-from sdk._http._openai import ServerOptions
-from sdk._http._request import check_single_choice
+from sdk._http.openai._backend import ServerOptions
+from sdk._http.openai._chat_request import check_single_choice
+from sdk._http.openai._flavours import Api, Server
 from sdk._options import RequestOptions, split_options
 from sdk._providers import Provider, provider_backend
 from sdk._retry import Attempt
@@ -239,7 +239,7 @@ class Client:
         - ``messages``: the conversation (OpenAI chat messages: mappings with a ``role``).
         - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema
           dict. Its resolved JSON Schema is what the server is sent (made strict, see
-          :mod:`sdk._http._strict`); it is the contract: the result is validated by pydantic
+          :mod:`sdk._http.openai._strict`); it is the contract: the result is validated by pydantic
           in JSON mode, which may accept more than the schema says (lax coercions), never
           less. The stream is typed by it: ``Stream[Model]``, ``Stream[list[Item]]``,
           ``Stream[Any]`` for a dict. Or a constraint: :class:`~sdk.Choice`,

@@ -34,8 +34,8 @@ from sdk._client import Client
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
-from sdk._http._flavours import Api, Server
-from sdk._http._openai import ServerOptions
+from sdk._http.openai._backend import ServerOptions
+from sdk._http.openai._flavours import Api, Server
 from sdk._options import RequestOptions
 from sdk._providers import Provider
 from sdk._retry import AttemptInfo

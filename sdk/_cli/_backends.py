@@ -42,7 +42,7 @@ async def open_backend(
     if make_backend is not None:
         return make_backend(args, report)
     if args.base_url is not None:
-        from sdk._http._openai import OpenAIBackend
+        from sdk._http.openai._backend import OpenAIBackend
 
         key = args.api_key
         if key is None:

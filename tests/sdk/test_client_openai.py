@@ -109,7 +109,7 @@ async def test_structured_output_through_the_users_client() -> None:
 
 async def test_same_wire_body_as_the_httpx_backend() -> None:
     from sdk._backend import GenerationRequest
-    from sdk._http._request import chat_body
+    from sdk._http.openai._chat_request import chat_body
 
     handler = Recorder(corpus("test_parse_pydantic_model"))
     client = Client.from_openai(openai_client(handler), model="gpt-4o")

@@ -37,9 +37,9 @@ from sdk._grammars import (
     regex_lark,
     structural_tag_lark,
 )
-from sdk._http._request import chat_body
-from sdk._http._responses import responses_body
-from sdk._http._strict import strict_schema
+from sdk._http.openai._chat_request import chat_body
+from sdk._http.openai._responses_request import responses_body
+from sdk._http.openai._strict import strict_schema
 
 
 class Person(BaseModel):

@@ -2,8 +2,8 @@
 
 :func:`chat_body` turns a :class:`~sdk._backend.GenerationRequest` into the JSON body of
 ``POST /chat/completions``, with the schema made strict where it can be
-(:func:`sdk._http._strict.strict_schema`: what OpenAI's structured outputs accept, never wider;
-a root that is not an object is wrapped, and :func:`chat_request` says so, for the backend to
+(:func:`sdk._http.openai._strict.strict_schema`: what OpenAI's structured outputs accept, never
+wider; a root that is not an object is wrapped, and :func:`chat_request` says so, for the backend to
 unwrap the output).
 
 How the schema travels, by ``request.mode``:
@@ -20,7 +20,7 @@ How the schema travels, by ``request.mode``:
   vLLM's ``structured_outputs={"choice": [...]}`` / ``{"regex": ...}`` / ``{"grammar": ...}``).
 
 Several tools (``request.tools``) and constraints other than JSON Schema
-(``request.constraint``) are written per server flavour by :mod:`sdk._http._flavours`.
+(``request.constraint``) are written per server flavour by :mod:`sdk._http.openai._flavours`.
 
 ``request.extra`` is merged into the body last, at the top level, so it can add any parameter a
 server understands and can replace any key built here (e.g. a hand-written ``response_format``).
@@ -33,8 +33,8 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._flavours import Server, json_object_format, special_fields, tool_choice
-from sdk._http._strict import schema_to_send
+from sdk._http.openai._flavours import Server, json_object_format, special_fields, tool_choice
+from sdk._http.openai._strict import schema_to_send
 from sdk._schema import schema_name
 
 __all__ = ["chat_body", "chat_request", "check_single_choice"]
@@ -81,10 +81,10 @@ def chat_request(
 
     ``model`` may be ``None`` for servers that serve one model and ignore the field (it is then
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
-    :mod:`sdk._http._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
+    :mod:`sdk._http.openai._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
     last chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
     ``server`` is the flavour a constraint or several tools are written for
-    (:mod:`sdk._http._flavours`).
+    (:mod:`sdk._http.openai._flavours`).
     """
     check_single_choice(request.extra)
     body: dict[str, Any] = {}

@@ -56,10 +56,10 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._errors import BackendError, TransportError
+from sdk._http.openai._errors import error_from_payload
 
-__all__ = ["ChunkDecoder", "error_from_payload"]
+__all__ = ["HOLD_FOR_ID", "ChunkDecoder", "ToolIdDecoder", "error_from_payload"]
 
 # How many of a tool call's entries wait for its id, when the id did not come with the first
 # (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
@@ -290,38 +290,6 @@ class ChunkDecoder:
         return max(seen) + 1 if seen else 0
 
 
-def error_from_payload(payload: Any, *, default: str) -> TransportError:
-    """A :class:`~sdk.TransportError` for an error the server sent inside the stream.
-
-    ``payload`` is ``{"error": {"message", "type", "code"}}``, ``{"error": "text"}``, the inner
-    error object itself, or plain text. A numeric ``code`` is read as an HTTP status (llama.cpp
-    and vLLM send one); 429 and 5xx are retryable, other 4xx and ``invalid_request_error`` are
-    not; an error without either (a server failing mid-generation) is retryable.
-    """
-    error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
-    message: str = default
-    status: int | None = None
-    kind: str | None = None
-    if isinstance(error, Mapping):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        code = error.get("code", error.get("status"))
-        if isinstance(code, int) or (isinstance(code, str) and code.isdigit()):
-            status = int(code)
-        if isinstance(error.get("type"), str):
-            kind = error["type"]
-    elif isinstance(error, str) and error:
-        message = error
-    if status is not None:
-        retryable = retryable_status(status)
-    else:
-        retryable = kind != "invalid_request_error"
-    body = payload if isinstance(payload, Mapping) else str(payload)[:2000]
-    if status is not None and status >= 400:  # a status in the stream: its family's class
-        return status_error_class(status)(message, status=status, retryable=retryable, body=body)
-    return TransportError(message, status=status, retryable=retryable, body=body)
-
-
 def _loads_chunk(data: str) -> Any:
     """``data`` read by ``json.loads`` (what pydantic-core refuses, such as a lone surrogate
     escape, it may still read; its error is worded for the stream)."""
@@ -344,3 +312,14 @@ def _loads_or_text(data: str) -> Any:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
+
+
+class ToolIdDecoder(ChunkDecoder):
+    """A :class:`ChunkDecoder` that reports ``delta.tool_calls[i].id``: the first delta of a
+    call that carries its id has it (``Delta.tool_call_id``; usually the call's first delta,
+    with its name, but a server may send the id later), so a tool call's events say which call
+    they belong to. Used for requests that call tools; a plain document stream keeps the plain
+    decoder."""
+
+    def __init__(self, *, tools: bool = True) -> None:
+        super().__init__(tools=tools, ids=True)

@@ -44,7 +44,7 @@ from sdk._grammars import (
     structural_tag_lark,
     xgrammar_structural_tag,
 )
-from sdk._http._strict import strict_schema
+from sdk._http.openai._strict import strict_schema
 from sdk._schema import schema_name
 
 __all__ = [
@@ -172,7 +172,7 @@ def function_tool(
     name: str, schema: Mapping[str, Any], description: str | None, *, api: Api, strict: bool
 ) -> dict[str, Any]:
     """One function tool in ``api``'s form (Chat Completions nests it under ``function``).
-    ``strict``: its schema made strict where it can be (:mod:`sdk._http._strict`); a schema
+    ``strict``: its schema made strict where it can be (:mod:`sdk._http.openai._strict`); a schema
     whose root is not an object (arguments are always one) is sent as it is, not strict."""
     sent = strict_schema(dict(schema)) if strict else None
     if sent is not None and not sent.wrapped:

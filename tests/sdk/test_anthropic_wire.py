@@ -182,12 +182,12 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
     backend = AnthropicBackend(model="claude-test")
     assert backend.url == "https://api.anthropic.com/v1/messages"
-    assert backend._headers["x-api-key"] == "from-env"
+    assert backend.headers["x-api-key"] == "from-env"
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://proxy.test/")
     assert AnthropicBackend().url == "http://proxy.test/v1/messages"
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok")
-    assert AnthropicBackend()._headers["Authorization"] == "Bearer tok"
+    assert AnthropicBackend().headers["Authorization"] == "Bearer tok"
 
 
 def test_construction_is_checked() -> None:

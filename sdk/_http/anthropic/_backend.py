@@ -1,11 +1,12 @@
 """The Anthropic backend: the Messages API (``POST /v1/messages``) over httpx, streamed as
 server-sent events.
 
-It builds the body (:mod:`._request`), reads the event stream with the read loop every HTTP
-backend shares (:func:`~sdk._http._deltas.stream_deltas`) and turns Anthropic's events into
-deltas (:mod:`._events`). Closing the iterator :meth:`AnthropicBackend.generate` returns closes
-the HTTP response at once: the connection is dropped, which is how the API learns to stop
-generating. There are no retries here: :mod:`sdk._retry` decides them (a 529
+It builds the body (:mod:`._request`), sends it through the shared
+:class:`~sdk._http._transport.HttpTransport`, reads the event stream with the read loop every
+HTTP backend shares (:func:`~sdk._http._read_loop.stream_deltas`) and turns Anthropic's events
+into deltas (:mod:`._events`). Closing the iterator :meth:`AnthropicBackend.generate` returns
+closes the HTTP response at once: the connection is dropped, which is how the API learns to
+stop generating. There are no retries here: :mod:`sdk._retry` decides them (a 529
 ``overloaded_error`` is a 5xx, retried; ``retry-after`` is honoured), and the stream sends the
 request again.
 
@@ -18,17 +19,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager
 from typing import TypedDict
 
-import anyio
 import httpx
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import APIStatusError
-from sdk._http._deltas import Opened, stream_deltas
-from sdk._http._openai import DEFAULT_TIMEOUT, LIMITS, _check_arguments, encode_body
-from sdk._http._sse import error_for_status, transport_error
+from sdk._http._read_loop import stream_deltas
+from sdk._http._transport import HttpTransport, Opened, check_http_options, encode_body
 from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
 
@@ -83,7 +81,7 @@ class AnthropicBackend:
         default_headers: Mapping[str, str] | None = None,
         default_query: Mapping[str, str] | None = None,
     ) -> None:
-        _check_arguments(base_url, api_key, model, http_client, timeout, headers, True)
+        check_http_options(base_url, api_key, model, http_client, timeout, headers)
         for name, mapping in (
             ("default_headers", default_headers),
             ("default_query", default_query),
@@ -92,11 +90,11 @@ class AnthropicBackend:
                 raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
         self.model = model
         if base_url is None and http_client is not None and str(http_client.base_url):
-            self._url = self.path.lstrip("/")  # relative to the client's own base_url
+            url = self.path.lstrip("/")  # relative to the client's own base_url
         else:
             root = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-            self._url = root.rstrip("/") + self.path
-        self._headers = {
+            url = root.rstrip("/") + self.path
+        sent = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "anthropic-version": ANTHROPIC_VERSION,
@@ -104,34 +102,34 @@ class AnthropicBackend:
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if key:
-            self._headers["x-api-key"] = key
+            sent["x-api-key"] = key
         elif token:
-            self._headers["Authorization"] = f"Bearer {token}"
-        elif self._url.startswith(ANTHROPIC_BASE_URL):
+            sent["Authorization"] = f"Bearer {token}"
+        elif url.startswith(ANTHROPIC_BASE_URL):
             raise ValueError(
                 "Missing credentials: Anthropic's API needs a key; pass api_key=... or set the "
                 "ANTHROPIC_API_KEY environment variable (or give the base_url of another server)"
             )
-        self._headers.update(default_headers or {})
-        self._headers.update(headers or {})
-        self._query = dict(default_query or {})
-        self._owns_client = http_client is None
-        self._timeout = timeout
-        if http_client is None:
-            http_client = httpx.AsyncClient(
-                timeout=DEFAULT_TIMEOUT if timeout is None else timeout, limits=LIMITS
-            )
-        self._http = http_client
+        sent.update(default_headers or {})
+        sent.update(headers or {})
+        self._transport = HttpTransport(
+            url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
+        )
 
     @property
     def url(self) -> str:
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
-        return self._url
+        return self._transport.url
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers every request is sent with (credentials included)."""
+        return self._transport.headers
 
     @property
     def http_client(self) -> httpx.AsyncClient:
         """The httpx client requests go through."""
-        return self._http
+        return self._transport.http_client
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the Messages API cannot be sent
@@ -149,49 +147,16 @@ class AnthropicBackend:
         return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
 
     async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
-        """Send the request; the response (headers read, status 2xx) and its release (as
-        :class:`~sdk._http.OpenAIBackend` does, a request a stale pooled connection dropped
-        unread is sent once more)."""
-        chosen = request.timeout if request.timeout is not None else self._timeout
-        timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
-        headers = {**self._headers, **request.extra_headers}
-        query = {**self._query, **request.extra_query}
-        for resend in (True, False):
-            manager = self._http.stream(
-                "POST",
-                self._url,
-                content=payload,
-                headers=headers,
-                params=query or None,
-                timeout=timeout,
-            )
-            try:
-                response = await manager.__aenter__()
-            except httpx.RemoteProtocolError as exc:
-                if resend and "without sending a response" in str(exc):
-                    continue
-                raise transport_error(exc, during="before the stream began") from exc
-            except httpx.HTTPError as exc:
-                raise transport_error(exc, during="before the stream began") from exc
-
-            async def release(
-                manager: AbstractAsyncContextManager[httpx.Response] = manager,
-            ) -> None:
-                await manager.__aexit__(None, None, None)
-
-            if not response.is_success:
-                try:
-                    raise anthropic_status_error(await error_for_status(response))
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await release()
-            return response, release
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); a status error
+        as Anthropic's SDK gives it (:func:`anthropic_status_error`)."""
+        try:
+            return await self._transport.open(payload, request)
+        except APIStatusError as exc:
+            raise anthropic_status_error(exc) from None
 
     async def aclose(self) -> None:
         """Close the httpx client if this backend made it."""
-        if self._owns_client:
-            await self._http.aclose()
+        await self._transport.aclose()
 
 
 def anthropic_status_error(error: APIStatusError) -> APIStatusError:

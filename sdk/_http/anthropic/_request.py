@@ -30,8 +30,7 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
-from sdk._http._request import check_single_choice
-from sdk._http._strict import WRAPPER_KEY
+from sdk._http._unwrap import WRAPPER_KEY
 from sdk._http.anthropic._messages import anthropic_messages
 from sdk._http.anthropic._schema import anthropic_schema
 from sdk._schema import schema_name
@@ -77,8 +76,7 @@ def anthropic_request(
     whether the schema's root was wrapped: a tool's input is an object, so under
     ``mode="tool"`` a root of another type is sent as ``{"value": <the schema>}``, and the
     backend unwraps the output (:mod:`sdk._http._unwrap`). Raises
-    :class:`~sdk.StreamUsageError` for messages the API cannot be sent and ``n > 1``."""
-    check_single_choice(request.extra)
+    :class:`~sdk.StreamUsageError` for messages the API cannot be sent."""
     system, messages = anthropic_messages(request.messages)
     body: dict[str, Any] = {}
     if model is not None:

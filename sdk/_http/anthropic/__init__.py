@@ -2,7 +2,8 @@
 
 ``_request`` (the body, sans-I/O) over ``_messages`` (Chat-shaped messages -> Anthropic's
 ``system`` and content blocks) and ``_schema`` (the JSON Schema in the subset Anthropic
-applies); ``_events`` (stream events -> deltas, sans-I/O, and the error of an error event);
+applies); ``_events`` (stream events -> deltas, sans-I/O); ``_errors`` (an error event, a status
+error's body and ``request-id``, as Anthropic's SDK gives them);
 ``_backend`` (the httpx backend: URL, headers, credentials, status errors).
 """
 

@@ -27,6 +27,7 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._errors import APIStatusError
 from sdk._http._read_loop import stream_deltas
 from sdk._http._transport import HttpTransport, Opened, check_http_options, encode_body
+from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
 
@@ -157,19 +158,3 @@ class AnthropicBackend:
     async def aclose(self) -> None:
         """Close the httpx client if this backend made it."""
         await self._transport.aclose()
-
-
-def anthropic_status_error(error: APIStatusError) -> APIStatusError:
-    """``error`` (made from a response's status) with what Anthropic's SDK gives: the
-    ``request-id`` header as ``request_id``, and ``"{type}: {message}"`` of the body's error
-    object as the message."""
-    response = error.response
-    if error.request_id is None and response is not None:
-        error.request_id = response.headers.get("request-id")
-    body = error.body
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        kind = body.get("type")
-        said = f"{kind}: {body['message']}" if isinstance(kind, str) else body["message"]
-        error.message = f"HTTP {error.status}: {said}"
-        error.args = (error.message,)
-    return error

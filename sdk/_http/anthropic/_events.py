@@ -25,7 +25,8 @@ same) decides:
   an unfinished document is then a :class:`~sdk.TruncatedError`.
 - ``ping`` is ignored; ``error`` raises the :class:`~sdk.APIStatusError` of the error's
   ``type`` (``overloaded_error`` is HTTP 529, retried as a 5xx; ``rate_limit_error`` 429;
-  ``api_error`` 500; ``invalid_request_error`` 400, not retried, ...: :data:`ERROR_STATUS`).
+  ``api_error`` 500; ``invalid_request_error`` 400, not retried, ...:
+  :data:`~sdk._http.anthropic._errors.ERROR_STATUS`).
 - An event's data that is not a JSON object raises :class:`~sdk.TransportError`; an event
   type this decoder does not know is ignored (the API adds new ones, as its versioning
   policy says clients must expect).
@@ -40,10 +41,10 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
-from sdk._errors import APIStatusError, TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._errors import TransportError
+from sdk._http.anthropic._errors import anthropic_error
 
-__all__ = ["ERROR_STATUS", "STOP_REASONS", "AnthropicDecoder", "anthropic_error"]
+__all__ = ["STOP_REASONS", "AnthropicDecoder"]
 
 STOP_REASONS: Mapping[str, str] = {
     "end_turn": "stop",
@@ -55,21 +56,6 @@ STOP_REASONS: Mapping[str, str] = {
 }
 """Anthropic's ``stop_reason`` -> the finish reason the stream reads (Chat Completions' words);
 one not listed (``pause_turn``) is passed as it is."""
-
-ERROR_STATUS: Mapping[str, int] = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-"""The HTTP status of each of Anthropic's error ``type``\\ s (its errors page), for an error
-sent inside the stream."""
 
 
 class AnthropicDecoder:
@@ -232,33 +218,6 @@ class AnthropicDecoder:
         details = usage.get("output_tokens_details")
         if isinstance(details, Mapping) and isinstance(details.get("thinking_tokens"), int):
             self.thinking_tokens = details["thinking_tokens"]
-
-
-def anthropic_error(payload: Any, *, default: str) -> TransportError:
-    """The error for ``{"type": "error", "error": {"type", "message"}}`` (an error event, or
-    an error response's body): the :class:`~sdk.APIStatusError` class of the type's status
-    (:data:`ERROR_STATUS`), retryable as that status is; an unknown type is a retryable
-    :class:`~sdk.TransportError` (a server failing mid-generation)."""
-    error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
-    message = default
-    kind = None
-    if isinstance(error, Mapping):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        kind = error.get("type")
-    body = payload if isinstance(payload, Mapping) else str(payload)[:2000]
-    request_id = payload.get("request_id") if isinstance(payload, Mapping) else None
-    status = ERROR_STATUS.get(kind) if isinstance(kind, str) else None
-    if status is None:
-        return TransportError(f"{kind or 'error'}: {message}", retryable=True, body=body)
-    cls: type[APIStatusError] = status_error_class(status)
-    return cls(
-        f"{kind}: {message}",
-        status=status,
-        retryable=retryable_status(status),
-        body=body,
-        request_id=request_id if isinstance(request_id, str) else None,
-    )
 
 
 def _loads(data: str) -> Any:

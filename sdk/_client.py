@@ -80,22 +80,20 @@ class Client:
         provider: Provider = "openai",
         **options: Unpack[ServerOptions],
     ) -> None:
+        self._backend: Backend
         if provider != "openai":
             self._backend = provider_backend(provider, base_url, api_key, model, api, options)
-            self._max_retries = _check_max_retries(max_retries)
-            self._defaults = {}
-            self._owns_backend = True
-            self._parent = None
-            return
-        unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
-        if unknown:
-            accepted = ["base_url", "api_key", "model", "max_retries", "api", "provider"]
-            raise TypeError(
-                f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} (accepted: "
-                f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
-            )
-        kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
-        self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
+        else:
+            unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
+            if unknown:
+                accepted = ["base_url", "api_key", "model", "max_retries", "api", "provider"]
+                raise TypeError(
+                    f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} "
+                    f"(accepted: "
+                    f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
+                )
+            kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
+            self._backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
         self._max_retries = _check_max_retries(max_retries)
         self._defaults: dict[str, Any] = {}
         self._owns_backend = True

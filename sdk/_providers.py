@@ -17,7 +17,7 @@ from sdk._backend import Backend
 
 __all__ = ["PROVIDERS", "Provider", "provider_backend"]
 
-Provider: TypeAlias = Literal["openai", "anthropic"]
+Provider: TypeAlias = Literal["openai", "anthropic", "ollama"]
 """The providers ``Client(provider=...)`` names."""
 
 
@@ -27,8 +27,15 @@ def _anthropic() -> tuple[Callable[..., Backend], frozenset[str]]:
     return AnthropicBackend, AnthropicOptions.__optional_keys__
 
 
+def _ollama() -> tuple[Callable[..., Backend], frozenset[str]]:
+    from sdk._http.ollama._backend import OllamaBackend, OllamaOptions
+
+    return OllamaBackend, OllamaOptions.__optional_keys__
+
+
 PROVIDERS: Mapping[str, Callable[[], tuple[Callable[..., Backend], frozenset[str]]]] = {
     "anthropic": _anthropic,
+    "ollama": _ollama,
 }
 """Each native provider: its backend class and the options it takes (besides ``base_url``,
 ``api_key``, ``model``)."""

@@ -17,7 +17,7 @@ from sdk._backend import Backend
 
 __all__ = ["PROVIDERS", "Provider", "provider_backend"]
 
-Provider: TypeAlias = Literal["openai", "anthropic", "ollama"]
+Provider: TypeAlias = Literal["openai", "anthropic", "ollama", "gemini"]
 """The providers ``Client(provider=...)`` names."""
 
 
@@ -33,9 +33,16 @@ def _ollama() -> tuple[Callable[..., Backend], frozenset[str]]:
     return OllamaBackend, OllamaOptions.__optional_keys__
 
 
+def _gemini() -> tuple[Callable[..., Backend], frozenset[str]]:
+    from sdk._http.gemini._backend import GeminiBackend, GeminiOptions
+
+    return GeminiBackend, GeminiOptions.__optional_keys__
+
+
 PROVIDERS: Mapping[str, Callable[[], tuple[Callable[..., Backend], frozenset[str]]]] = {
     "anthropic": _anthropic,
     "ollama": _ollama,
+    "gemini": _gemini,
 }
 """Each native provider: its backend class and the options it takes (besides ``base_url``,
 ``api_key``, ``model``)."""

@@ -102,9 +102,12 @@ class HttpTransport:
             )
         self.http_client = http_client
 
-    async def open(self, payload: bytes, request: GenerationRequest) -> Opened:
+    async def open(
+        self, payload: bytes, request: GenerationRequest, *, url: str | None = None
+    ) -> Opened:
         """Send ``payload`` (with ``request``'s own timeout, headers and query); the response
-        (headers read, status 2xx) and its release.
+        (headers read, status 2xx) and its release. ``url``: where this request goes instead
+        of :attr:`url` (for a provider whose URL names the model, as Gemini's does).
 
         A pooled keep-alive connection the server closed while idle fails with "Server
         disconnected without sending a response": nothing was processed, so the request is sent
@@ -118,7 +121,7 @@ class HttpTransport:
         for resend in (True, False):
             manager = self.http_client.stream(
                 "POST",
-                self.url,
+                self.url if url is None else url,
                 content=payload,
                 headers=headers,
                 params=query or None,

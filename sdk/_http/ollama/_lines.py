@@ -58,8 +58,8 @@ class OllamaDecoder:
             )
         if line.get("error") is not None:
             error = line["error"]
-            message = error if isinstance(error, str) else json.dumps(error)
-            raise TransportError(f"Ollama: {message}", retryable=True, body=line)
+            said = error if isinstance(error, str) else json.dumps(error)
+            raise TransportError(f"Ollama: {said}", retryable=True, body=line)
         out: list[Delta] = []
         message = line.get("message")
         if isinstance(message, Mapping):

@@ -44,6 +44,7 @@ from sdk._grammars import (
     structural_tag_lark,
     xgrammar_structural_tag,
 )
+from sdk._http.openai._parameters import check_for
 from sdk._http.openai._responses_input import responses_input
 from sdk._http.openai._strict import strict_schema
 from sdk._schema import schema_name
@@ -84,6 +85,7 @@ def check_request(request: GenerationRequest, *, server: Server | None, api: Api
     constraint (or ``seed`` on OpenAI's Responses API, which has none), and
     :class:`~sdk.StreamUsageError` when a message has no equivalent in the Responses API
     (:func:`sdk._http.openai._responses_input.responses_input`)."""
+    check_for(request, api)
     if api == "responses":
         responses_input(request.messages)
     if api == "responses" and request.seed is not None and server in (None, "openai"):

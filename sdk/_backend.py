@@ -152,6 +152,11 @@ class GenerationRequest:
     """Headers added to this request (HTTP backends), over the client's."""
     extra_query: Mapping[str, str] = field(default_factory=dict)
     """Query parameters added to this request's URL (HTTP backends), over the client's."""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    """The other request parameters openai-python names, as the caller gave them (checked:
+    :func:`sdk._parameters.check_parameters`; ``max_completion_tokens``, ``stop``,
+    ``logprobs``, ``reasoning_effort``...): each provider writes them its own way, and its
+    ``check_request`` refuses one its API has no equivalent for."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

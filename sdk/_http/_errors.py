@@ -33,7 +33,9 @@ _BODY_LIMIT = 64 * 1024  # bytes of an error body worth keeping
 
 
 async def error_for_status(response: httpx.Response) -> APIStatusError:
-    """The error for a response whose status is not 2xx (its body is read; 64 KiB are kept)."""
+    """The error for a response whose status is not 2xx (its body is read; 64 KiB are kept).
+    Its message is ``HTTP <status>: <the error's message>`` (the body's text when it has no
+    message); the URL is left out (``error.request.url`` has it)."""
     chunks: list[bytes] = []
     size = 0
     try:
@@ -46,13 +48,15 @@ async def error_for_status(response: httpx.Response) -> APIStatusError:
     except httpx.HTTPError:
         pass  # the status is what matters; a body cut short is still worth showing
     text = b"".join(chunks)[:_BODY_LIMIT].decode("utf-8", "replace")
-    detail = text.strip().replace("\n", " ")[:300]
+    body = parse_body(text)
+    said = body.get("message") if isinstance(body, Mapping) else None
+    detail = said if isinstance(said, str) and said else text.strip().replace("\n", " ")[:300]
     status = response.status_code
     return status_error(
-        f"HTTP {status} from {response.request.url}" + (f": {detail}" if detail else ""),
+        f"HTTP {status}" + (f": {detail}" if detail else ""),
         status=status,
         headers=response.headers,
-        body=parse_body(text),
+        body=body,
         response=response,
     )
 
@@ -98,7 +102,15 @@ def transport_error(exc: BaseException, *, during: str) -> APIConnectionError:
     timed_out = "Timeout" in type(exc).__name__
     cls = APITimeoutError if timed_out else APIConnectionError
     kind = "timed out" if timed_out else "failed"
-    return cls(f"the connection {kind} {during}: {type(exc).__name__}: {exc}", retryable=True)
+    try:
+        request = getattr(exc, "request", None)  # httpx's raises when it has none
+    except RuntimeError:
+        request = None
+    return cls(
+        f"the connection {kind} {during}: {type(exc).__name__}: {exc}",
+        retryable=True,
+        request=request,
+    )
 
 
 _BOTH: dict[tuple[type[BaseException], type[BaseException]], type[TransportError]] = {}
@@ -125,4 +137,6 @@ def both(ours: TransportError, theirs: BaseException) -> TransportError:
     error = cls.__new__(cls, *ours.args)
     error.__dict__.update(vars(theirs))
     error.__dict__.update(vars(ours))
+    if error._request is None:  # theirs knows the request even without a response
+        error._request = getattr(theirs, "request", None)
     return error

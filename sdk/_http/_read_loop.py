@@ -105,7 +105,7 @@ async def _chunks(
                     yield delta
                 break
             except errors as exc:
-                raise transport_error(exc, during="mid-stream") from exc
+                raise _of(transport_error(exc, during="mid-stream"), response) from exc
             try:
                 events = parser.feed_data(piece)
             except EventStreamError as exc:  # over the limit: stop reading at once
@@ -125,6 +125,8 @@ async def _chunks(
         if unwrapper is not None:
             for delta in unwrapper.end():  # a document's tail not yet flushed
                 yield delta
+    except TransportError as exc:  # an error inside the stream: this response's
+        raise _of(exc, response)  # noqa: B904 - the same error, completed
     finally:
         try:
             if pieces is not None:
@@ -132,6 +134,16 @@ async def _chunks(
         finally:
             with anyio.CancelScope(shield=True):
                 await release()
+
+
+def _of(error: TransportError, response: httpx.Response) -> TransportError:
+    """``error``, with the response's ``x-request-id`` and the response (and so its request)
+    when it does not have them yet: a failure midway is the response's, as a status is."""
+    if error.request_id is None:
+        error.request_id = response.headers.get("x-request-id")
+    if error.response is None:
+        error.response = response
+    return error
 
 
 def _unwrapped(unwrapper: DeltaUnwrapper | None, out: str | list[Delta]) -> list[Delta]:

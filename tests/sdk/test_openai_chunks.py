@@ -225,7 +225,9 @@ def test_error_object_inside_a_chunk() -> None:
     assert info.value.status == 400
     assert isinstance(info.value, BadRequestError)  # a status in the stream: its class
     assert not info.value.retryable
-    assert info.value.body == json.loads(data)
+    # The error object itself, as for a status error (openai-python's body in both cases).
+    assert info.value.body == json.loads(data)["error"]
+    assert (info.value.code, info.value.type) == (400, "invalid_request_error")
 
 
 @pytest.mark.parametrize(

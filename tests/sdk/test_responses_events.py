@@ -106,7 +106,8 @@ def test_a_failed_response_is_a_transport_error_retryable_by_its_code() -> None:
     ) as info:
         decode("failed")
     assert info.value.retryable and info.value.status is None
-    assert info.value.body["response"]["error"]["code"] == "server_error"  # the event, parsed
+    assert info.value.body["code"] == "server_error"  # the error object, as a status's body
+    assert info.value.code == "server_error"
 
 
 def test_an_error_event_is_a_transport_error() -> None:
@@ -153,7 +154,8 @@ def test_error_events_in_openais_nested_shape_keep_message_and_code(
     assert error["message"] in str(info.value)
     if isinstance(error["code"], str):
         assert f"({error['code']})" in str(info.value)
-    assert info.value.body == payload
+    assert info.value.body == payload["error"]  # the error object, as a status's body
+    assert (info.value.code, info.value.type) == (error["code"], "invalid_request_error")
 
 
 def test_llama_cpp_events_without_indices_or_sequence_numbers() -> None:

@@ -34,6 +34,7 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
 from sdk._http.openai._flavours import Server, json_object_format, special_fields, tool_choice
+from sdk._http.openai._parameters import chat_parameters
 from sdk._http.openai._strict import schema_to_send
 from sdk._schema import schema_name
 
@@ -82,7 +83,9 @@ def chat_request(
     ``model`` may be ``None`` for servers that serve one model and ignore the field (it is then
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
     :mod:`sdk._http.openai._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
-    last chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
+    last chunk reports token usage. The token limit and the named parameters are written by
+    :func:`sdk._http.openai._parameters.chat_parameters`. Raises :class:`~sdk.StreamUsageError`
+    for ``n > 1``.
     ``server`` is the flavour a constraint or several tools are written for
     (:mod:`sdk._http.openai._flavours`).
     """
@@ -92,10 +95,12 @@ def chat_request(
         body["model"] = model
     body["messages"] = [dict(m) for m in request.messages]
     body["stream"] = True
-    if include_usage:
-        body["stream_options"] = {"include_usage": True}
-    if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
+    fields = chat_parameters(request, server=server)
+    if not include_usage:
+        fields.pop("stream_options", None)
+    for key in ("stream_options", "max_tokens", "max_completion_tokens"):  # the usual order
+        if key in fields:
+            body[key] = fields.pop(key)
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:
@@ -128,5 +133,6 @@ def chat_request(
             body["tool_choice"] = tool_choice(request, api="chat", server=server)[0]
     elif request.mode == "json_object":
         body["response_format"] = json_object_format(request.schema, server)
+    body.update(fields)
     body.update(request.extra)
     return body, wrapped

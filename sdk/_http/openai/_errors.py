@@ -27,7 +27,8 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
     ``payload`` is ``{"error": {"message", "type", "code"}}``, ``{"error": "text"}``, the inner
     error object itself, or plain text. A numeric ``code`` is read as an HTTP status (llama.cpp
     and vLLM send one); 429 and 5xx are retryable, other 4xx and ``invalid_request_error`` are
-    not; an error without either (a server failing mid-generation) is retryable.
+    not; an error without either (a server failing mid-generation) is retryable. ``body`` is
+    the error object itself (its text when it is text), as for a status error.
     """
     error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
     message: str = default
@@ -47,7 +48,8 @@ def error_from_payload(payload: Any, *, default: str) -> TransportError:
         retryable = retryable_status(status)
     else:
         retryable = kind != "invalid_request_error"
-    body = payload if isinstance(payload, Mapping) else str(payload)[:2000]
+    # The error object itself, as for a status error (and as openai-python gives both).
+    body = dict(error) if isinstance(error, Mapping) else str(error)[:2000]
     if status is not None and status >= 400:  # a status in the stream: its family's class
         return status_error_class(status)(message, status=status, retryable=retryable, body=body)
     return TransportError(message, status=status, retryable=retryable, body=body)
@@ -57,7 +59,9 @@ def responses_error(
     error: Any, *, default: str, payload: Mapping[str, Any] | None = None
 ) -> TransportError:
     """A :class:`~sdk.TransportError` for an error object of the Responses API (``{"code",
-    "message"}``, with ``type`` and ``param`` on an ``error`` event)."""
+    "message"}``, with ``type`` and ``param`` on an ``error`` event). ``body`` is the error
+    object (an event that is itself the error: its fields, less the event's ``type`` and
+    ``sequence_number``); ``payload``, the event, when there is no error object."""
     message, code = default, None
     if isinstance(error, Mapping):
         if isinstance(error.get("message"), str) and error["message"]:
@@ -73,7 +77,13 @@ def responses_error(
         retryable = True  # a server that failed mid-generation, saying no more
     if code is not None and status is None:
         message = f"{message} ({code})"
-    body = payload if payload is not None else error
+    # The error object itself, as for a status error (openai-python's ``body``); the event it
+    # came in when it had no error object.
+    body: Any = payload
+    if isinstance(error, Mapping):
+        body = {k: v for k, v in error.items() if k not in ("type", "sequence_number")}
+        if error is not payload and "type" in error:
+            body["type"] = error["type"]  # a nested error's own type, not the event's
     if status is not None and status >= 400:  # a status in the stream: its family's class
         return status_error_class(status)(message, status=status, retryable=retryable, body=body)
     return TransportError(message, status=status, retryable=retryable, body=body)

@@ -10,8 +10,9 @@ How the schema travels, by ``request.mode``: ``"json_schema"``: ``text.format = 
 (``{"type": "function", "name", "parameters", "strict"}``) forced by ``tool_choice``, or several
 tools with ``tool_choice: "required"`` (or as the caller said); ``"none"``: nothing. Constraints
 other than JSON Schema go as for Chat Completions (vLLM ``structured_outputs``, llama.cpp
-``grammar``). Messages are sent as ``input`` (chat messages are valid input items);
-``max_tokens`` as ``max_output_tokens``.
+``grammar``). Messages are sent as ``input``, chat-shaped ones translated into the Responses
+API's items (:mod:`sdk._http.openai._responses_input`); ``max_tokens`` as ``max_output_tokens``
+and the other named parameters as :mod:`sdk._http.openai._parameters` says.
 
 llama.cpp's server serves ``/responses`` by turning the body into a chat request: it ignores
 ``text.format`` and reads ``tool_choice`` as a string only. With ``server="llamacpp"`` the schema
@@ -34,6 +35,8 @@ from sdk._http.openai._flavours import (
     special_fields,
     tool_choice,
 )
+from sdk._http.openai._parameters import responses_parameters
+from sdk._http.openai._responses_input import responses_input
 from sdk._http.openai._strict import schema_to_send
 from sdk._schema import schema_name
 
@@ -61,14 +64,14 @@ def responses_request(
     check_single_choice(request.extra)
     fields = {
         "model": model,
-        "input": [dict(m) for m in request.messages],
+        "input": responses_input(request.messages),
         "stream": True,
-        "max_output_tokens": request.max_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
         "seed": request.seed,  # refused before any request where the server has none
     }
     body: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
+    body.update(responses_parameters(request))
     wrapped = False
     if request.tools or request.constraint is not None:
         body.update(special_fields(request, api="responses", server=server, strict=strict))

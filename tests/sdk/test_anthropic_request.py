@@ -12,9 +12,14 @@ from _openai_types import openai_errors
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Tool, tools_of
-from sdk._errors import StreamUsageError
+from sdk._errors import StreamUsageError, UnsupportedConstraint
 from sdk._http.anthropic._messages import anthropic_messages
-from sdk._http.anthropic._request import DEFAULT_MAX_TOKENS, anthropic_body, anthropic_request
+from sdk._http.anthropic._request import (
+    DEFAULT_MAX_TOKENS,
+    anthropic_body,
+    anthropic_request,
+    check_anthropic_request,
+)
 from sdk._http.anthropic._schema import anthropic_schema
 
 anthropic_types = pytest.importorskip("anthropic.types.message_create_params")
@@ -363,3 +368,44 @@ def test_the_subset_never_refuses_a_document_the_schema_allows(
             continue
         if jsonschema.Draft202012Validator(schema).is_valid(document):
             assert jsonschema.Draft202012Validator(sent).is_valid(document), document
+
+
+def test_named_parameters_in_the_messages_apis_words() -> None:
+    given = {
+        "max_completion_tokens": 77,
+        "stop": "END",
+        "user": "u-1",
+        "parallel_tool_calls": False,
+        "reasoning_effort": "high",
+        "service_tier": "auto",
+        "stream_options": {"include_usage": True},
+    }
+    body = anthropic_body(request(mode="tool", tools=tools(), parameters=given), model="m")
+    assert openai_errors(body, STREAMING) == []
+    assert body["max_tokens"] == 77
+    assert body["stop_sequences"] == ["END"]
+    assert body["metadata"] == {"user_id": "u-1"}
+    assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    assert body["output_config"] == {"effort": "high"}
+    assert body["service_tier"] == "auto"
+    schema_body = anthropic_body(request(parameters={"reasoning_effort": "low"}), model="m")
+    assert schema_body["output_config"]["effort"] == "low"
+    assert schema_body["output_config"]["format"]["type"] == "json_schema"
+    assert openai_errors(schema_body, STREAMING) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"logprobs": True}, "logprobs= has no equivalent"),
+        ({"frequency_penalty": 0.5}, "frequency_penalty= has no equivalent"),
+        ({"metadata": {"a": "b"}}, "metadata= has no equivalent"),
+        ({"reasoning_effort": "minimal"}, "reasoning_effort='minimal'"),
+        ({"service_tier": "flex"}, "service_tier='flex'"),
+    ],
+)
+def test_named_parameters_it_has_no_equivalent_for_are_refused(
+    given: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(UnsupportedConstraint, match=said):
+        check_anthropic_request(request(parameters=given))

@@ -30,7 +30,7 @@ from sdk._errors import (
 )
 from sdk._http.gemini._backend import GeminiBackend
 from sdk._http.gemini._messages import gemini_contents
-from sdk._http.gemini._request import gemini_body
+from sdk._http.gemini._request import check_gemini_request, gemini_body
 from sdk._http.gemini._schema import gemini_schema
 
 genai = pytest.importorskip("google.genai", reason="google-genai is a dev dependency")
@@ -513,3 +513,34 @@ async def test_a_violation_closes_the_connection_and_the_retry_is_a_model_turn()
     contents = json.loads(server.requests[1].content)["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user"]
     assert contents[1]["parts"] == [{"text": '{"name": 3'}]
+
+
+def test_named_parameters_in_geminis_words() -> None:
+    given = {
+        "max_completion_tokens": 50,
+        "stop": ["END", "STOP"],
+        "frequency_penalty": 0.5,
+        "presence_penalty": 0.1,
+        "logprobs": True,
+        "top_logprobs": 2,
+        "stream_options": {"include_usage": True},
+    }
+    body = gemini_body(request(parameters=given))
+    assert genai_errors(body) == []
+    config = body["generationConfig"]
+    assert {
+        k: config[k] for k in config if k not in ("responseMimeType", "responseJsonSchema")
+    } == {
+        "maxOutputTokens": 50,
+        "stopSequences": ["END", "STOP"],
+        "frequencyPenalty": 0.5,
+        "presencePenalty": 0.1,
+        "responseLogprobs": True,
+        "logprobs": 2,
+    }
+
+
+@pytest.mark.parametrize("given", [{"user": "u"}, {"reasoning_effort": "low"}, {"store": True}])
+def test_named_parameters_it_has_no_equivalent_for_are_refused(given: dict[str, Any]) -> None:
+    with pytest.raises(UnsupportedConstraint, match="has no equivalent in Gemini"):
+        check_gemini_request(request(parameters=given))

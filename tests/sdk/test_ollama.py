@@ -28,7 +28,7 @@ from sdk._errors import (
 )
 from sdk._http.ollama._backend import OllamaBackend, ollama_host
 from sdk._http.ollama._messages import ollama_messages
-from sdk._http.ollama._request import ollama_body
+from sdk._http.ollama._request import check_ollama_request, ollama_body
 
 ollama_types = pytest.importorskip("ollama._types", reason="the ollama package is a dev dependency")
 from ollama._client import _parse_host  # noqa: E402
@@ -341,3 +341,41 @@ async def test_a_violation_closes_the_connection_and_the_retry_carries_the_feedb
     turns = json.loads(server.requests[1].content)["messages"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user"]
     assert turns[1]["content"] == '{"name": 3'
+
+
+def test_named_parameters_in_ollamas_words() -> None:
+    given = {
+        "max_completion_tokens": 50,
+        "stop": "END",
+        "frequency_penalty": 0.5,
+        "presence_penalty": 0.1,
+        "logprobs": True,
+        "top_logprobs": 2,
+        "reasoning_effort": "none",
+        "stream_options": {"include_usage": True},
+    }
+    body = ollama_body(request(parameters=given), model="qwen3")
+    assert model_errors(as_the_sdk_holds_it(body), ollama_types.ChatRequest) == []
+    assert body["options"] == {
+        "num_predict": 50,
+        "stop": ["END"],
+        "frequency_penalty": 0.5,
+        "presence_penalty": 0.1,
+    }
+    assert (body["logprobs"], body["top_logprobs"], body["think"]) == (True, 2, False)
+    assert ollama_types.Options.model_validate(body["options"])
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"user": "u"}, "user= has no equivalent"),
+        ({"parallel_tool_calls": False}, "parallel_tool_calls= has no equivalent"),
+        ({"reasoning_effort": "xhigh"}, "reasoning_effort='xhigh'"),
+    ],
+)
+def test_named_parameters_it_has_no_equivalent_for_are_refused(
+    given: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(UnsupportedConstraint, match=said):
+        check_ollama_request(request(parameters=given))

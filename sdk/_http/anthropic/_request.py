@@ -17,6 +17,23 @@ schema travels, by ``request.mode``:
 A schema the subset cannot hold without narrowing it is sent without ``output_config`` (a tool
 without ``strict``, its schema as given); fieldstream checks it either way. ``max_tokens`` is
 required by the API: :data:`DEFAULT_MAX_TOKENS` when the request does not say.
+The parameters named as openai-python names them (``request.parameters``):
+
+=========================  ==============================================================
+given                      sent
+=========================  ==============================================================
+``max_completion_tokens``  ``max_tokens``
+``stop``                   ``stop_sequences``
+``user``                   ``metadata.user_id``
+``parallel_tool_calls``    ``False``: ``tool_choice.disable_parallel_tool_use``
+``reasoning_effort``       ``output_config.effort`` (``low`` ... ``max``; ``none`` and
+                           ``minimal`` refused)
+``service_tier``           ``auto`` as it is (another refused)
+``stream_options``         nothing (the usage always comes)
+anything else              refused before sending (``logprobs``, ``metadata``, ``store``,
+                           penalties, ``prediction``, ``reasoning_summary``)
+=========================  ==============================================================
+
 ``request.extra`` is merged into the body last (``thinking``, ``stop_sequences``,
 ``metadata``...), so it can add or replace any key built here.
 """
@@ -37,6 +54,19 @@ from sdk._schema import schema_name
 
 __all__ = ["DEFAULT_MAX_TOKENS", "anthropic_body", "anthropic_request", "check_anthropic_request"]
 
+_PARAMETERS = frozenset(
+    {
+        "max_completion_tokens",
+        "stop",
+        "user",
+        "parallel_tool_calls",
+        "reasoning_effort",
+        "service_tier",
+        "stream_options",
+    }
+)
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` when a request does not say (the Messages API requires one)."""
 
@@ -51,6 +81,24 @@ def check_anthropic_request(request: GenerationRequest) -> None:
         raise UnsupportedConstraint(
             f"Anthropic's Messages API cannot be sent a {kind} (it takes JSON Schema only); "
             f"pass mode='none' to send nothing and have the client alone check the {kind}"
+        )
+    for name in request.parameters:
+        if name not in _PARAMETERS:
+            raise UnsupportedConstraint(
+                f"{name}= has no equivalent in Anthropic's Messages API; leave it out (or pass "
+                "the Messages API's own field in extra=)"
+            )
+    effort = request.parameters.get("reasoning_effort")
+    if effort is not None and effort not in _EFFORTS:
+        raise UnsupportedConstraint(
+            f"reasoning_effort={effort!r} has no equivalent in Anthropic's output_config.effort "
+            f"(it takes {', '.join(map(repr, _EFFORTS))})"
+        )
+    tier = request.parameters.get("service_tier")
+    if tier not in (None, "auto"):
+        raise UnsupportedConstraint(
+            f"service_tier={tier!r} has no equivalent in the Messages API ('auto' has; for "
+            "'standard_only' pass extra={'service_tier': 'standard_only'})"
         )
     for name in ("seed", "temperature", "top_p"):
         if getattr(request, name) is not None and name not in request.extra:
@@ -81,9 +129,11 @@ def anthropic_request(
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
-    body["max_tokens"] = (
-        request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
-    )
+    given = request.parameters
+    limit = request.max_tokens
+    if limit is None:
+        limit = given.get("max_completion_tokens")
+    body["max_tokens"] = limit if limit is not None else DEFAULT_MAX_TOKENS
     body["messages"] = messages
     if system:
         body["system"] = system
@@ -115,8 +165,25 @@ def anthropic_request(
         sent = anthropic_schema(request.schema)
         if sent is not None:
             body["output_config"] = {"format": {"type": "json_schema", "schema": sent}}
+    _parameters(body, given)
     body.update(request.extra)
     return body, wrapped
+
+
+def _parameters(body: dict[str, Any], given: Mapping[str, Any]) -> None:
+    """The named parameters other than the token limit (see the module docstring)."""
+    stop = given.get("stop")
+    if stop is not None:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    if given.get("user") is not None:
+        body["metadata"] = {"user_id": given["user"]}
+    choice = body.get("tool_choice", {})
+    if given.get("parallel_tool_calls") is False and choice and choice["type"] != "none":
+        body["tool_choice"] = {**body["tool_choice"], "disable_parallel_tool_use": True}
+    if given.get("reasoning_effort") is not None:
+        body.setdefault("output_config", {})["effort"] = given["reasoning_effort"]
+    if given.get("service_tier") is not None:
+        body["service_tier"] = given["service_tier"]
 
 
 def _tool(name: str, schema: Mapping[str, Any], description: str | None) -> dict[str, Any]:

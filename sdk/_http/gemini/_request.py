@@ -13,8 +13,12 @@ How the schema travels, by ``request.mode``:
   ``NONE`` for ``"none"``.
 - ``"none"``: nothing (fieldstream checks the output).
 
-``max_tokens``, ``temperature``, ``top_p``, ``seed`` go in ``generationConfig``
-(``maxOutputTokens``...). ``request.extra`` is merged into the body last; its
+``max_tokens`` (or ``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``, ``stop``,
+``frequency_penalty``, ``presence_penalty``, ``logprobs``, ``top_logprobs`` go in
+``generationConfig`` (``maxOutputTokens``, ``stopSequences``, ``responseLogprobs``,
+``logprobs``...); ``stream_options`` sends nothing (the usage always comes); any other named
+parameter is refused before sending (``reasoning_effort``: give ``thinkingConfig`` in
+``extra={"generationConfig": ...}``). ``request.extra`` is merged into the body last; its
 ``generationConfig`` is merged into the one built here (``thinkingConfig``, ``topK``...).
 """
 
@@ -31,10 +35,26 @@ from sdk._schema import schema_name
 
 __all__ = ["check_gemini_request", "gemini_body"]
 
+_CONFIG = {
+    "max_completion_tokens": "maxOutputTokens",
+    "stop": "stopSequences",
+    "frequency_penalty": "frequencyPenalty",
+    "presence_penalty": "presencePenalty",
+    "logprobs": "responseLogprobs",
+    "top_logprobs": "logprobs",
+}
+"""Each named parameter Gemini has, and its ``generationConfig`` field."""
+
 
 def check_gemini_request(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` for a constraint other than JSON Schema
     (unless ``mode="none"``): Gemini takes JSON Schema only."""
+    for name in request.parameters:
+        if name not in _CONFIG and name != "stream_options":
+            raise UnsupportedConstraint(
+                f"{name}= has no equivalent in Gemini's generateContent; leave it out (or pass "
+                "Gemini's own field in extra=, e.g. extra={'generationConfig': {...}})"
+            )
     if request.constraint is not None and request.mode != "none":
         kind = type(request.constraint).__name__
         raise UnsupportedConstraint(
@@ -59,6 +79,12 @@ def gemini_body(request: GenerationRequest) -> dict[str, Any]:
         )
         if value is not None
     }
+    for name, field in _CONFIG.items():
+        value = request.parameters.get(name)
+        if value is not None and field not in config:
+            config[field] = [value] if name == "stop" and isinstance(value, str) else value
+    if isinstance(config.get("stopSequences"), tuple):
+        config["stopSequences"] = list(config["stopSequences"])
     if request.constraint is None:
         if request.mode == "json_schema":
             config["responseMimeType"] = "application/json"

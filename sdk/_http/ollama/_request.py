@@ -12,7 +12,11 @@ How the schema travels, by ``request.mode``:
   before sending (:func:`check_ollama_request`); ``tool_choice="none"`` sends no tools.
 - ``"none"``: nothing (fieldstream checks the output).
 
-``max_tokens``, ``temperature``, ``top_p``, ``seed`` go in ``options`` (``num_predict``...).
+``max_tokens`` (or ``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``, ``stop``,
+``frequency_penalty``, ``presence_penalty`` go in ``options`` (``num_predict``...);
+``logprobs`` and ``top_logprobs`` at the top; ``reasoning_effort`` is ``think`` (``"none"``:
+``false``; ``"low"``, ``"medium"``, ``"high"`` as they are); ``stream_options`` sends nothing
+(the usage always comes); any other named parameter is refused before sending.
 ``request.extra`` is merged into the body last (``think``, ``keep_alive``, ``options``...).
 """
 
@@ -27,6 +31,13 @@ from sdk._http.ollama._messages import ollama_messages
 
 __all__ = ["check_ollama_request", "ollama_body"]
 
+_OPTIONS = ("stop", "frequency_penalty", "presence_penalty")
+_TOP = ("logprobs", "top_logprobs")
+_PARAMETERS = frozenset(
+    {"max_completion_tokens", "reasoning_effort", "stream_options", *_OPTIONS, *_TOP}
+)
+_THINK = {"none": False, "low": "low", "medium": "medium", "high": "high"}
+
 
 def check_ollama_request(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` for what ``/api/chat`` cannot be sent: a
@@ -36,6 +47,18 @@ def check_ollama_request(request: GenerationRequest) -> None:
         raise UnsupportedConstraint(
             f"Ollama's /api/chat cannot be sent a {kind} (its format takes JSON Schema); pass "
             f"mode='none' to send nothing and have the client alone check the {kind}"
+        )
+    for name in request.parameters:
+        if name not in _PARAMETERS:
+            raise UnsupportedConstraint(
+                f"{name}= has no equivalent in Ollama's /api/chat; leave it out (or pass "
+                "Ollama's own field in extra=)"
+            )
+    effort = request.parameters.get("reasoning_effort")
+    if effort is not None and effort not in _THINK:
+        raise UnsupportedConstraint(
+            f"reasoning_effort={effort!r} has no equivalent in Ollama's think (it takes "
+            f"{', '.join(map(repr, _THINK))})"
         )
     if request.mode == "tool" and request.tool_choice not in ("auto", "none"):
         raise UnsupportedConstraint(
@@ -52,18 +75,30 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
         body["model"] = model
     body["messages"] = ollama_messages(request.messages)
     body["stream"] = True
+    given = request.parameters
+    limit = request.max_tokens
+    if limit is None:
+        limit = given.get("max_completion_tokens")
     options = {
         key: value
         for key, value in (
-            ("num_predict", request.max_tokens),
+            ("num_predict", limit),
             ("temperature", request.temperature),
             ("top_p", request.top_p),
             ("seed", request.seed),
+            *((name, given.get(name)) for name in _OPTIONS),
         )
         if value is not None
     }
+    if isinstance(options.get("stop"), str):
+        options["stop"] = [options["stop"]]
+    elif "stop" in options:
+        options["stop"] = list(options["stop"])
     if options:
         body["options"] = options
+    body.update({name: given[name] for name in _TOP if name in given})
+    if given.get("reasoning_effort") is not None:
+        body["think"] = _THINK[given["reasoning_effort"]]
     if request.constraint is None:
         if request.mode == "json_schema":
             body["format"] = copy.deepcopy(dict(request.schema))

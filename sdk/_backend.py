@@ -54,6 +54,15 @@ class Usage:
     """True when the counts are the stream's own estimate, not the backend's report: an
     attempt aborted before a server sent its usage is counted one token per text delta
     received (servers stream about one token per delta)."""
+    cached_tokens: int = 0
+    """Of the prompt tokens, those read from the provider's prompt cache (Anthropic
+    ``cache_read_input_tokens``, Gemini ``cachedContentTokenCount``), when it says."""
+    cache_creation_tokens: int = 0
+    """Of the prompt tokens, those written to the provider's prompt cache (Anthropic
+    ``cache_creation_input_tokens``)."""
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those spent thinking (Anthropic ``output_tokens_details.
+    thinking_tokens``, Gemini ``thoughtsTokenCount``), when the provider says."""
 
     @property
     def total_tokens(self) -> int:
@@ -66,6 +75,9 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.forced_tokens + other.forced_tokens,
             self.estimated or other.estimated,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_creation_tokens + other.cache_creation_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -75,6 +87,9 @@ class Usage:
             max(self.completion_tokens - other.completion_tokens, 0),
             max(self.forced_tokens - other.forced_tokens, 0),
             self.estimated,
+            max(self.cached_tokens - other.cached_tokens, 0),
+            max(self.cache_creation_tokens - other.cache_creation_tokens, 0),
+            max(self.reasoning_tokens - other.reasoning_tokens, 0),
         )
 
 

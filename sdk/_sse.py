@@ -87,7 +87,8 @@ def format_sse(event: StreamEvent) -> str:
     - [`UsageReported`][sdk.UsageReported]: `usage`, with `attempt`, `usage`;
     - [`StreamEnded`][sdk.StreamEnded]: `end`, with `attempts`, `usage`.
 
-    `usage` is `{"prompt_tokens", "completion_tokens", "forced_tokens", "estimated"}`. In a
+    `usage` is `{"prompt_tokens", "completion_tokens", "forced_tokens", "estimated",
+    "cached_tokens", "cache_creation_tokens", "reasoning_tokens"}`. In a
     browser: `new EventSource(url).addEventListener("field", e => JSON.parse(e.data))`.
     Raises `TypeError` for an object that is not a stream event.
     """

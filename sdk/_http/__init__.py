@@ -15,7 +15,8 @@ Shared (a provider's folder builds on these):
 
 Providers: ``openai/`` (Chat Completions and the Responses API, OpenAI and every
 OpenAI-compatible server), ``anthropic/`` (the Messages API), ``gemini/`` (``generateContent``),
-``ollama/`` (``/api/chat``); ``sdk/_providers.py`` names them for ``Client(provider=...)``. A provider's folder holds its request builder, its stream decoder,
+``ollama/`` (``/api/chat``); ``sdk/_providers.py`` names them for ``Client(provider=...)``.
+A provider's folder holds its request builder, its stream decoder,
 its error mapping and its schema rewrite, and its backends; ``docs/architecture.md`` says how
 to add one.
 """

@@ -306,6 +306,7 @@ async def test_thinking_is_reasoning_and_cache_tokens_are_prompt() -> None:
         thoughts.extend([ev.text async for ev in s if isinstance(ev, sdk.ReasoningDelta)])
     assert thoughts == ["Hm"]
     assert (s.usage.prompt_tokens, s.usage.completion_tokens) == (115, 7)
+    assert (s.usage.cached_tokens, s.usage.cache_creation_tokens) == (100, 5)
 
 
 # ---------------------------------------------------------------- errors
@@ -396,3 +397,25 @@ async def test_a_violation_closes_the_connection_and_the_retry_is_an_anthropic_t
     assert turns[1]["content"] == [{"type": "text", "text": '{"name": 3'}]
     assert turns[2]["content"][0]["type"] == "text"
     assert "name" in turns[2]["content"][0]["text"]
+
+
+def test_sync_client_speaks_anthropic_too() -> None:
+    server = Server(stream(start(), text_block(0, *CITY), stop("end_turn")))
+    http = httpx.AsyncClient(transport=httpx.MockTransport(server), base_url=URL)
+    with sdk.SyncClient(provider="anthropic", model="claude-test", http_client=http) as client:
+        with client.stream(messages=MESSAGES, schema=City) as s:
+            paths = [ev.path for ev in s if isinstance(ev, sdk.FieldEvent)]
+            assert s.result() == City(name="Paris", population=2100000)
+    assert paths == [("name",), ("population",), ()]
+    assert server.sent()["output_config"]["format"]["type"] == "json_schema"
+
+
+async def test_a_batch_runs_over_anthropic() -> None:
+    server = Server(*(stream(start(), text_block(0, *CITY), stop("end_turn")) for _ in range(3)))
+    requests = [{"id": i, "prompt": "Where?"} for i in range(3)]
+    async with server.client() as client:
+        async with client.batch(requests, schema=City, concurrency=2) as done:
+            results = [r async for r in done]
+    assert sorted(r.id for r in results) == [0, 1, 2]  # type: ignore[type-var]
+    assert [r.value for r in results] == [City(name="Paris", population=2100000)] * 3
+    assert len(server.requests) == 3

@@ -433,6 +433,7 @@ async def test_a_stream_end_to_end_with_reasoning() -> None:
         thoughts = [ev.text async for ev in s if isinstance(ev, sdk.ReasoningDelta)]
         assert await s.result() == City(name="Paris", population=2100000)
     assert thoughts == ["Hm"]
+    assert (s.usage.completion_tokens, s.usage.reasoning_tokens) == (10, 4)
     request = server.requests[0]
     assert str(request.url) == URL + "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     assert json.loads(request.content)["generationConfig"]["responseMimeType"] == "application/json"

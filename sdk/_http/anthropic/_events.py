@@ -147,7 +147,13 @@ class AnthropicDecoder:
             )
         finish = None if reason is None else STOP_REASONS.get(reason, reason)
         prompt = self._input + self.cache_creation_tokens + self.cache_read_tokens
-        usage = Usage(prompt_tokens=prompt, completion_tokens=self._output)
+        usage = Usage(
+            prompt_tokens=prompt,
+            completion_tokens=self._output,
+            cached_tokens=self.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens,
+            reasoning_tokens=self.thinking_tokens,
+        )
         out.append(Delta(finish_reason=finish, usage=usage))
         return out
 

@@ -170,6 +170,8 @@ class GeminiDecoder:
         self._usage = Usage(
             prompt_tokens=_int(usage.get("promptTokenCount")),
             completion_tokens=_int(usage.get("candidatesTokenCount")) + thoughts,
+            cached_tokens=self.cached_tokens,
+            reasoning_tokens=thoughts,
         )
 
 

@@ -79,7 +79,7 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
     limit = request.max_tokens
     if limit is None:
         limit = given.get("max_completion_tokens")
-    options = {
+    options: dict[str, Any] = {
         key: value
         for key, value in (
             ("num_predict", limit),

@@ -169,6 +169,19 @@ class Client:
         return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
+    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+        """A client that sends its requests through ``client``, an ``anthropic.AsyncAnthropic``
+        the caller configured (credentials, base URL, headers, proxies, timeouts and its own
+        retries unchanged); the Messages API spoken as ``Client(provider="anthropic")`` speaks
+        it. Its errors stay anthropic's too: ``except anthropic.RateLimitError`` catches what
+        it caught before, as does ``except sdk.RateLimitError``. ``max_retries``: a stream
+        broken midway is retried here (0 by default: the client retries what fails before
+        the stream). ``client`` is not closed by :meth:`aclose`."""
+        from sdk._http.anthropic._sdk import AnthropicSDKBackend
+
+        return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
+
+    @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
         """A client over the local engine (transformers + xgrammar, in a worker thread).
 

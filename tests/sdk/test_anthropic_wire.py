@@ -419,3 +419,60 @@ async def test_a_batch_runs_over_anthropic() -> None:
     assert sorted(r.id for r in results) == [0, 1, 2]  # type: ignore[type-var]
     assert [r.value for r in results] == [City(name="Paris", population=2100000)] * 3
     assert len(server.requests) == 3
+
+
+# ---------------------------------------------------------------- Client.from_anthropic
+
+
+def anthropic_client(server: Server, **options: Any) -> Any:
+    """An ``anthropic.AsyncAnthropic`` whose HTTP client (httpx2, as the SDK's) is answered by
+    ``server``."""
+    anthropic = pytest.importorskip("anthropic")
+    httpx2 = pytest.importorskip("httpx2")
+
+    async def handler(request: Any) -> Any:
+        sent = httpx.Request(
+            request.method, str(request.url), headers=dict(request.headers), content=request.content
+        )
+        answer = server(sent)
+        return httpx2.Response(
+            answer.status_code, headers=dict(answer.headers), content=await answer.aread()
+        )
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    return anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", base_url=URL, http_client=http, **options
+    )
+
+
+async def test_from_anthropic_streams_through_the_callers_client() -> None:
+    server = Server(stream(start(), text_block(0, *CITY), stop("end_turn")))
+    client = Client.from_anthropic(anthropic_client(server), model="claude-test")
+    async with client.stream(messages=MESSAGES, schema=City, max_tokens=99) as s:
+        paths = [ev.path async for ev in s if isinstance(ev, sdk.FieldEvent)]
+        assert await s.result() == City(name="Paris", population=2100000)
+    assert paths == [("name",), ("population",), ()]
+    body = server.sent()
+    assert body["output_config"]["format"]["type"] == "json_schema"
+    assert (body["model"], body["max_tokens"], body["stream"]) == ("claude-test", 99, True)
+    # The caller's client authenticates as it does (anthropic 2.x: a bearer token).
+    assert server.requests[0].headers["authorization"] == "Bearer sk-ant-test"
+
+
+async def test_from_anthropic_errors_are_both_ours_and_anthropics() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    overloaded = httpx.Response(
+        529,
+        headers={"request-id": "req_9"},
+        json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    )
+    server = Server(overloaded)
+    client = Client.from_anthropic(anthropic_client(server, max_retries=0), model="claude-test")
+    with pytest.raises(anthropic.APIStatusError) as info:
+        async with client.stream(messages=MESSAGES, schema=City) as s:
+            await s.result()
+    error = info.value
+    assert isinstance(error, InternalServerError) and isinstance(error, TransportError)
+    assert (error.status, error.retryable, error.request_id) == (529, True, "req_9")
+    with pytest.raises(TypeError, match=r"anthropic\.AsyncAnthropic"):
+        Client.from_anthropic(object(), model="claude-test")

@@ -4,7 +4,8 @@
 ``system`` and content blocks) and ``_schema`` (the JSON Schema in the subset Anthropic
 applies); ``_events`` (stream events -> deltas, sans-I/O); ``_errors`` (an error event, a status
 error's body and ``request-id``, as Anthropic's SDK gives them);
-``_backend`` (the httpx backend: URL, headers, credentials, status errors).
+``_backend`` (the httpx backend: URL, headers, credentials, status errors); ``_sdk`` (the
+backend over the caller's ``anthropic.AsyncAnthropic``).
 """
 
 from __future__ import annotations

@@ -182,6 +182,18 @@ class Client:
         return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
 
     @classmethod
+    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+        """A client that sends its requests through ``client``, a ``google.genai.Client`` the
+        caller configured (the Gemini API or Vertex AI, its credentials, base URL, HTTP
+        options); the request is the one ``Client(provider="gemini")`` sends. Its errors stay
+        google-genai's too (``except google.genai.errors.APIError`` catches what it caught
+        before, as does ``except sdk.TransportError``). ``max_retries`` as for
+        :meth:`from_anthropic`; ``client`` is not closed by :meth:`aclose`."""
+        from sdk._http.gemini._sdk import GenaiSDKBackend
+
+        return cls.from_backend(GenaiSDKBackend(client, model=model), max_retries=max_retries)
+
+    @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
         """A client over the local engine (transformers + xgrammar, in a worker thread).
 

@@ -545,3 +545,71 @@ def test_named_parameters_in_geminis_words() -> None:
 def test_named_parameters_it_has_no_equivalent_for_are_refused(given: dict[str, Any]) -> None:
     with pytest.raises(UnsupportedConstraint, match="has no equivalent in Gemini"):
         check_gemini_request(request(parameters=given))
+
+
+# ---------------------------------------------------------------- Client.from_genai
+
+
+def genai_client(server: Server) -> Any:
+    """A ``google.genai.Client`` whose HTTP client is answered by ``server``."""
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        answer = server(request)
+        return httpx.Response(
+            answer.status_code, headers=dict(answer.headers), content=await answer.aread()
+        )
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    options = types.HttpOptions(
+        api_version="v1beta",
+        httpx_async_client=http,
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    return genai.Client(api_key="k", http_options=options)
+
+
+async def test_from_genai_streams_through_the_callers_client() -> None:
+    server = Server([record({"text": "Hm", "thought": True}), *GOOD])
+    client = Client.from_genai(genai_client(server), model="gemini-2.5-flash")
+    async with client.stream(messages=list(CHAT), schema=City, reasoning=True, max_tokens=50) as s:
+        events = [ev async for ev in s]
+        assert await s.result() == City(name="Paris", population=2100000)
+    assert [ev.path for ev in events if isinstance(ev, sdk.FieldEvent)] == [
+        ("name",),
+        ("population",),
+        (),
+    ]
+    assert [ev.text for ev in events if isinstance(ev, sdk.ReasoningDelta)] == ["Hm"]
+    assert (s.usage.prompt_tokens, s.usage.completion_tokens) == (12, 10)
+    # What the caller's client sent is the body the httpx backend sends.
+    sent = as_rest(server.requests[0])
+    assert sent == gemini_body(
+        GenerationRequest(messages=CHAT, schema=City.model_json_schema(), max_tokens=50)
+    )
+
+
+async def test_from_genai_errors_are_both_ours_and_genais() -> None:
+    from google.genai import errors
+
+    exhausted = httpx.Response(
+        429,
+        json={"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}},
+    )
+    client = Client.from_genai(genai_client(Server(exhausted)), model="gemini-2.5-flash")
+    with pytest.raises(errors.ClientError) as info:
+        async with client.stream(messages=MESSAGES, schema=City) as s:
+            await s.result()
+    error = info.value
+    assert isinstance(error, RateLimitError) and error.retryable
+    assert "RESOURCE_EXHAUSTED: Quota exceeded" in str(error)
+    with pytest.raises(TypeError, match=r"google\.genai\.Client"):
+        Client.from_genai(object(), model="gemini-2.5-flash")
+
+
+async def test_from_genai_closes_the_stream_at_a_violation() -> None:
+    bad = [record({"text": '{"name": 3'}), *(record({"text": " "}) for _ in range(6))]
+    server = Server(bad)
+    client = Client.from_genai(genai_client(server), model="gemini-2.5-flash")
+    with pytest.raises(SchemaViolation):
+        async with client.stream(messages=MESSAGES, schema=City) as s:
+            await s.result()

@@ -19,6 +19,9 @@ event loop and no connection, so every rule below is tested by feeding it values
   :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
   :class:`~sdk.ContentFilteredError`. Both are raised by :meth:`AttemptState.finish`, after the
   source ended, so that usage sent after the finish reason is counted.
+- What the server says about the response (``Delta.response``: its id, system fingerprint) and
+  the message's token log probabilities (``Delta.logprobs``) are kept for the record, with the
+  finish reason.
 - Reasoning (``Delta.reasoning``, or in ``lenient`` mode a ``<think>`` block before the
   message's document) is kept apart, never parsed, and given as
   :class:`~sdk.ReasoningDelta` events when asked for.
@@ -81,11 +84,13 @@ class AttemptState:
         "_last_texts",
         "_last_tracker",
         "_lenient",
+        "_logprobs",
         "_names",
         "_needs_name",
         "_reasoning",
         "_refusal",
         "_reported",
+        "_response",
         "_started",
         "_texts",
         "_think",
@@ -126,6 +131,8 @@ class AttemptState:
         self._want_reasoning = reasoning
         self._think = ThinkSplitter() if lenient else None
         self._finish_reason: str | None = None
+        self._response: dict[str, Any] = {}  # what the server said about the response
+        self._logprobs: list[Any] = []
         self._reported: Usage | None = None
         self._counted = 0
         self._forced = 0
@@ -222,6 +229,8 @@ class AttemptState:
                 and chunk.tool_name is None
                 and chunk.tool_call_id is None
                 and chunk.reasoning is None
+                and chunk.logprobs is None
+                and chunk.response is None
             ):
                 # The common delta: text only.
                 text = chunk.text
@@ -233,6 +242,10 @@ class AttemptState:
             raise TypeError(f"a source must yield str or Delta, not {type(chunk).__name__}")
         if chunk.usage is not None:
             self._reported = chunk.usage
+        if chunk.response:
+            self._response.update(chunk.response)
+        if chunk.logprobs and chunk.tool_call is None and self._finish_reason is None:
+            self._logprobs.extend(chunk.logprobs)
         if chunk.refusal:
             self._refusal.append(chunk.refusal)
         thoughts = self._thought(chunk.reasoning) if chunk.reasoning else []
@@ -351,6 +364,10 @@ class AttemptState:
             first_output=None if first is None else first - self._started,
             reasoning="".join(self._reasoning),
             expected=getattr(self._compiled, "what", None) or JSON_DOCUMENT,
+            finish_reason=self._finish_reason,
+            response_id=_str(self._response.get("id")),
+            system_fingerprint=_str(self._response.get("system_fingerprint")),
+            logprobs=tuple(self._logprobs),
         )
 
     # ------------------------------------------------------------------ internals
@@ -476,3 +493,7 @@ class AttemptState:
 
     def _keys(self) -> Sequence[int | None]:
         return self._tool_keys() if self._tool_mode else [None]
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -105,6 +105,13 @@ class Delta:
     tokens: int | None = None
     """How many generated tokens ``text`` came from, when the backend knows (the local engine
     does); ``None``: the stream counts one per delta with text, as an estimate."""
+    logprobs: tuple[Mapping[str, Any], ...] | None = None
+    """The log probabilities of ``text``'s tokens, when they were asked for (``logprobs=True``):
+    the server's entries as it sent them (openai's ``ChatCompletionTokenLogprob``: ``token``,
+    ``logprob``, ``bytes``, ``top_logprobs``)."""
+    response: Mapping[str, Any] | None = None
+    """What the server said about the response, once (its ``id``, ``system_fingerprint``,
+    ``model``, ``service_tier``: those it sent)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,6 +189,7 @@ def test_llama_cpp_events_without_indices_or_sequence_numbers() -> None:
     ]:
         out.extend(decoder.feed_event(data["type"], json.dumps(data)))
     assert out == [
+        Delta(response={"id": "resp_x"}),  # the response's id, once
         Delta(text="{"),
         Delta(text="}"),
         Delta(finish_reason="stop", usage=Usage(40, 2)),

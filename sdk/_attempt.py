@@ -27,11 +27,14 @@ event loop and no connection, so every rule below is tested by feeding it values
   :class:`~sdk.ReasoningDelta` events when asked for.
 - Usage: the backend's latest report (``Delta.usage``) when it sent one, else the attempt's
   own count (``Delta.tokens``, or one token per text delta, marked ``estimated``), so an
-  aborted attempt is never counted as free.
+  aborted attempt is never counted as free; its prompt, once output came, is the backend's
+  estimate (:attr:`AttemptState.prompt_estimate`, set by the stream from the generation's
+  ``prompt_estimate``), marked ``estimated`` too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,6 +102,7 @@ class AttemptState:
         "_usage_base",
         "_want_reasoning",
         "number",
+        "prompt_estimate",
     )
 
     def __init__(
@@ -131,6 +135,8 @@ class AttemptState:
         self._want_reasoning = reasoning
         self._think = ThinkSplitter() if lenient else None
         self._finish_reason: str | None = None
+        self.prompt_estimate: int | None = None
+        """The backend's estimate of the request's prompt tokens (see :attr:`usage`)."""
         self._response: dict[str, Any] = {}  # what the server said about the response
         self._logprobs: list[Any] = []
         self._reported: Usage | None = None
@@ -164,9 +170,18 @@ class AttemptState:
             reported = reported - self._usage_base
         if reported is not None and reported.completion_tokens >= self._counted:
             return reported
-        prompt = reported.prompt_tokens if reported is not None else 0
         forced = max(self._forced, reported.forced_tokens if reported is not None else 0)
-        return Usage(prompt, self._counted, forced, estimated=self._estimated)
+        if reported is not None:
+            return dataclasses.replace(
+                reported,
+                completion_tokens=self._counted,
+                forced_tokens=forced,
+                estimated=self._estimated or reported.estimated,
+            )
+        # Nothing reported (an attempt aborted, or a server that sends no usage): once output
+        # came, the server read the prompt and bills it; the backend's estimate of it counts.
+        prompt = (self.prompt_estimate or 0) if self._counted else 0
+        return Usage(prompt, self._counted, forced, estimated=self._estimated or prompt > 0)
 
     @property
     def reported_usage(self) -> Usage | None:

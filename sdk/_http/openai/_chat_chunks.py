@@ -61,6 +61,7 @@ from pydantic_core import from_json
 from sdk._backend import Delta, Usage
 from sdk._errors import BackendError, TransportError
 from sdk._http.openai._errors import error_from_payload
+from sdk._http.openai._usage import chat_usage
 
 __all__ = ["HOLD_FOR_ID", "ChunkDecoder", "ToolIdDecoder", "error_from_payload"]
 
@@ -175,10 +176,7 @@ class ChunkDecoder:
             out.append(Delta(response=said))
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
-            self._usage = Usage(
-                prompt_tokens=_int(usage.get("prompt_tokens")),
-                completion_tokens=_int(usage.get("completion_tokens")),
-            )
+            self._usage = chat_usage(usage)
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise TransportError(
@@ -329,10 +327,6 @@ def _loads_or_text(data: str) -> Any:
         return json.loads(data)
     except ValueError:
         return data
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 class ToolIdDecoder(ChunkDecoder):

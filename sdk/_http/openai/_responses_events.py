@@ -39,10 +39,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._backend import Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
 from sdk._http.openai._errors import responses_error
 from sdk._http.openai._flavours import Server, calls_forced
+from sdk._http.openai._usage import responses_usage
 
 __all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]
 
@@ -226,10 +227,7 @@ class ResponsesDecoder:
         usage = response.get("usage")
         reported = None
         if isinstance(usage, Mapping):
-            reported = Usage(
-                prompt_tokens=_int(usage.get("input_tokens")),
-                completion_tokens=_int(usage.get("output_tokens")),
-            )
+            reported = responses_usage(usage)
         return [Delta(finish_reason=reason, usage=reported)]
 
 
@@ -305,7 +303,3 @@ def _object(text: str) -> dict[str, Any] | None:
         except (ValueError, RecursionError):
             return None
     return value if type(value) is dict else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0

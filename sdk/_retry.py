@@ -127,6 +127,17 @@ class AttemptInfo:
     reasoning: str = ""
     """The model's reasoning in this attempt (reasoning deltas, or a ``<think>`` block in
     lenient mode); empty when there was none."""
+    finish_reason: str | None = None
+    """Why the generation ended, as the backend said (``"stop"``, ``"length"``,
+    ``"tool_calls"``...); ``None`` when it said nothing (an aborted attempt)."""
+    response_id: str | None = None
+    """The response's id, as the server gave it (``chatcmpl-...``, ``resp_...``)."""
+    system_fingerprint: str | None = None
+    """The backend configuration the server reported (Chat Completions'
+    ``system_fingerprint``)."""
+    logprobs: tuple[Mapping[str, Any], ...] = ()
+    """The log probabilities of the message's tokens, in order, when ``logprobs=True`` asked for
+    them (the server's entries: ``token``, ``logprob``, ``bytes``, ``top_logprobs``)."""
 
     @property
     def tokens_per_second(self) -> float | None:

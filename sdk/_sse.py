@@ -88,7 +88,7 @@ def format_sse(event: StreamEvent) -> str:
     - [`StreamEnded`][sdk.StreamEnded]: `end`, with `attempts`, `usage`.
 
     `usage` is `{"prompt_tokens", "completion_tokens", "forced_tokens", "estimated",
-    "cached_tokens", "cache_creation_tokens", "reasoning_tokens"}`. In a
+    "prompt_tokens_details", "completion_tokens_details"}`. In a
     browser: `new EventSource(url).addEventListener("field", e => JSON.parse(e.data))`.
     Raises `TypeError` for an object that is not a stream event.
     """

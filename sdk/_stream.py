@@ -302,6 +302,9 @@ class Stream(Generic[T]):
         if self._progress:
             self._events.append(AttemptStarted(attempt.number))
         self._source.start(attempt)
+        state = self._ledger.current
+        if state is not None:
+            state.prompt_estimate = self._source.prompt_estimate
 
     async def _advance(self) -> None:
         """One step: start an attempt, or pull one chunk and process it, or end the attempt.

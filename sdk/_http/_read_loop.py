@@ -59,6 +59,7 @@ def stream_deltas(
     unwrap: bool = False,
     max_size: int = DEFAULT_MAX_SIZE,
     framing: Callable[..., Framing] = EventStreamParser,
+    prompt_estimate: int | None = None,
 ) -> TextChunks:
     """Open the response, then give the deltas of its events until ``[DONE]`` or its end.
 
@@ -69,11 +70,16 @@ def stream_deltas(
     :mod:`sdk._http.openai._strict`); the documents are unwrapped (:mod:`sdk._http._unwrap`)
     before they are given. ``framing`` makes the body's framing, called with ``max_size=``
     (:class:`~sdk._http._framing.EventStreamParser` by default;
-    :class:`~sdk._http._framing.JsonLinesReader` for JSON lines).
+    :class:`~sdk._http._framing.JsonLinesReader` for JSON lines). ``prompt_estimate``: the
+    request's prompt tokens as the backend estimates them
+    (:func:`~sdk._http._transport.estimate_tokens`), for an attempt that ends unreported.
     """
     unwrapper = DeltaUnwrapper() if unwrap else None
     parser = framing(max_size=max_size)
-    return TextChunks(_chunks(open_response, decoder, errors, unwrapper, parser))
+    return TextChunks(
+        _chunks(open_response, decoder, errors, unwrapper, parser),
+        prompt_estimate=prompt_estimate,
+    )
 
 
 async def _chunks(

@@ -36,6 +36,7 @@ __all__ = [
     "body_pieces",
     "check_http_options",
     "encode_body",
+    "estimate_tokens",
     "finish_response",
 ]
 
@@ -70,6 +71,13 @@ def encode_body(body: Mapping[str, object]) -> bytes:
     stream keeps these bytes, not the body, until it ends (a stale connection is sent the
     request again): a few hundred bytes where the body's objects took kilobytes."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def estimate_tokens(payload: bytes) -> int:
+    """About how many prompt tokens a request body of ``payload`` holds: a token is about four
+    bytes of English text or JSON. Counted, marked estimated, for an attempt that ended before
+    its server reported its usage (the server read the prompt and bills it)."""
+    return max(1, (len(payload) + 3) // 4)
 
 
 class HttpTransport:

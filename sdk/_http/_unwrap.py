@@ -108,7 +108,14 @@ class DeltaUnwrapper:
             unwrapper = self._open[delta.tool_call] = Unwrapper()
         text = unwrapper.feed(delta.text)
         out = []
-        if text or delta.tool_name is not None or delta.refusal or delta.usage is not None:
+        if (
+            text
+            or delta.tool_name is not None
+            or delta.refusal
+            or delta.usage is not None
+            or delta.logprobs
+            or delta.response
+        ):
             out.append(dataclasses.replace(delta, text=text, finish_reason=None))
         if delta.finish_reason is not None:
             out.extend(self.end())

@@ -306,7 +306,8 @@ async def test_thinking_is_reasoning_and_cache_tokens_are_prompt() -> None:
         thoughts.extend([ev.text async for ev in s if isinstance(ev, sdk.ReasoningDelta)])
     assert thoughts == ["Hm"]
     assert (s.usage.prompt_tokens, s.usage.completion_tokens) == (115, 7)
-    assert (s.usage.cached_tokens, s.usage.cache_creation_tokens) == (100, 5)
+    assert s.usage.cached_tokens == 100
+    assert s.usage.prompt_tokens_details == {"cached_tokens": 100, "cache_creation_tokens": 5}
 
 
 # ---------------------------------------------------------------- errors

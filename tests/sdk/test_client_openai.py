@@ -93,7 +93,7 @@ async def test_structured_output_through_the_users_client() -> None:
     async with Client.from_openai(oai, model="gpt-4o") as client:
         async with client.stream(messages=MESSAGES, schema=Location, max_tokens=50) as s:
             assert await s.result() == Location(city="San Francisco", temperature=61, units="f")
-    assert s.usage == Usage(prompt_tokens=79, completion_tokens=14)
+    assert s.usage == Usage(79, 14, completion_tokens_details={"reasoning_tokens": 0})
     request = handler.requests[0]
     assert request.url == "http://oai.test/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-user"

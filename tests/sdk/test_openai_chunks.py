@@ -151,7 +151,7 @@ def test_whitespace_content_is_dropped_in_tool_mode_only() -> None:
     assert feed(ChunkDecoder(), chunk({"content": "\n"})) == [Delta(text="\n")]
 
 
-def test_logprobs_and_unknown_fields_are_ignored() -> None:
+def test_logprobs_go_with_their_text_and_unknown_fields_are_ignored() -> None:
     d = ChunkDecoder()
     data = json.dumps(
         {
@@ -165,7 +165,7 @@ def test_logprobs_and_unknown_fields_are_ignored() -> None:
             "timings": {"predicted_n": 1},
         }
     )
-    assert feed(d, data) == [Delta(text="x")]
+    assert feed(d, data) == [Delta(text="x", logprobs=({"token": "x"},))]
 
 
 @pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])

@@ -26,7 +26,13 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import APIStatusError
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import HttpTransport, Opened, check_http_options, encode_body
+from sdk._http._transport import (
+    HttpTransport,
+    Opened,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
@@ -145,7 +151,12 @@ class AnthropicBackend:
         forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
         decoder = AnthropicDecoder(tools=forced)
         payload = encode_body(body)
-        return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
+        return stream_deltas(
+            lambda: self._open(payload, request),
+            decoder,
+            unwrap=wrapped,
+            prompt_estimate=estimate_tokens(payload),
+        )
 
     async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); a status error

@@ -150,9 +150,11 @@ class AnthropicDecoder:
         usage = Usage(
             prompt_tokens=prompt,
             completion_tokens=self._output,
-            cached_tokens=self.cache_read_tokens,
-            cache_creation_tokens=self.cache_creation_tokens,
-            reasoning_tokens=self.thinking_tokens,
+            prompt_tokens_details=_details(
+                cached_tokens=self.cache_read_tokens,
+                cache_creation_tokens=self.cache_creation_tokens,
+            ),
+            completion_tokens_details=_details(reasoning_tokens=self.thinking_tokens),
         )
         out.append(Delta(finish_reason=finish, usage=usage))
         return out
@@ -224,6 +226,11 @@ class AnthropicDecoder:
         details = usage.get("output_tokens_details")
         if isinstance(details, Mapping) and isinstance(details.get("thinking_tokens"), int):
             self.thinking_tokens = details["thinking_tokens"]
+
+
+def _details(**counts: int) -> dict[str, int]:
+    """The counts that are not zero (a detail the provider did not report is left out)."""
+    return {key: value for key, value in counts.items() if value}
 
 
 def _loads(data: str) -> Any:

@@ -28,7 +28,7 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._errors import APIConnectionError, APITimeoutError, MissingDependencyError, TransportError
 from sdk._http._errors import both, status_error
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import Opened
+from sdk._http._transport import Opened, encode_body, estimate_tokens
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
@@ -74,6 +74,7 @@ class AnthropicSDKBackend:
         """Stream one message; errors as for the httpx backend, each also the anthropic
         package's own exception."""
         body, wrapped = anthropic_request(request, model=request.model or self.model)
+        estimate = estimate_tokens(encode_body(body))
         named = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         del body["stream"]
         options: dict[str, Any] = {}
@@ -97,7 +98,11 @@ class AnthropicSDKBackend:
             return api_response.http_response, release
 
         return stream_deltas(
-            open_response, AnthropicDecoder(tools=forced), errors=self._errors, unwrap=wrapped
+            open_response,
+            AnthropicDecoder(tools=forced),
+            errors=self._errors,
+            unwrap=wrapped,
+            prompt_estimate=estimate,
         )
 
     async def _call(self, awaitable: Any) -> Any:

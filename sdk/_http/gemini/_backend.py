@@ -20,7 +20,12 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import StreamUsageError
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import HttpTransport, check_http_options, encode_body
+from sdk._http._transport import (
+    HttpTransport,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
 from sdk._http.gemini._events import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
 
@@ -129,7 +134,11 @@ class GeminiBackend:
         decoder = GeminiDecoder(tools=forced)
         payload = encode_body(body)
         url = self.url_for(model)
-        return stream_deltas(lambda: self._transport.open(payload, request, url=url), decoder)
+        return stream_deltas(
+            lambda: self._transport.open(payload, request, url=url),
+            decoder,
+            prompt_estimate=estimate_tokens(payload),
+        )
 
     async def aclose(self) -> None:
         """Close the httpx client if this backend made it."""

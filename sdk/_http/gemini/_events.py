@@ -170,8 +170,10 @@ class GeminiDecoder:
         self._usage = Usage(
             prompt_tokens=_int(usage.get("promptTokenCount")),
             completion_tokens=_int(usage.get("candidatesTokenCount")) + thoughts,
-            cached_tokens=self.cached_tokens,
-            reasoning_tokens=thoughts,
+            prompt_tokens_details=(
+                {"cached_tokens": self.cached_tokens} if self.cached_tokens else {}
+            ),
+            completion_tokens_details={"reasoning_tokens": thoughts} if thoughts else {},
         )
 
 

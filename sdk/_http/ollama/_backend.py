@@ -20,7 +20,12 @@ import httpx
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._framing import JsonLinesReader
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import HttpTransport, check_http_options, encode_body
+from sdk._http._transport import (
+    HttpTransport,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
 from sdk._http.ollama._lines import OllamaDecoder
 from sdk._http.ollama._request import check_ollama_request, ollama_body
 
@@ -134,7 +139,10 @@ class OllamaBackend:
         decoder = OllamaDecoder(tools=bool(body.get("tools")))
         payload = encode_body(body)
         return stream_deltas(
-            lambda: self._transport.open(payload, request), decoder, framing=JsonLinesReader
+            lambda: self._transport.open(payload, request),
+            decoder,
+            framing=JsonLinesReader,
+            prompt_estimate=estimate_tokens(payload),
         )
 
     async def aclose(self) -> None:

@@ -25,7 +25,13 @@ import httpx
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import HttpTransport, Opened, check_http_options, encode_body
+from sdk._http._transport import (
+    HttpTransport,
+    Opened,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
 from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
@@ -175,7 +181,12 @@ class OpenAIBackend:
             ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
         )
         payload = encode_body(body)
-        return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
+        return stream_deltas(
+            lambda: self._open(payload, request),
+            decoder,
+            unwrap=wrapped,
+            prompt_estimate=estimate_tokens(payload),
+        )
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
@@ -206,4 +217,9 @@ class ResponsesBackend(OpenAIBackend):
         )
         decoder = responses_decoder(request, self.server)
         payload = encode_body(body)
-        return stream_deltas(lambda: self._open(payload, request), decoder, unwrap=wrapped)
+        return stream_deltas(
+            lambda: self._open(payload, request),
+            decoder,
+            unwrap=wrapped,
+            prompt_estimate=estimate_tokens(payload),
+        )

@@ -24,7 +24,10 @@ face (``feed_event`` and ``decode``, ``end``, ``done``), so the shared read loop
 - ``response.failed`` and ``error`` raise :class:`~sdk.TransportError` (its ``retryable`` from
   the error's code: ``server_error``, ``rate_limit_exceeded`` and other transient codes, or a
   numeric 429/5xx, are retryable; an invalid request or prompt is not).
-- Every other event (``response.created``, ``*.done``, annotations...) is ignored.
+- ``response.created`` / ``response.in_progress`` -> ``Delta(response={"id", "model",
+  "service_tier"})`` (each once); an ``output_text.delta``'s ``logprobs`` (asked for by
+  ``include: ["message.output_text.logprobs"]``) go with its text.
+- Every other event (``*.done``, annotations...) is ignored.
   Events need not carry ``sequence_number`` or ``output_index`` (llama.cpp's do not).
 """
 
@@ -36,10 +39,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._backend import Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
 from sdk._http.openai._errors import responses_error
 from sdk._http.openai._flavours import Server, calls_forced
+from sdk._http.openai._usage import responses_usage
 
 __all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]
 
@@ -58,6 +62,7 @@ class ResponsesDecoder:
         self._calls: dict[str, int] = {}
         self._sent: dict[int, int] = {}  # call number -> characters of arguments given
         self._count = 0  # function calls so far
+        self._seen: dict[str, str] = {}  # what was reported about the response
         self._ended = False
         self.done = False
         """True once a terminal event (completed, incomplete) arrived."""
@@ -86,7 +91,7 @@ class ResponsesDecoder:
             )
         kind = payload.get("type", event)
         kind = kind if isinstance(kind, str) else event
-        if kind == "response.output_text.delta":
+        if kind == "response.output_text.delta" and not payload.get("logprobs"):
             delta = payload.get("delta")
             if not isinstance(delta, str) or not delta or (self._tools and delta.isspace()):
                 return []
@@ -103,7 +108,11 @@ class ResponsesDecoder:
                 return []
             if self._tools and not delta.strip():
                 return []
-            return [Delta(text=delta)]
+            tokens = payload.get("logprobs")
+            tokens = tuple(tokens) if isinstance(tokens, list) and tokens else None
+            return [Delta(text=delta, logprobs=tokens)]
+        if kind in ("response.created", "response.in_progress"):
+            return self._said(payload)
         if kind == "response.function_call_arguments.delta":
             delta = payload.get("delta")
             call = self._call_of(payload)
@@ -136,6 +145,21 @@ class ResponsesDecoder:
         """The body ended without a terminal event: nothing more to say (the stream layer
         judges the output it has)."""
         return []
+
+    def _said(self, payload: Mapping[str, Any]) -> list[Delta]:
+        """What the response says about itself (id, model, service tier), reported once."""
+        response = payload.get("response")
+        if not isinstance(response, Mapping):
+            return []
+        said = {
+            key: value
+            for key in ("id", "model", "service_tier")
+            if isinstance(value := response.get(key), str)
+            and value
+            and self._seen.get(key) != value
+        }
+        self._seen.update(said)
+        return [Delta(response=said)] if said else []
 
     def _item_added(self, payload: Mapping[str, Any]) -> list[Delta]:
         item = payload.get("item")
@@ -203,10 +227,7 @@ class ResponsesDecoder:
         usage = response.get("usage")
         reported = None
         if isinstance(usage, Mapping):
-            reported = Usage(
-                prompt_tokens=_int(usage.get("input_tokens")),
-                completion_tokens=_int(usage.get("output_tokens")),
-            )
+            reported = responses_usage(usage)
         return [Delta(finish_reason=reason, usage=reported)]
 
 
@@ -282,7 +303,3 @@ def _object(text: str) -> dict[str, Any] | None:
         except (ValueError, RecursionError):
             return None
     return value if type(value) is dict else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0

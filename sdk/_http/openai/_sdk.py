@@ -35,7 +35,7 @@ from sdk._errors import (
 )
 from sdk._http._errors import both, status_error
 from sdk._http._read_loop import EventDecoder, stream_deltas
-from sdk._http._transport import Opened
+from sdk._http._transport import Opened, encode_body, estimate_tokens
 from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._errors import error_from_payload
@@ -107,6 +107,7 @@ class OpenAISDKBackend:
         body, wrapped = chat_request(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
+        estimate = estimate_tokens(encode_body(body))
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = (
@@ -118,10 +119,16 @@ class OpenAISDKBackend:
             ),
             decoder,
             unwrap=wrapped,
+            prompt_estimate=estimate,
         )
 
     def _stream(
-        self, create: Callable[[], Any], decoder: EventDecoder, *, unwrap: bool
+        self,
+        create: Callable[[], Any],
+        decoder: EventDecoder,
+        *,
+        unwrap: bool,
+        prompt_estimate: int | None = None,
     ) -> AsyncIterator[Delta]:
         """The deltas of the response ``create()`` opens (an SDK streaming-response manager);
         ``unwrap``: the schema's root was sent wrapped."""
@@ -139,7 +146,13 @@ class OpenAISDKBackend:
 
             return api_response.http_response, release
 
-        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=unwrap)
+        return stream_deltas(
+            open_response,
+            decoder,
+            errors=self._errors,
+            unwrap=unwrap,
+            prompt_estimate=prompt_estimate,
+        )
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent
@@ -185,6 +198,7 @@ class ResponsesSDKBackend(OpenAISDKBackend):
         body, wrapped = responses_request(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
+        estimate = estimate_tokens(encode_body(body))
         model, items = body.pop("model"), body.pop("input")
         del body["stream"]
         return self._stream(
@@ -193,4 +207,5 @@ class ResponsesSDKBackend(OpenAISDKBackend):
             ),
             responses_decoder(request, self.server),
             unwrap=wrapped,
+            prompt_estimate=estimate,
         )

@@ -382,6 +382,15 @@ class SyncStream(Generic[T]):
         """The attempts that ended."""
         return self._stream.attempts
 
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as the next Chat Completions turn's assistant message (see
+        :meth:`sdk.Stream.assistant_message`)."""
+        return self._stream.assistant_message()
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """The reply as Responses API input items (see :meth:`sdk.Stream.output_items`)."""
+        return self._stream.output_items()
+
     @property
     def attempt(self) -> int:
         """The number of the attempt in progress (or the last one)."""

@@ -110,9 +110,17 @@ class HttpTransport:
             )
         self.http_client = http_client
 
-    async def open(self, payload: bytes, request: GenerationRequest) -> Opened:
-        """Send ``payload`` (with ``request``'s own timeout, headers and query); the response
-        (headers read, status 2xx) and its release.
+    async def open(
+        self,
+        payload: bytes,
+        request: GenerationRequest,
+        *,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Opened:
+        """Send ``payload`` (with ``request``'s own timeout, headers and query) to ``url``
+        (default: :attr:`url`), with ``headers`` over the transport's (a credential fetched for
+        this request); the response (headers read, status 2xx) and its release.
 
         A pooled keep-alive connection the server closed while idle fails with "Server
         disconnected without sending a response": nothing was processed, so the request is sent
@@ -121,14 +129,14 @@ class HttpTransport:
         """
         chosen = request.timeout if request.timeout is not None else self.timeout
         timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
-        headers = {**self.headers, **request.extra_headers}
+        sent = {**self.headers, **(headers or {}), **request.extra_headers}
         query = {**self.query, **request.extra_query}
         for resend in (True, False):
             manager = self.http_client.stream(
                 "POST",
-                self.url,
+                url or self.url,
                 content=payload,
-                headers=headers,
+                headers=sent,
                 params=query or None,
                 timeout=timeout,
             )

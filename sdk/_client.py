@@ -428,14 +428,17 @@ def _backend_kind(api: object, chat: type[B], responses: type[B]) -> type[B]:
 
 
 def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """``messages`` as a tuple, checked: a sequence of mappings, each with a ``role``."""
+    """``messages`` as a tuple, checked: a sequence of mappings, each with a ``role`` (or a
+    ``type``: a Responses API input item, for ``api="responses"``)."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(
             "messages must be a list of chat messages, e.g. "
             f'[{{"role": "user", "content": "..."}}], not {type(messages).__name__}'
         )
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        if not isinstance(message, Mapping) or not (
+            isinstance(message.get("role"), str) or isinstance(message.get("type"), str)
+        ):
             raise TypeError(
                 f"messages[{i}] must be a mapping with a 'role' (and usually 'content'), "
                 f"not {message!r}"

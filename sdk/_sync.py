@@ -108,10 +108,7 @@ def _async_openai(client: Any) -> Any:
     except ImportError:
         return client
     if isinstance(client, openai.AzureOpenAI):
-        raise TypeError(
-            "SyncClient.from_openai cannot copy an openai.AzureOpenAI; pass an "
-            "openai.AsyncAzureOpenAI made with the same settings"
-        )
+        return _async_azure(openai, client)
     if not isinstance(client, openai.OpenAI):
         return client
     return openai.AsyncOpenAI(
@@ -123,6 +120,40 @@ def _async_openai(client: Any) -> Any:
         max_retries=client.max_retries,
         default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
         default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
+def _async_azure(openai: Any, client: Any) -> Any:
+    """An ``openai.AsyncAzureOpenAI`` with ``client``'s settings (an ``openai.AzureOpenAI``):
+    endpoint and deployment (or base URL), API version, and its one credential (key, Entra ID
+    token, or token provider, which an async client may call as it is)."""
+    from openai.lib.azure import API_KEY_SENTINEL
+
+    credential: dict[str, Any] = {}
+    if getattr(client, "_azure_ad_token", None) is not None:
+        credential["azure_ad_token"] = client._azure_ad_token
+    elif getattr(client, "_azure_ad_token_provider", None) is not None:
+        credential["azure_ad_token_provider"] = client._azure_ad_token_provider
+    elif client.api_key and client.api_key != API_KEY_SENTINEL:
+        credential["api_key"] = client.api_key
+    endpoint = getattr(client, "_azure_endpoint", None)
+    where: dict[str, Any] = (
+        {"azure_endpoint": str(endpoint), "azure_deployment": client._azure_deployment}
+        if endpoint is not None
+        else {"base_url": str(client.base_url)}
+    )
+    query = {k: v for k, v in (getattr(client, "_custom_query", {}) or {}).items()}
+    query.pop("api-version", None)  # the api_version below sets it
+    return openai.AsyncAzureOpenAI(
+        api_version=client._api_version,
+        organization=client.organization,
+        project=client.project,
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=query or None,
+        **where,
+        **credential,
     )
 
 
@@ -393,6 +424,15 @@ class SyncStream(Generic[T]):
     def attempts(self) -> list[AttemptInfo]:
         """The attempts that ended."""
         return self._stream.attempts
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as the next Chat Completions turn's assistant message (see
+        :meth:`sdk.Stream.assistant_message`)."""
+        return self._stream.assistant_message()
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """The reply as Responses API input items (see :meth:`sdk.Stream.output_items`)."""
+        return self._stream.output_items()
 
     @property
     def attempt(self) -> int:

@@ -111,11 +111,16 @@ class HttpTransport:
         self.http_client = http_client
 
     async def open(
-        self, payload: bytes, request: GenerationRequest, *, url: str | None = None
+        self,
+        payload: bytes,
+        request: GenerationRequest,
+        *,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Opened:
-        """Send ``payload`` (with ``request``'s own timeout, headers and query); the response
-        (headers read, status 2xx) and its release. ``url``: where this request goes instead
-        of :attr:`url` (for a provider whose URL names the model, as Gemini's does).
+        """Send ``payload`` (with ``request``'s own timeout, headers and query) to ``url``
+        (default: :attr:`url`), with ``headers`` over the transport's (a credential fetched for
+        this request); the response (headers read, status 2xx) and its release.
 
         A pooled keep-alive connection the server closed while idle fails with "Server
         disconnected without sending a response": nothing was processed, so the request is sent
@@ -124,14 +129,14 @@ class HttpTransport:
         """
         chosen = request.timeout if request.timeout is not None else self.timeout
         timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
-        headers = {**self.headers, **request.extra_headers}
+        sent = {**self.headers, **(headers or {}), **request.extra_headers}
         query = {**self.query, **request.extra_query}
         for resend in (True, False):
             manager = self.http_client.stream(
                 "POST",
-                self.url if url is None else url,
+                url or self.url,
                 content=payload,
-                headers=headers,
+                headers=sent,
                 params=query or None,
                 timeout=timeout,
             )

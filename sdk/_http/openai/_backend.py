@@ -32,6 +32,7 @@ from sdk._http._transport import (
     encode_body,
     estimate_tokens,
 )
+from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
 from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
@@ -57,6 +58,11 @@ class ServerOptions(TypedDict, total=False):
     project: str | None
     strict: bool
     server: Server | None
+    api_version: str | None
+    azure_endpoint: str | None
+    azure_deployment: str | None
+    azure_ad_token: str | None
+    azure_ad_token_provider: TokenProvider | None
 
 
 class OpenAIBackend:
@@ -91,6 +97,15 @@ class OpenAIBackend:
     :mod:`sdk._http.openai._flavours`); :meth:`check_request` refuses, before any request, what it
     cannot be sent.
 
+    Azure OpenAI, as openai-python's ``AzureOpenAI`` takes it: ``azure_endpoint`` (else
+    ``$AZURE_OPENAI_ENDPOINT``), ``azure_deployment`` (else each request's ``model``),
+    ``api_version`` (else ``$OPENAI_API_VERSION``), and one of ``api_key`` (sent as
+    ``api-key``; else ``$AZURE_OPENAI_API_KEY``), ``azure_ad_token`` (else
+    ``$AZURE_OPENAI_AD_TOKEN``) or ``azure_ad_token_provider`` (called for every request).
+    Giving any of ``api_version``, ``azure_endpoint``, ``azure_deployment``,
+    ``azure_ad_token``, ``azure_ad_token_provider`` makes this backend Azure's (see
+    :mod:`sdk._http.openai._azure`).
+
     Every argument is checked here: a wrong kind raises ``TypeError`` naming it.
     """
 
@@ -113,6 +128,11 @@ class OpenAIBackend:
         project: str | None = None,
         strict: bool = True,
         server: Server | None = None,
+        api_version: str | None = None,
+        azure_endpoint: str | None = None,
+        azure_deployment: str | None = None,
+        azure_ad_token: str | None = None,
+        azure_ad_token_provider: TokenProvider | None = None,
     ) -> None:
         check_http_options(base_url, api_key, model, http_client, timeout, headers)
         if not isinstance(strict, bool):
@@ -130,20 +150,36 @@ class OpenAIBackend:
         self.server = server
         self.model = model
         self.strict = strict
-        if base_url is None and http_client is not None and str(http_client.base_url):
-            url = self.path.lstrip("/")  # relative to the client's own base_url
-        else:
-            root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            url = root.rstrip("/") + self.path
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        azure = (api_version, azure_endpoint, azure_deployment, azure_ad_token)
+        self._azure: AzureSettings | None = None
+        if any(v is not None for v in azure) or azure_ad_token_provider is not None:
+            self._azure = azure_settings(
+                base_url=base_url,
+                api_key=api_key,
+                api_version=api_version,
+                azure_endpoint=azure_endpoint,
+                azure_deployment=azure_deployment,
+                azure_ad_token=azure_ad_token,
+                azure_ad_token_provider=azure_ad_token_provider,
+            )
         sent = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "Cache-Control": "no-store",
         }
-        if key:
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if self._azure is not None:
+            url = self._azure.root  # each request's URL: AzureSettings.url
+            sent.update(self._azure.static_headers)
+            default_query = {**(default_query or {}), "api-version": self._azure.api_version}
+        elif base_url is None and http_client is not None and str(http_client.base_url):
+            url = self.path.lstrip("/")  # relative to the client's own base_url
+        else:
+            root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+            url = root.rstrip("/") + self.path
+        if self._azure is None and key:
             sent["Authorization"] = f"Bearer {key}"
-        elif url.startswith(OPENAI_BASE_URL):
+        elif self._azure is None and url.startswith(OPENAI_BASE_URL):
             raise ValueError(
                 "Missing credentials: OpenAI's API needs a key; pass api_key=... or set the "
                 "OPENAI_API_KEY environment variable (or give the base_url of another server)"
@@ -194,8 +230,15 @@ class OpenAIBackend:
         check_request(request, server=self.server, api=self.api)
 
     async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
-        """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`)."""
-        return await self._transport.open(payload, request)
+        """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); to Azure, at
+        the URL of the request's deployment, with a token asked for this request."""
+        azure = self._azure
+        if azure is None:
+            return await self._transport.open(payload, request)
+        url = azure.url(self.api, request.model or self.model)
+        return await self._transport.open(
+            payload, request, url=url, headers=await azure.fresh_headers()
+        )
 
     async def aclose(self) -> None:
         """Close the httpx client if this backend made it."""

@@ -123,6 +123,27 @@ def _async_openai(client: Any) -> Any:
     )
 
 
+def _async_anthropic(client: Any) -> Any:
+    """``client`` as an ``anthropic.AsyncAnthropic``: an ``anthropic.Anthropic``'s settings (API
+    key or auth token, base URL, timeout, max retries, default headers and query) copied into
+    a new one; anything else as it is (``Client.from_anthropic`` checks it)."""
+    try:
+        import anthropic
+    except ImportError:
+        return client
+    if not isinstance(client, anthropic.Anthropic):
+        return client
+    return anthropic.AsyncAnthropic(
+        api_key=client.api_key,
+        auth_token=client.auth_token,
+        base_url=str(client.base_url),
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
 def _async_azure(openai: Any, client: Any) -> Any:
     """An ``openai.AsyncAzureOpenAI`` with ``client``'s settings (an ``openai.AzureOpenAI``):
     endpoint and deployment (or base URL), API version, and its one credential (key, Entra ID
@@ -290,6 +311,23 @@ class SyncClient:
                 client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
             )
         )
+
+    @classmethod
+    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+        """As :meth:`sdk.Client.from_anthropic`. ``client`` is an ``anthropic.Anthropic``, whose
+        settings (API key or auth token, base URL, timeout, max retries, default headers and
+        query) are copied into an ``anthropic.AsyncAnthropic`` that runs in this client's loop
+        thread (proxies and TLS set on its synchronous HTTP client are not carried over), or an
+        ``anthropic.AsyncAnthropic`` used as it is."""
+        return cls._wrap(
+            Client.from_anthropic(_async_anthropic(client), model=model, max_retries=max_retries)
+        )
+
+    @classmethod
+    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+        """As :meth:`sdk.Client.from_genai`: ``client`` (a ``google.genai.Client``) streams
+        through its ``aio`` side, in this client's loop thread."""
+        return cls._wrap(Client.from_genai(client, model=model, max_retries=max_retries))
 
     @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> SyncClient:

@@ -477,3 +477,23 @@ async def test_from_anthropic_errors_are_both_ours_and_anthropics() -> None:
     assert (error.status, error.retryable, error.request_id) == (529, True, "req_9")
     with pytest.raises(TypeError, match=r"anthropic\.AsyncAnthropic"):
         Client.from_anthropic(object(), model="claude-test")
+
+
+def test_sync_from_anthropic_copies_a_sync_client() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    httpx2 = pytest.importorskip("httpx2")
+    server = Server(stream(start(), text_block(0, *CITY), stop("end_turn")))
+    sync_client = anthropic.Anthropic(
+        api_key="sk-ant-sync", base_url=URL, default_headers={"x-team": "a"}, max_retries=0
+    )
+    with sdk.SyncClient.from_anthropic(sync_client, model="claude-test") as client:
+        copied = client.backend._client  # type: ignore[attr-defined]
+        assert isinstance(copied, anthropic.AsyncAnthropic)
+        assert (copied.api_key, str(copied.base_url).rstrip("/")) == ("sk-ant-sync", URL)
+        # The copy's HTTP client answered by the server (its own would go to the network).
+        copied._client = httpx2.AsyncClient(
+            transport=httpx2.MockTransport(anthropic_client(server)._client._transport.handler)
+        )
+        with client.stream(messages=MESSAGES, schema=City) as s:
+            assert s.result() == City(name="Paris", population=2100000)
+    assert server.requests[0].headers["x-team"] == "a"

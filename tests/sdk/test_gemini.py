@@ -613,3 +613,11 @@ async def test_from_genai_closes_the_stream_at_a_violation() -> None:
     with pytest.raises(SchemaViolation):
         async with client.stream(messages=MESSAGES, schema=City) as s:
             await s.result()
+
+
+def test_sync_from_genai() -> None:
+    server = Server(GOOD)
+    with sdk.SyncClient.from_genai(genai_client(server), model="gemini-2.5-flash") as client:
+        with client.stream(messages=MESSAGES, schema=City) as s:
+            assert s.result() == City(name="Paris", population=2100000)
+    assert len(server.requests) == 1

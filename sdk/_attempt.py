@@ -19,16 +19,22 @@ event loop and no connection, so every rule below is tested by feeding it values
   :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
   :class:`~sdk.ContentFilteredError`. Both are raised by :meth:`AttemptState.finish`, after the
   source ended, so that usage sent after the finish reason is counted.
+- What the server says about the response (``Delta.response``: its id, system fingerprint) and
+  the message's token log probabilities (``Delta.logprobs``) are kept for the record, with the
+  finish reason.
 - Reasoning (``Delta.reasoning``, or in ``lenient`` mode a ``<think>`` block before the
   message's document) is kept apart, never parsed, and given as
   :class:`~sdk.ReasoningDelta` events when asked for.
 - Usage: the backend's latest report (``Delta.usage``) when it sent one, else the attempt's
   own count (``Delta.tokens``, or one token per text delta, marked ``estimated``), so an
-  aborted attempt is never counted as free.
+  aborted attempt is never counted as free; its prompt, once output came, is the backend's
+  estimate (:attr:`AttemptState.prompt_estimate`, set by the stream from the generation's
+  ``prompt_estimate``), marked ``estimated`` too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -82,12 +88,14 @@ class AttemptState:
         "_last_texts",
         "_last_tracker",
         "_lenient",
+        "_logprobs",
         "_names",
         "_needs_name",
         "_reasoning",
         "_refusal",
         "_regex_timeout",
         "_reported",
+        "_response",
         "_started",
         "_texts",
         "_think",
@@ -96,6 +104,7 @@ class AttemptState:
         "_usage_base",
         "_want_reasoning",
         "number",
+        "prompt_estimate",
     )
 
     def __init__(
@@ -130,6 +139,10 @@ class AttemptState:
         self._want_reasoning = reasoning
         self._think = ThinkSplitter() if lenient else None
         self._finish_reason: str | None = None
+        self.prompt_estimate: int | None = None
+        """The backend's estimate of the request's prompt tokens (see :attr:`usage`)."""
+        self._response: dict[str, Any] = {}  # what the server said about the response
+        self._logprobs: list[Any] = []
         self._reported: Usage | None = None
         self._counted = 0
         self._forced = 0
@@ -161,9 +174,18 @@ class AttemptState:
             reported = reported - self._usage_base
         if reported is not None and reported.completion_tokens >= self._counted:
             return reported
-        prompt = reported.prompt_tokens if reported is not None else 0
         forced = max(self._forced, reported.forced_tokens if reported is not None else 0)
-        return Usage(prompt, self._counted, forced, estimated=self._estimated)
+        if reported is not None:
+            return dataclasses.replace(
+                reported,
+                completion_tokens=self._counted,
+                forced_tokens=forced,
+                estimated=self._estimated or reported.estimated,
+            )
+        # Nothing reported (an attempt aborted, or a server that sends no usage): once output
+        # came, the server read the prompt and bills it; the backend's estimate of it counts.
+        prompt = (self.prompt_estimate or 0) if self._counted else 0
+        return Usage(prompt, self._counted, forced, estimated=self._estimated or prompt > 0)
 
     @property
     def reported_usage(self) -> Usage | None:
@@ -226,6 +248,8 @@ class AttemptState:
                 and chunk.tool_name is None
                 and chunk.tool_call_id is None
                 and chunk.reasoning is None
+                and chunk.logprobs is None
+                and chunk.response is None
             ):
                 # The common delta: text only.
                 text = chunk.text
@@ -237,6 +261,10 @@ class AttemptState:
             raise TypeError(f"a source must yield str or Delta, not {type(chunk).__name__}")
         if chunk.usage is not None:
             self._reported = chunk.usage
+        if chunk.response:
+            self._response.update(chunk.response)
+        if chunk.logprobs and chunk.tool_call is None and self._finish_reason is None:
+            self._logprobs.extend(chunk.logprobs)
         if chunk.refusal:
             self._refusal.append(chunk.refusal)
         thoughts = self._thought(chunk.reasoning) if chunk.reasoning else []
@@ -355,6 +383,10 @@ class AttemptState:
             first_output=None if first is None else first - self._started,
             reasoning="".join(self._reasoning),
             expected=getattr(self._compiled, "what", None) or JSON_DOCUMENT,
+            finish_reason=self._finish_reason,
+            response_id=_str(self._response.get("id")),
+            system_fingerprint=_str(self._response.get("system_fingerprint")),
+            logprobs=tuple(self._logprobs),
         )
 
     # ------------------------------------------------------------------ internals
@@ -481,3 +513,7 @@ class AttemptState:
 
     def _keys(self) -> Sequence[int | None]:
         return self._tool_keys() if self._tool_mode else [None]
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

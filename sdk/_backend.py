@@ -42,7 +42,7 @@ Message = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one attempt (or the sum of several: ``a + b``)."""
+    """Token counts of one attempt (or the sum of several: ``a + b``, details key by key)."""
 
     prompt_tokens: int = 0
     """Tokens in the prompt."""
@@ -51,14 +51,32 @@ class Usage:
     forced_tokens: int = 0
     """Of the generated tokens, those the grammar forced (local engine jump-forward)."""
     estimated: bool = False
-    """True when the counts are the stream's own estimate, not the backend's report: an
+    """True when some count is the stream's own estimate, not the backend's report: an
     attempt aborted before a server sent its usage is counted one token per text delta
-    received (servers stream about one token per delta)."""
+    received (servers stream about one token per delta), and its prompt, which the server
+    read and bills, from the request's size (about four bytes of the request body a token)."""
+    prompt_tokens_details: Mapping[str, int] = field(default_factory=dict)
+    """Every detail of the prompt's count the server sent (``cached_tokens``,
+    ``audio_tokens``; the Responses API's ``input_tokens_details``)."""
+    completion_tokens_details: Mapping[str, int] = field(default_factory=dict)
+    """Every detail of the completion's count the server sent (``reasoning_tokens``,
+    ``audio_tokens``, ``accepted_prediction_tokens``, ``rejected_prediction_tokens``; the
+    Responses API's ``output_tokens_details``)."""
 
     @property
     def total_tokens(self) -> int:
         """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens the server read from its cache (``prompt_tokens_details``)."""
+        return self.prompt_tokens_details.get("cached_tokens", 0)
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Completion tokens spent reasoning (``completion_tokens_details``)."""
+        return self.completion_tokens_details.get("reasoning_tokens", 0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -66,6 +84,8 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.forced_tokens + other.forced_tokens,
             self.estimated or other.estimated,
+            _combine(self.prompt_tokens_details, other.prompt_tokens_details, 1),
+            _combine(self.completion_tokens_details, other.completion_tokens_details, 1),
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -75,7 +95,19 @@ class Usage:
             max(self.completion_tokens - other.completion_tokens, 0),
             max(self.forced_tokens - other.forced_tokens, 0),
             self.estimated,
+            _combine(self.prompt_tokens_details, other.prompt_tokens_details, -1),
+            _combine(self.completion_tokens_details, other.completion_tokens_details, -1),
         )
+
+
+def _combine(a: Mapping[str, int], b: Mapping[str, int], sign: int) -> dict[str, int]:
+    """``a`` plus (``sign`` 1) or minus (-1, never below zero) ``b``, key by key."""
+    if not b:
+        return dict(a)
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = max(out.get(key, 0) + sign * value, 0)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +137,13 @@ class Delta:
     tokens: int | None = None
     """How many generated tokens ``text`` came from, when the backend knows (the local engine
     does); ``None``: the stream counts one per delta with text, as an estimate."""
+    logprobs: tuple[Mapping[str, Any], ...] | None = None
+    """The log probabilities of ``text``'s tokens, when they were asked for (``logprobs=True``):
+    the server's entries as it sent them (openai's ``ChatCompletionTokenLogprob``: ``token``,
+    ``logprob``, ``bytes``, ``top_logprobs``)."""
+    response: Mapping[str, Any] | None = None
+    """What the server said about the response, once (its ``id``, ``system_fingerprint``,
+    ``model``, ``service_tier``: those it sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +191,11 @@ class GenerationRequest:
     """Headers added to this request (HTTP backends), over the client's."""
     extra_query: Mapping[str, str] = field(default_factory=dict)
     """Query parameters added to this request's URL (HTTP backends), over the client's."""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    """The other request parameters openai-python names, as the caller gave them (checked:
+    :func:`sdk._parameters.check_parameters`; ``max_completion_tokens``, ``stop``,
+    ``logprobs``, ``reasoning_effort``...): each provider writes them its own way, and its
+    ``check_request`` refuses one its API has no equivalent for."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -22,10 +22,11 @@ from sdk._backend import Backend, Delta, GenerationRequest, Message, check_reque
 from sdk._batch import BatchResult, run_batch
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._http import OpenAIBackend, ResponsesBackend
-from sdk._http._flavours import Api, Server
-from sdk._http._openai import ServerOptions
-from sdk._http._request import check_single_choice
+from sdk._http.openai._backend import ServerOptions
+from sdk._http.openai._chat_request import check_single_choice
+from sdk._http.openai._flavours import Api, Server
 from sdk._options import RequestOptions, split_options
+from sdk._providers import Provider, provider_backend
 from sdk._retry import Attempt
 from sdk._schema import schema_name
 from sdk._segments import TaggedText
@@ -43,8 +44,11 @@ class Client:
 
     ``Client(base_url=..., api_key=..., model=...)`` talks to an OpenAI-compatible Chat
     Completions server over httpx, or, with ``api="responses"``, to its Responses API
-    (``POST /responses``). Like openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and
-    ``$OPENAI_BASE_URL`` and defaults to OpenAI's API. ``server`` says which server it is
+    (``POST /responses``). ``provider`` says whose API it is when it is not OpenAI's:
+    ``Client(provider="anthropic", model=...)`` talks Anthropic's Messages API natively (its
+    options: :class:`~sdk._http.anthropic.AnthropicBackend`; see :mod:`sdk._providers`). Like
+    openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and ``$OPENAI_BASE_URL`` and defaults
+    to OpenAI's API. ``server`` says which server it is
     (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
     decides how constraints other than JSON Schema are sent; the other options
     (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
@@ -73,17 +77,23 @@ class Client:
         *,
         max_retries: int = 2,
         api: Api = "chat",
+        provider: Provider = "openai",
         **options: Unpack[ServerOptions],
     ) -> None:
-        unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
-        if unknown:
-            accepted = ["base_url", "api_key", "model", "max_retries", "api"]
-            raise TypeError(
-                f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} (accepted: "
-                f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
-            )
-        kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
-        self._backend: Backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
+        self._backend: Backend
+        if provider != "openai":
+            self._backend = provider_backend(provider, base_url, api_key, model, api, options)
+        else:
+            unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
+            if unknown:
+                accepted = ["base_url", "api_key", "model", "max_retries", "api", "provider"]
+                raise TypeError(
+                    f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} "
+                    f"(accepted: "
+                    f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
+                )
+            kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
+            self._backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
         self._max_retries = _check_max_retries(max_retries)
         self._defaults: dict[str, Any] = {}
         self._owns_backend = True
@@ -159,6 +169,31 @@ class Client:
         return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
+    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+        """A client that sends its requests through ``client``, an ``anthropic.AsyncAnthropic``
+        the caller configured (credentials, base URL, headers, proxies, timeouts and its own
+        retries unchanged); the Messages API spoken as ``Client(provider="anthropic")`` speaks
+        it. Its errors stay anthropic's too: ``except anthropic.RateLimitError`` catches what
+        it caught before, as does ``except sdk.RateLimitError``. ``max_retries``: a stream
+        broken midway is retried here (0 by default: the client retries what fails before
+        the stream). ``client`` is not closed by :meth:`aclose`."""
+        from sdk._http.anthropic._sdk import AnthropicSDKBackend
+
+        return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
+
+    @classmethod
+    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+        """A client that sends its requests through ``client``, a ``google.genai.Client`` the
+        caller configured (the Gemini API or Vertex AI, its credentials, base URL, HTTP
+        options); the request is the one ``Client(provider="gemini")`` sends. Its errors stay
+        google-genai's too (``except google.genai.errors.APIError`` catches what it caught
+        before, as does ``except sdk.TransportError``). ``max_retries`` as for
+        :meth:`from_anthropic`; ``client`` is not closed by :meth:`aclose`."""
+        from sdk._http.gemini._sdk import GenaiSDKBackend
+
+        return cls.from_backend(GenaiSDKBackend(client, model=model), max_retries=max_retries)
+
+    @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
         """A client over the local engine (transformers + xgrammar, in a worker thread).
 
@@ -227,7 +262,7 @@ class Client:
         - ``messages``: the conversation (OpenAI chat messages: mappings with a ``role``).
         - ``schema``: a pydantic model class, a ``TypeAdapter``-able type, or a JSON Schema
           dict. Its resolved JSON Schema is what the server is sent (made strict, see
-          :mod:`sdk._http._strict`); it is the contract: the result is validated by pydantic
+          :mod:`sdk._http.openai._strict`); it is the contract: the result is validated by pydantic
           in JSON mode, which may accept more than the schema says (lax coercions), never
           less. The stream is typed by it: ``Stream[Model]``, ``Stream[list[Item]]``,
           ``Stream[Any]`` for a dict. Or a constraint: :class:`~sdk.Choice`,
@@ -393,14 +428,17 @@ def _backend_kind(api: object, chat: type[B], responses: type[B]) -> type[B]:
 
 
 def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """``messages`` as a tuple, checked: a sequence of mappings, each with a ``role``."""
+    """``messages`` as a tuple, checked: a sequence of mappings, each with a ``role`` (or a
+    ``type``: a Responses API input item, for ``api="responses"``)."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(
             "messages must be a list of chat messages, e.g. "
             f'[{{"role": "user", "content": "..."}}], not {type(messages).__name__}'
         )
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        if not isinstance(message, Mapping) or not (
+            isinstance(message.get("role"), str) or isinstance(message.get("type"), str)
+        ):
             raise TypeError(
                 f"messages[{i}] must be a mapping with a 'role' (and usually 'content'), "
                 f"not {message!r}"

@@ -302,8 +302,15 @@ class TransportError(StreamError):
     (``retry-after-ms`` or ``Retry-After``), ``body`` what it sent (parsed JSON when it sent
     JSON, else the text), ``response`` the HTTP response when there was one (an
     ``httpx.Response``; an ``httpx2.Response`` through ``Client.from_openai`` with openai 3),
-    ``request_id`` its ``x-request-id`` header. ``retries`` holds the errors of the earlier
-    tries of the same request that were retried before this one (oldest first).
+    ``request_id`` its ``x-request-id`` header (for a stream that failed midway too).
+    ``retries`` holds the errors of the earlier tries of the same request that were retried
+    before this one (oldest first).
+
+    As openai-python's ``APIError``: ``body`` is the error object itself (``{"message",
+    "type", "code", "param"}``), whether the server sent it as a status's body or inside the
+    stream; ``code``, ``type`` and ``param`` are read from it (``None`` when it has none);
+    ``request`` is the HTTP request (``httpx.Request``), when one was made; ``message`` says
+    what went wrong without the URL (``request.url`` has it).
 
     A status error is one of the :class:`APIStatusError` classes, a connection failure an
     :class:`APIConnectionError`, whether retries were off or ran out.
@@ -319,6 +326,7 @@ class TransportError(StreamError):
         body: Any = None,
         response: Any = None,
         request_id: str | None = None,
+        request: Any = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -329,6 +337,34 @@ class TransportError(StreamError):
         self.response = response
         self.request_id = request_id
         self.retries: tuple[TransportError, ...] = ()
+        self._request: Any = request
+
+    @property
+    def request(self) -> Any:
+        """The HTTP request that failed (an ``httpx.Request``), or ``None`` when none is
+        known (an error a test or a backend made without one)."""
+        if self._request is not None:
+            return self._request
+        return getattr(self.response, "request", None)
+
+    @property
+    def code(self) -> Any:
+        """``body["code"]`` (``"insufficient_quota"``, ``"rate_limit_exceeded"``...; a number
+        from some servers), ``None`` when the body has none."""
+        return self._from_body("code")
+
+    @property
+    def param(self) -> Any:
+        """``body["param"]``: the request parameter the error is about, if the server said."""
+        return self._from_body("param")
+
+    @property
+    def type(self) -> Any:
+        """``body["type"]`` (``"invalid_request_error"``...), ``None`` when the body has none."""
+        return self._from_body("type")
+
+    def _from_body(self, key: str) -> Any:
+        return self.body.get(key) if isinstance(self.body, dict) else None
 
 
 class APIStatusError(TransportError):

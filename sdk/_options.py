@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias, TypedDict
 
 from sdk._constraints import ToolChoice
 from sdk._dispatch import CallbackErrorPolicy, OnField
+from sdk._parameters import BodyParameters, check_parameters
 from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, validate_timeout
 from sdk._retry import Retry
 from sdk._schema import Formats
@@ -56,8 +57,9 @@ class StreamOptions(TypedDict, total=False):
     regex_timeout: float
 
 
-class RequestOptions(StreamOptions, total=False):
-    """:class:`StreamOptions` plus what a :class:`~sdk.Client` sends with each attempt."""
+class RequestOptions(StreamOptions, BodyParameters, total=False):
+    """:class:`StreamOptions` plus what a :class:`~sdk.Client` sends with each attempt (the
+    request parameters openai-python names: :class:`~sdk._parameters.BodyParameters`)."""
 
     max_tokens: int | None
     temperature: float | None
@@ -173,6 +175,10 @@ def split_options(
     config = StreamConfig(**{k: v for k, v in options.items() if k in _STREAM_KEYS})
     rest = {k: v for k, v in options.items() if k in _REQUEST_KEYS}
     _check_request(rest)
+    parameters = check_parameters(rest)
+    rest = {k: v for k, v in rest.items() if k not in BodyParameters.__optional_keys__}
+    if parameters:
+        rest["parameters"] = parameters
     return config, rest
 
 

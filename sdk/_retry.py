@@ -101,6 +101,11 @@ class ToolCallText:
     """The id the server gave the call, if it sent one."""
 
 
+def _call_id(call: ToolCallText) -> str:
+    """A call's id: the server's, else ``call_<index>`` (both turns must name it the same)."""
+    return call.id or f"call_{call.index}"
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptInfo:
     """The record of one attempt, in ``Stream.attempts``."""
@@ -127,6 +132,56 @@ class AttemptInfo:
     reasoning: str = ""
     """The model's reasoning in this attempt (reasoning deltas, or a ``<think>`` block in
     lenient mode); empty when there was none."""
+    finish_reason: str | None = None
+    """Why the generation ended, as the backend said (``"stop"``, ``"length"``,
+    ``"tool_calls"``...); ``None`` when it said nothing (an aborted attempt)."""
+    response_id: str | None = None
+    """The response's id, as the server gave it (``chatcmpl-...``, ``resp_...``)."""
+    system_fingerprint: str | None = None
+    """The backend configuration the server reported (Chat Completions'
+    ``system_fingerprint``)."""
+    logprobs: tuple[Mapping[str, Any], ...] = ()
+    """The log probabilities of the message's tokens, in order, when ``logprobs=True`` asked for
+    them (the server's entries: ``token``, ``logprob``, ``bytes``, ``top_logprobs``)."""
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This attempt's reply as the assistant message of the next Chat Completions turn:
+        ``{"role": "assistant", "content": <its text, or None>, "tool_calls": [{"id",
+        "type": "function", "function": {"name", "arguments"}}]}`` (``tool_calls`` only when
+        it called tools; a call the server gave no id is ``"call_<index>"``, the id to answer
+        it with). Append it, then one ``{"role": "tool", "tool_call_id", "content"}`` per
+        call."""
+        text = self.text if self.text.strip() else None
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": _call_id(call),
+                    "type": "function",
+                    "function": {"name": call.name or "", "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """This attempt's reply as Responses API input items for the next turn: the message
+        text as ``{"role": "assistant", "content"}`` (when there is text), then one
+        ``{"type": "function_call", "call_id", "name", "arguments"}`` per call. Append them,
+        then one ``{"type": "function_call_output", "call_id", "output"}`` per call."""
+        items: list[dict[str, Any]] = []
+        if self.text.strip():
+            items.append({"role": "assistant", "content": self.text})
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": _call_id(call),
+                "name": call.name or "",
+                "arguments": call.arguments,
+            }
+            for call in self.tool_calls
+        )
+        return items
 
     @property
     def tokens_per_second(self) -> float | None:

@@ -36,12 +36,17 @@ class TextChunks:
     """The deltas of a generation, over ``chunks``: an async generator of chunks, in which a
     ``str`` is a delta of text alone (``Delta(text=chunk)``). Iterated, it gives
     :class:`~sdk.Delta` values; :class:`SourceReader` reads ``chunks`` itself (the stream takes
-    a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops."""
+    a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops.
+    ``prompt_estimate``: the backend's estimate of the request's prompt tokens, counted for an
+    attempt that produced output but ended before the server reported its usage."""
 
-    __slots__ = ("chunks",)
+    __slots__ = ("chunks", "prompt_estimate")
 
-    def __init__(self, chunks: AsyncGenerator[Chunk, None]) -> None:
+    def __init__(
+        self, chunks: AsyncGenerator[Chunk, None], *, prompt_estimate: int | None = None
+    ) -> None:
         self.chunks = chunks
+        self.prompt_estimate = prompt_estimate
 
     def __aiter__(self) -> TextChunks:
         return self
@@ -74,9 +79,10 @@ logger = logging.getLogger("fieldstream")
 class SourceReader:
     """Reads the chunks of one attempt at a time from ``source``."""
 
-    __slots__ = ("_factory", "_it", "_plain", "_scope")
+    __slots__ = ("_factory", "_it", "_plain", "_scope", "prompt_estimate")
 
     def __init__(self, source: Source, *, retries: bool = False) -> None:
+        self.prompt_estimate: int | None = None
         if retries and not callable(source):
             raise ValueError(
                 "a plain async iterable cannot be read twice, so it cannot be retried: pass a "
@@ -113,6 +119,9 @@ class SourceReader:
             assert self._plain is not None
             it = aiter(self._plain)
         self._it = it.chunks if type(it) is TextChunks else it
+        estimate = getattr(it, "prompt_estimate", None)
+        self.prompt_estimate = estimate if isinstance(estimate, int) else None
+        """The attempt's estimate of its prompt tokens, when its generation gave one."""
 
     async def pull(self, *, interruptible: bool) -> Chunk | Pulled:
         """The next chunk, ``Pulled.END``, or (``interruptible``) ``Pulled.INTERRUPTED``. The

@@ -117,7 +117,8 @@ def format_sse(event: StreamEvent, *, error_details: bool = False) -> str:
     - [`UsageReported`][sdk.UsageReported]: `usage`, with `attempt`, `usage`;
     - [`StreamEnded`][sdk.StreamEnded]: `end`, with `attempts`, `usage`.
 
-    `usage` is `{"prompt_tokens", "completion_tokens", "forced_tokens", "estimated"}`. In a
+    `usage` is `{"prompt_tokens", "completion_tokens", "forced_tokens", "estimated",
+    "prompt_tokens_details", "completion_tokens_details"}`. In a
     browser: `new EventSource(url).addEventListener("field", e => JSON.parse(e.data))`.
 
     The `data:` line is valid JSON and valid UTF-8 for every value: a lone surrogate in a

@@ -117,6 +117,29 @@ class Stream(Generic[T]):
         """The number of the attempt in progress (or the last one); 0 before the first."""
         return self._ledger.number
 
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply, ready to append to the conversation of the next Chat Completions turn
+        (tool calls with their ids): :meth:`AttemptInfo.assistant_message
+        <sdk._retry.AttemptInfo.assistant_message>` of the attempt that succeeded. Raises
+        :class:`StreamUsageError` before the stream ended with success."""
+        return self._succeeded("assistant_message").assistant_message()
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """The reply as Responses API input items for the next turn (``function_call`` items
+        with their ``call_id``): :meth:`AttemptInfo.output_items
+        <sdk._retry.AttemptInfo.output_items>` of the attempt that succeeded. Raises
+        :class:`StreamUsageError` before the stream ended with success."""
+        return self._succeeded("output_items").output_items()
+
+    def _succeeded(self, what: str) -> AttemptInfo:
+        records = self._ledger.records
+        if not records or records[-1].error is not None or self._error is not None:
+            raise StreamUsageError(
+                f"{what}() is the reply of a stream that succeeded: read it to its end first "
+                "(await s.result() / s.results())"
+            )
+        return records[-1]
+
     @property
     def attempts(self) -> list[AttemptInfo]:
         """The attempts that ended, in order: number, error (``None`` for the successful one),
@@ -302,6 +325,9 @@ class Stream(Generic[T]):
         if self._progress:
             self._events.append(AttemptStarted(attempt.number))
         self._source.start(attempt)
+        state = self._ledger.current
+        if state is not None:
+            state.prompt_estimate = self._source.prompt_estimate
 
     async def _advance(self) -> None:
         """One step: start an attempt, or pull one chunk and process it, or end the attempt.

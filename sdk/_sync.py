@@ -34,9 +34,10 @@ from sdk._client import Client
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
-from sdk._http._flavours import Api, Server
-from sdk._http._openai import ServerOptions
+from sdk._http.openai._backend import ServerOptions
+from sdk._http.openai._flavours import Api, Server
 from sdk._options import RequestOptions
+from sdk._providers import Provider
 from sdk._retry import AttemptInfo
 from sdk._segments import TaggedText
 from sdk._stream import Stream
@@ -107,10 +108,7 @@ def _async_openai(client: Any) -> Any:
     except ImportError:
         return client
     if isinstance(client, openai.AzureOpenAI):
-        raise TypeError(
-            "SyncClient.from_openai cannot copy an openai.AzureOpenAI; pass an "
-            "openai.AsyncAzureOpenAI made with the same settings"
-        )
+        return _async_azure(openai, client)
     if not isinstance(client, openai.OpenAI):
         return client
     return openai.AsyncOpenAI(
@@ -122,6 +120,61 @@ def _async_openai(client: Any) -> Any:
         max_retries=client.max_retries,
         default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
         default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
+def _async_anthropic(client: Any) -> Any:
+    """``client`` as an ``anthropic.AsyncAnthropic``: an ``anthropic.Anthropic``'s settings (API
+    key or auth token, base URL, timeout, max retries, default headers and query) copied into
+    a new one; anything else as it is (``Client.from_anthropic`` checks it)."""
+    try:
+        import anthropic
+    except ImportError:
+        return client
+    if not isinstance(client, anthropic.Anthropic):
+        return client
+    return anthropic.AsyncAnthropic(
+        api_key=client.api_key,
+        auth_token=client.auth_token,
+        base_url=str(client.base_url),
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
+    )
+
+
+def _async_azure(openai: Any, client: Any) -> Any:
+    """An ``openai.AsyncAzureOpenAI`` with ``client``'s settings (an ``openai.AzureOpenAI``):
+    endpoint and deployment (or base URL), API version, and its one credential (key, Entra ID
+    token, or token provider, which an async client may call as it is)."""
+    from openai.lib.azure import API_KEY_SENTINEL
+
+    credential: dict[str, Any] = {}
+    if getattr(client, "_azure_ad_token", None) is not None:
+        credential["azure_ad_token"] = client._azure_ad_token
+    elif getattr(client, "_azure_ad_token_provider", None) is not None:
+        credential["azure_ad_token_provider"] = client._azure_ad_token_provider
+    elif client.api_key and client.api_key != API_KEY_SENTINEL:
+        credential["api_key"] = client.api_key
+    endpoint = getattr(client, "_azure_endpoint", None)
+    where: dict[str, Any] = (
+        {"azure_endpoint": str(endpoint), "azure_deployment": client._azure_deployment}
+        if endpoint is not None
+        else {"base_url": str(client.base_url)}
+    )
+    query = {k: v for k, v in (getattr(client, "_custom_query", {}) or {}).items()}
+    query.pop("api-version", None)  # the api_version below sets it
+    return openai.AsyncAzureOpenAI(
+        api_version=client._api_version,
+        organization=client.organization,
+        project=client.project,
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
+        default_query=query or None,
+        **where,
+        **credential,
     )
 
 
@@ -164,6 +217,7 @@ class SyncClient:
         *,
         max_retries: int = 2,
         api: Api = "chat",
+        provider: Provider = "openai",
         **options: Unpack[ServerOptions],
     ) -> None:
         http_client: object = options.get("http_client")
@@ -179,7 +233,17 @@ class SyncClient:
                     else ""
                 )
             )
-        self._attach(Client(base_url, api_key, model, max_retries=max_retries, api=api, **options))
+        self._attach(
+            Client(
+                base_url,
+                api_key,
+                model,
+                max_retries=max_retries,
+                api=api,
+                provider=provider,
+                **options,
+            )
+        )
 
     def _attach(self, client: Client) -> None:
         self._client = client
@@ -247,6 +311,23 @@ class SyncClient:
                 client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
             )
         )
+
+    @classmethod
+    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+        """As :meth:`sdk.Client.from_anthropic`. ``client`` is an ``anthropic.Anthropic``, whose
+        settings (API key or auth token, base URL, timeout, max retries, default headers and
+        query) are copied into an ``anthropic.AsyncAnthropic`` that runs in this client's loop
+        thread (proxies and TLS set on its synchronous HTTP client are not carried over), or an
+        ``anthropic.AsyncAnthropic`` used as it is."""
+        return cls._wrap(
+            Client.from_anthropic(_async_anthropic(client), model=model, max_retries=max_retries)
+        )
+
+    @classmethod
+    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+        """As :meth:`sdk.Client.from_genai`: ``client`` (a ``google.genai.Client``) streams
+        through its ``aio`` side, in this client's loop thread."""
+        return cls._wrap(Client.from_genai(client, model=model, max_retries=max_retries))
 
     @classmethod
     def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> SyncClient:
@@ -381,6 +462,15 @@ class SyncStream(Generic[T]):
     def attempts(self) -> list[AttemptInfo]:
         """The attempts that ended."""
         return self._stream.attempts
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as the next Chat Completions turn's assistant message (see
+        :meth:`sdk.Stream.assistant_message`)."""
+        return self._stream.assistant_message()
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """The reply as Responses API input items (see :meth:`sdk.Stream.output_items`)."""
+        return self._stream.output_items()
 
     @property
     def attempt(self) -> int:

@@ -32,6 +32,8 @@ from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED
 
 __all__ = ["Dispatch", "FieldTracker"]
 
+_NOT_YET: Any = object()  # no early result (see FieldTracker._early)
+
 Dispatch: TypeAlias = Literal["validated", "eager"]
 """When a field's event goes out: after pydantic's checks that can judge it (``"validated"``,
 the default), or as soon as it is final (``"eager"``)."""
@@ -93,6 +95,7 @@ class FieldTracker:
         "_closed",
         "_compiled",
         "_consumed",
+        "_early",
         "_error",
         "_finished",
         "_forced",
@@ -169,6 +172,7 @@ class FieldTracker:
         self._finished = False
         self._closed = False
         self._result: Any = None
+        self._early: Any = _NOT_YET  # a tool call's arguments, validated when they closed
         self._root_start: int | None = None
 
     # ------------------------------------------------------------------ what it knows
@@ -306,9 +310,12 @@ class FieldTracker:
         """The final validation (the result, or the sticky error)."""
         value = self._parser.close()
         try:
-            self._result = self._compiled.finish(
-                value, offset=self._consumed, start=self._root_start
-            )
+            if self._early is not _NOT_YET:  # validated already, when the value closed
+                self._result = self._early
+            else:
+                self._result = self._compiled.finish(
+                    value, offset=self._consumed, start=self._root_start
+                )
         except StreamError as exc:
             self._error = exc
             raise
@@ -341,6 +348,14 @@ class FieldTracker:
                     start, kind, instance, validated = checker.value_done(
                         ev.path, ev.offset, ev.value
                     )
+                    if not ev.path and self.tool_call is not None:
+                        # A tool call's arguments are its result: validated as a whole now,
+                        # so the call's root event carries them (there is no result() per
+                        # call to read them from; results() gives the list at the end).
+                        self._early = self._compiled.finish(
+                            ev.value, offset=ev.offset, start=self._root_start
+                        )
+                        instance = self._early
                     n = 0
                     if forced is not None:
                         # A number ends before the character that finished it.

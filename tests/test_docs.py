@@ -104,6 +104,15 @@ def test_fast_sample_runs(block: Block) -> None:
         lines = printed.splitlines()
         assert lines[0] == "Ada None" and "Ada Lon" in lines and "Ada London" in lines
         assert lines[-1] == "name='Ada' address=Address(city='London', street='Main')"
+    totals = {"anthropic": "112 100", "ollama": "26", "gemini": "21"}
+    for provider, last in totals.items():  # docs/providers/<provider>.md, offline
+        if f'provider="{provider}"' in code and "MockTransport" in code:
+            assert printed.splitlines() == [
+                "('name',) Paris",
+                "('population',) 2102650",
+                "() {'name': 'Paris', 'population': 2102650}",
+                f"name='Paris' population=2102650 {last}",
+            ]
     if "FieldTracker(schema)" in code:
         assert "/n 7" in printed and "{'n': 7}" in printed
         assert "SchemaViolation /n:" in printed and "maximum" in printed

@@ -98,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--local", action="store_true", help="the local engine (the default without --base-url)"
     )
     where.add_argument(
+        "--provider",
+        choices=["anthropic", "gemini", "ollama"],
+        help="a provider spoken natively (its own API, its own environment variables: "
+        "ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST...); --base-url then overrides its URL",
+    )
+    where.add_argument(
         "--model",
         metavar="NAME",
         help="the server's model name; with the local engine a Hugging Face model id or "
@@ -217,10 +223,12 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("the prompts of a batch job are in --input: give no prompt too")
     if args.input is not None and args.input != "-" and args.input == args.output:
         raise UsageError("--input and --output must be different files")
-    if args.base_url is None:
+    if args.provider is not None and args.local:
+        raise UsageError("--provider names a server: it does not go with --local")
+    if args.base_url is None and args.provider is None:
         for flag, value in (("--api-key", args.api_key), ("--mode", args.mode != "json_schema")):
             if value:
-                raise UsageError(f"{flag} is for a server: give --base-url too")
+                raise UsageError(f"{flag} is for a server: give --base-url or --provider too")
     else:
         if args.device is not None:
             raise UsageError("--device is for the local engine, not a server (--base-url)")

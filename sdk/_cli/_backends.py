@@ -15,10 +15,16 @@ from sdk._cli._report import Report
 from sdk._options import RequestOptions
 from sdk._retry import Retry
 
-__all__ = ["BackendFactory", "open_backend", "request_options"]
+__all__ = ["BackendFactory", "open_backend", "request_options", "uses_server"]
 
 BackendFactory = Callable[[argparse.Namespace, Report], Backend]
 """Makes the backend for parsed arguments (tests inject a fake one)."""
+
+
+def uses_server(args: argparse.Namespace) -> bool:
+    """Whether the arguments name a server (``--base-url`` or ``--provider``), not the local
+    engine."""
+    return args.base_url is not None or args.provider is not None
 
 
 def request_options(args: argparse.Namespace) -> RequestOptions:
@@ -30,7 +36,7 @@ def request_options(args: argparse.Namespace) -> RequestOptions:
         "temperature": args.temperature,
         "top_p": args.top_p,
         "seed": args.seed,
-        "mode": args.mode if args.base_url is not None else "json_schema",
+        "mode": args.mode if uses_server(args) else "json_schema",
     }
     return options  # type: ignore[return-value]
 
@@ -41,8 +47,13 @@ async def open_backend(
     """The backend the arguments name (the local engine is loaded first)."""
     if make_backend is not None:
         return make_backend(args, report)
+    if args.provider is not None:
+        from sdk._providers import provider_backend
+
+        key = args.api_key or os.environ.get("FIELDSTREAM_API_KEY")
+        return provider_backend(args.provider, args.base_url, key, args.model, "chat", {})
     if args.base_url is not None:
-        from sdk._http._openai import OpenAIBackend
+        from sdk._http.openai._backend import OpenAIBackend
 
         key = args.api_key
         if key is None:

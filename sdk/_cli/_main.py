@@ -174,6 +174,10 @@ def _make_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, rate:
 
 
 def _title(args: argparse.Namespace) -> str:
+    if args.provider is not None:
+        return f"{args.model or 'model'} @ {args.provider}" + (
+            f" ({args.base_url})" if args.base_url else ""
+        )
     if args.base_url is not None:
         return f"{args.model or 'server'} @ {args.base_url}"
     return f"local · {args.model or 'SmolLM2-135M-Instruct'}"

@@ -1,21 +1,35 @@
-"""The HTTP backends: OpenAI-compatible servers over httpx, or through the caller's ``openai``
-client.
+"""The HTTP backends: one folder per provider, over what every provider shares.
 
-Modules: ``_request`` (the request body, sans-I/O), ``_strict`` / ``_unwrap`` (strict schemas,
-a wrapped root unwrapped), ``_eventstream`` (the event-stream format, bytes -> events,
-sans-I/O), ``_chunks`` (stream chunks -> deltas, sans-I/O; ``_tool_ids`` adds tool call ids),
-``_sse`` (reading the event stream, HTTP status errors), ``_deltas`` (the read
-loop), ``_openai`` (the httpx backend), ``_openai_sdk`` (the backend over an
-``openai.AsyncOpenAI`` client), ``_flavours`` (how each server is sent constraints and several
-tools, written by ``sdk._grammars``), ``_responses`` and ``_responses_events`` (the Responses
-API: body, backends, events -> deltas).
+Shared (a provider's folder builds on these):
+
+- ``_transport``: sending a request over httpx (:class:`~sdk._http._transport.HttpTransport`:
+  URL, headers, query, timeouts, the pooled client), reading the body as it arrives, ending a
+  streamed response however the reader left;
+- ``_errors``: a status to its :class:`~sdk.APIStatusError` class, a failed connection to
+  :class:`~sdk.APIConnectionError`, an error that is also a vendor SDK's exception;
+- ``_framing``: the body cut into messages, sans-I/O: server-sent events, JSON lines;
+- ``_read_loop``: an opened response in, deltas out (framing -> the provider's decoder ->
+  unwrapping), the one loop every backend runs;
+- ``_unwrap``: a document sent wrapped in ``{"value": ...}`` (for servers that need an object
+  root) unwrapped as it streams.
+
+Providers: ``openai/`` (Chat Completions and the Responses API, OpenAI and every
+OpenAI-compatible server), ``anthropic/`` (the Messages API), ``gemini/`` (``generateContent``),
+``ollama/`` (``/api/chat``); ``sdk/_providers.py`` names them for ``Client(provider=...)``.
+A provider's folder holds its request builder, its stream decoder,
+its error mapping and its schema rewrite, and its backends; ``docs/architecture.md`` says how
+to add one.
 """
 
 from __future__ import annotations
 
-from sdk._http._openai import DEFAULT_TIMEOUT, OpenAIBackend
-from sdk._http._openai_sdk import OpenAISDKBackend
-from sdk._http._responses import ResponsesBackend, ResponsesSDKBackend
+from sdk._http._transport import DEFAULT_TIMEOUT
+from sdk._http.openai import (
+    OpenAIBackend,
+    OpenAISDKBackend,
+    ResponsesBackend,
+    ResponsesSDKBackend,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",

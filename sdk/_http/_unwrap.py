@@ -1,7 +1,8 @@
 """Unwrapping, sans-I/O: ``{"value": <document>}`` in, ``<document>`` out, as it streams.
 
 A strict server needs an object at the root, so a schema whose root is not one is sent wrapped
-(:mod:`sdk._http._strict`). The server then writes ``{"value": ...}``; :class:`Unwrapper` takes
+(for OpenAI, :mod:`sdk._http.openai._strict`; any provider whose server needs an object root
+may wrap the same way). The server then writes ``{"value": ...}``; :class:`Unwrapper` takes
 the wrapper off the text as it streams, so that the tracker, the events, the snapshot, the
 result and the errors all speak of the caller's schema, and offsets count in the document the
 caller asked for.
@@ -19,9 +20,11 @@ import dataclasses
 import re
 
 from sdk._backend import Delta
-from sdk._http._strict import WRAPPER_KEY
 
-__all__ = ["DeltaUnwrapper", "Unwrapper"]
+__all__ = ["WRAPPER_KEY", "DeltaUnwrapper", "Unwrapper"]
+
+WRAPPER_KEY = "value"
+"""The one property of the object a non-object root is wrapped in."""
 
 _OPENING = re.compile(r'\s*\{\s*"' + WRAPPER_KEY + r'"\s*:\s*')
 
@@ -105,7 +108,14 @@ class DeltaUnwrapper:
             unwrapper = self._open[delta.tool_call] = Unwrapper()
         text = unwrapper.feed(delta.text)
         out = []
-        if text or delta.tool_name is not None or delta.refusal or delta.usage is not None:
+        if (
+            text
+            or delta.tool_name is not None
+            or delta.refusal
+            or delta.usage is not None
+            or delta.logprobs
+            or delta.response
+        ):
             out.append(dataclasses.replace(delta, text=text, finish_reason=None))
         if delta.finish_reason is not None:
             out.extend(self.end())

@@ -90,7 +90,8 @@ class Engine:
         Nothing is decoded until the caller runs :meth:`step` (or iterates the generation).
         """
         prompt = self.prompt_ids(request)
-        max_tokens = request.max_tokens if request.max_tokens is not None else default_max_tokens
+        limit = request.max_tokens or request.parameters.get("max_completion_tokens")
+        max_tokens = limit if limit is not None else default_max_tokens
         if self.context_length is not None:
             max_tokens = min(max_tokens, max(0, self.context_length - len(prompt)))
         constraint = None

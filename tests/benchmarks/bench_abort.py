@@ -47,7 +47,7 @@ from llama_server import start  # noqa: E402
 from sdk._backend import Delta, GenerationRequest  # noqa: E402
 from sdk._client import Client  # noqa: E402
 from sdk._errors import StreamError, TransportError  # noqa: E402
-from sdk._http._openai import OpenAIBackend  # noqa: E402
+from sdk._http.openai._backend import OpenAIBackend  # noqa: E402
 from sdk._retry import Retry  # noqa: E402
 
 

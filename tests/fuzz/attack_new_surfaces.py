@@ -48,9 +48,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "sdk")]
 
 from sdk import Delta, StreamError, Tool  # noqa: E402
 from sdk._attempt import AttemptState  # noqa: E402
-from sdk._http._eventstream import EventStreamParser  # noqa: E402
-from sdk._http._responses_events import ResponsesDecoder  # noqa: E402
-from sdk._http._tool_ids import ToolIdDecoder  # noqa: E402
+from sdk._http._framing import EventStreamParser  # noqa: E402
+from sdk._http.openai._chat_chunks import ToolIdDecoder  # noqa: E402
+from sdk._http.openai._responses_events import ResponsesDecoder  # noqa: E402
 from sdk._target import compile_target  # noqa: E402
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {

@@ -20,7 +20,7 @@ from sdk._backend import GenerationRequest
 from sdk._client import Client
 from sdk._errors import SchemaViolation, TruncatedError
 from sdk._events import FieldEvent
-from sdk._http._openai import OpenAIBackend
+from sdk._http.openai._backend import OpenAIBackend
 from sdk._options import RequestOptions
 from sdk._retry import Retry
 

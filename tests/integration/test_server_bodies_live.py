@@ -14,7 +14,15 @@ import pytest
 from llama_server import LlamaServer
 from pydantic import BaseModel, Field
 
-from sdk import Client, FieldEvent, OutputSyntaxError, SchemaViolation, TextDelta, Tool
+from sdk import (
+    Client,
+    FieldEvent,
+    OutputSyntaxError,
+    SchemaViolation,
+    TextDelta,
+    Tool,
+    TruncatedError,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -92,3 +100,26 @@ async def test_the_responses_api_on_a_server_not_named_says_the_format_was_ignor
         with pytest.raises(OutputSyntaxError, match="may have ignored"):
             async with c.stream(messages=prose, schema=Person, max_tokens=30, temperature=0) as s:
                 await s.result()
+
+
+@pytest.mark.parametrize("name", ["max_completion_tokens", "max_tokens"])
+async def test_the_token_limit_is_read_under_either_name(
+    llama_server: LlamaServer, name: str
+) -> None:
+    # docs/servers.md: llama.cpp's server reads max_completion_tokens and max_tokens alike, so
+    # max_completion_tokens= works on it; the usage and the finish reason say it stopped there.
+    async with Client(base_url=llama_server.base_url, server="llamacpp") as client:
+        stream = client.stream(
+            messages=ANN,
+            schema=Person,
+            temperature=0,
+            **{name: 3},  # type: ignore[arg-type]
+        )
+        async with stream as s:
+            with pytest.raises(TruncatedError) as info:
+                await s.result()
+    assert info.value.reason == "length"
+    (record,) = s.attempts
+    assert record.finish_reason == "length"
+    assert record.usage.completion_tokens == 3 and not record.usage.estimated
+    assert record.response_id is not None and record.response_id.startswith("chatcmpl-")

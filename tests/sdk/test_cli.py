@@ -154,6 +154,9 @@ def test_help_documents_the_exit_codes() -> None:
         (["-s", PERSON_JSON], "no prompt"),
         (["-s", PERSON_JSON, "--api-key", "k", "hi"], "--api-key is for a server"),
         (["-s", PERSON_JSON, "--mode", "tool", "hi"], "--mode is for a server"),
+        (["-s", PERSON_JSON, "--provider", "anthropic", "--local", "hi"], "does not go with"),
+        (["-s", PERSON_JSON, "--provider", "cohere", "hi"], "invalid choice"),
+        (["-s", PERSON_JSON, "--provider", "ollama", "--device", "cpu", "hi"], "--device"),
         (["-s", PERSON_JSON, "--base-url", "http://h/v1", "--device", "cpu", "hi"], "--device"),
         (
             ["-s", PERSON_JSON, "--base-url", "http://h/v1", "--no-jump-forward", "hi"],
@@ -590,3 +593,38 @@ def test_local_engine_json_lines_for_real() -> None:
     last = json.loads(done.stdout.splitlines()[-1])
     assert last["event"] == "error" and last["error"]["type"] == "TruncatedError"
     assert last["error"]["reason"] == "length"
+
+
+@pytest.mark.anyio
+async def test_provider_names_a_native_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdk._cli._backends import open_backend, request_options
+    from sdk._http.anthropic import AnthropicBackend
+    from sdk._http.ollama import OllamaBackend
+
+    monkeypatch.delenv("FIELDSTREAM_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
+    parser = build_parser()
+    args = parser.parse_args(
+        [
+            "-s",
+            PERSON_JSON,
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-x",
+            "--mode",
+            "tool",
+            "hi",
+        ]
+    )
+    backend = await open_backend(args, None, None)  # type: ignore[arg-type]
+    assert isinstance(backend, AnthropicBackend)
+    assert backend.headers["x-api-key"] == "from-env" and backend.model == "claude-x"
+    assert request_options(args)["mode"] == "tool"
+    await backend.aclose()
+    args = parser.parse_args(
+        ["-s", PERSON_JSON, "--provider", "ollama", "--base-url", "http://box:11434", "hi"]
+    )
+    backend = await open_backend(args, None, None)  # type: ignore[arg-type]
+    assert isinstance(backend, OllamaBackend) and backend.url == "http://box:11434/api/chat"
+    await backend.aclose()

@@ -93,7 +93,7 @@ async def test_structured_output_through_the_users_client() -> None:
     async with Client.from_openai(oai, model="gpt-4o") as client:
         async with client.stream(messages=MESSAGES, schema=Location, max_tokens=50) as s:
             assert await s.result() == Location(city="San Francisco", temperature=61, units="f")
-    assert s.usage == Usage(prompt_tokens=79, completion_tokens=14)
+    assert s.usage == Usage(79, 14, completion_tokens_details={"reasoning_tokens": 0})
     request = handler.requests[0]
     assert request.url == "http://oai.test/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-user"
@@ -109,7 +109,7 @@ async def test_structured_output_through_the_users_client() -> None:
 
 async def test_same_wire_body_as_the_httpx_backend() -> None:
     from sdk._backend import GenerationRequest
-    from sdk._http._request import chat_body
+    from sdk._http.openai._chat_request import chat_body
 
     handler = Recorder(corpus("test_parse_pydantic_model"))
     client = Client.from_openai(openai_client(handler), model="gpt-4o")

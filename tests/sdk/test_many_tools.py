@@ -22,7 +22,7 @@ from sdk import (
     stream_structured,
 )
 from sdk._attempt import AttemptState
-from sdk._http._tool_ids import ToolIdDecoder
+from sdk._http.openai._chat_chunks import ToolIdDecoder
 from sdk._target import compile_target
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"

@@ -10,7 +10,7 @@ import pytest
 
 from sdk._backend import Delta, Usage
 from sdk._errors import BackendError, BadRequestError, TransportError
-from sdk._http._chunks import ChunkDecoder, error_from_payload
+from sdk._http.openai._chat_chunks import ChunkDecoder, error_from_payload
 
 
 def chunk(
@@ -151,7 +151,7 @@ def test_whitespace_content_is_dropped_in_tool_mode_only() -> None:
     assert feed(ChunkDecoder(), chunk({"content": "\n"})) == [Delta(text="\n")]
 
 
-def test_logprobs_and_unknown_fields_are_ignored() -> None:
+def test_logprobs_go_with_their_text_and_unknown_fields_are_ignored() -> None:
     d = ChunkDecoder()
     data = json.dumps(
         {
@@ -165,7 +165,7 @@ def test_logprobs_and_unknown_fields_are_ignored() -> None:
             "timings": {"predicted_n": 1},
         }
     )
-    assert feed(d, data) == [Delta(text="x")]
+    assert feed(d, data) == [Delta(text="x", logprobs=({"token": "x"},))]
 
 
 @pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])
@@ -225,7 +225,9 @@ def test_error_object_inside_a_chunk() -> None:
     assert info.value.status == 400
     assert isinstance(info.value, BadRequestError)  # a status in the stream: its class
     assert not info.value.retryable
-    assert info.value.body == json.loads(data)
+    # The error object itself, as for a status error (openai-python's body in both cases).
+    assert info.value.body == json.loads(data)["error"]
+    assert (info.value.code, info.value.type) == (400, "invalid_request_error")
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,9 @@ from sdk._errors import (
 from sdk._events import FieldEvent
 from sdk._retry import Retry
 
+# The recorded usage chunks carry completion_tokens_details, kept as they came.
+REASONED = {"reasoning_tokens": 0}
+
 pytestmark = pytest.mark.anyio
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
@@ -138,7 +141,7 @@ async def test_structured_output(
         (("units",), "f"),
         ((), {"city": "San Francisco", "temperature": 61, "units": "f"}),
     ]
-    assert s.usage == Usage(prompt_tokens=79, completion_tokens=14)  # the usage-only chunk
+    assert s.usage == Usage(79, 14, completion_tokens_details=REASONED)  # the usage-only chunk
     fmt = served.sent()["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["name"] == "Location"
@@ -179,7 +182,7 @@ async def test_length_after_the_first_token(
     assert info.value.reason == "length"
     assert () in info.value.open_paths
     assert s.attempts[0].text == '{"'
-    assert s.usage == Usage(prompt_tokens=79, completion_tokens=1)
+    assert s.usage == Usage(79, 1, completion_tokens_details=REASONED)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +238,7 @@ async def test_json_object_mode(
     assert ("forecast", 2, "condition") in paths
     # OpenAI's own form: it refuses a schema beside json_object (unknown_parameter).
     assert served.sent()["response_format"] == {"type": "json_object"}
-    assert s.usage == Usage(prompt_tokens=19, completion_tokens=177)
+    assert s.usage == Usage(19, 177, completion_tokens_details=REASONED)
 
 
 async def test_tool_call(router: respx.MockRouter, client: Client, split: int | None) -> None:
@@ -250,7 +253,7 @@ async def test_tool_call(router: respx.MockRouter, client: Client, split: int | 
     assert sent["tools"][0]["function"]["name"] == "GetWeatherArgs"
     assert sent["tools"][0]["function"]["strict"] is True
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "GetWeatherArgs"}}
-    assert s.usage == Usage(prompt_tokens=76, completion_tokens=24)
+    assert s.usage == Usage(76, 24, completion_tokens_details=REASONED)
 
 
 STRICT_WEATHER = {
@@ -283,7 +286,7 @@ async def test_non_strict_tool_call(router: respx.MockRouter, split: int | None)
     function = served.sent()["tools"][0]["function"]
     assert function["strict"] is False
     assert function["parameters"] == schema
-    assert s.usage == Usage(prompt_tokens=44, completion_tokens=16)
+    assert s.usage == Usage(44, 16, completion_tokens_details=REASONED)
 
 
 async def test_parallel_tool_calls(
@@ -301,4 +304,4 @@ async def test_parallel_tool_calls(
     ]
     assert [c.name for c in s.attempts[0].tool_calls] == ["GetWeatherArgs", "get_stock_price"]
     assert ("ticker",) in [ev.path for ev in fields]
-    assert s.usage == Usage(prompt_tokens=149, completion_tokens=60)
+    assert s.usage == Usage(149, 60, completion_tokens_details=REASONED)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk._http._eventstream import EventStreamError, EventStreamParser, ServerSentEvent
+from sdk._http._framing import EventStreamError, EventStreamParser, ServerSentEvent
 
 CORPUS = sorted((Path(__file__).parents[1] / "data" / "openai_sse").glob("*.sse"))
 BOM = "\ufeff".encode()

@@ -10,8 +10,8 @@ import pytest
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._request import chat_body
-from sdk._http._strict import strict_schema
+from sdk._http.openai._chat_request import chat_body
+from sdk._http.openai._strict import strict_schema
 from sdk._schema import schema_name
 
 PERSON: dict[str, Any] = {

@@ -16,9 +16,9 @@ from _http_support import Body
 import sdk
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
-from sdk._http._chunks import ChunkDecoder
-from sdk._http._deltas import Opened, stream_deltas
-from sdk._http._openai import OpenAIBackend
+from sdk._http._read_loop import Opened, stream_deltas
+from sdk._http.openai._backend import OpenAIBackend
+from sdk._http.openai._chat_chunks import ChunkDecoder
 from sdk._retry import parse_retry_after
 
 pytestmark = pytest.mark.anyio

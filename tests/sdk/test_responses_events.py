@@ -12,10 +12,15 @@ import pytest
 
 from sdk._backend import Delta, Usage
 from sdk._errors import TransportError
-from sdk._http._responses_events import ResponsesDecoder
+from sdk._http.openai._responses_events import ResponsesDecoder
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openai_responses"
 NAMES = sorted(p.stem for p in DATA.glob("*.sse"))
+# The recorded usage carries its details (cached, reasoning tokens), kept as they came.
+DETAILS: dict[str, Any] = {
+    "prompt_tokens_details": {"cached_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0},
+}
 
 
 def events(name: str) -> list[tuple[str, str]]:
@@ -61,7 +66,7 @@ def test_json_output() -> None:
         "temperature_c": 18.5,
         "conditions": "partly cloudy",
     }
-    assert deltas[-1] == Delta(finish_reason="stop", usage=Usage(52, 18))
+    assert deltas[-1] == Delta(finish_reason="stop", usage=Usage(52, 18, **DETAILS))
     assert all(d.tool_call is None for d in deltas)
 
 
@@ -75,7 +80,7 @@ def test_tool_calls_name_and_id_on_the_first_delta_and_arguments_by_item() -> No
     args = {i: "".join(d.text for d in deltas if d.tool_call == i) for i in (0, 1)}
     assert json.loads(args[0]) == {"city": "Paris"}
     assert json.loads(args[1]) == {"ticker": "AAPL", "exchange": "NASDAQ"}
-    assert deltas[-1] == Delta(finish_reason="tool_calls", usage=Usage(87, 41))
+    assert deltas[-1] == Delta(finish_reason="tool_calls", usage=Usage(87, 41, **DETAILS))
 
 
 def test_refusal() -> None:
@@ -87,8 +92,8 @@ def test_refusal() -> None:
 @pytest.mark.parametrize(
     ("name", "reason", "usage"),
     [
-        ("incomplete_max_output_tokens", "length", Usage(52, 16)),
-        ("incomplete_content_filter", "content_filter", Usage(52, 5)),
+        ("incomplete_max_output_tokens", "length", Usage(52, 16, **DETAILS)),
+        ("incomplete_content_filter", "content_filter", Usage(52, 5, **DETAILS)),
     ],
 )
 def test_incomplete_has_the_finish_reason_of_chat_completions(
@@ -106,7 +111,8 @@ def test_a_failed_response_is_a_transport_error_retryable_by_its_code() -> None:
     ) as info:
         decode("failed")
     assert info.value.retryable and info.value.status is None
-    assert info.value.body["response"]["error"]["code"] == "server_error"  # the event, parsed
+    assert info.value.body["code"] == "server_error"  # the error object, as a status's body
+    assert info.value.code == "server_error"
 
 
 def test_an_error_event_is_a_transport_error() -> None:
@@ -153,7 +159,8 @@ def test_error_events_in_openais_nested_shape_keep_message_and_code(
     assert error["message"] in str(info.value)
     if isinstance(error["code"], str):
         assert f"({error['code']})" in str(info.value)
-    assert info.value.body == payload
+    assert info.value.body == payload["error"]  # the error object, as a status's body
+    assert (info.value.code, info.value.type) == (error["code"], "invalid_request_error")
 
 
 def test_llama_cpp_events_without_indices_or_sequence_numbers() -> None:
@@ -187,6 +194,7 @@ def test_llama_cpp_events_without_indices_or_sequence_numbers() -> None:
     ]:
         out.extend(decoder.feed_event(data["type"], json.dumps(data)))
     assert out == [
+        Delta(response={"id": "resp_x"}),  # the response's id, once
         Delta(text="{"),
         Delta(text="}"),
         Delta(finish_reason="stop", usage=Usage(40, 2)),

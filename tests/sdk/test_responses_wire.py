@@ -35,6 +35,12 @@ from sdk import (
     Usage,
 )
 
+# The recorded usage carries its details (cached, reasoning tokens), kept as they came.
+DETAILS: dict[str, Any] = {
+    "prompt_tokens_details": {"cached_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0},
+}
+
 pytestmark = pytest.mark.anyio
 
 BASE = "http://llm.test/v1"
@@ -92,7 +98,7 @@ async def test_json_output(mock: respx.MockRouter) -> None:
         weather = await s.result()
     assert weather == Weather(city="Paris", temperature_c=18.5, conditions="partly cloudy")
     assert fields == ["/city", "/temperature_c", "/conditions", ""]
-    assert s.usage == Usage(52, 18)
+    assert s.usage == Usage(52, 18, **DETAILS)
     sent = route.calls.last.request
     assert sent.url == BASE + "/responses"
     assert sent.headers["authorization"] == "Bearer sk-test"
@@ -136,7 +142,7 @@ async def test_max_output_tokens_is_a_truncation_with_reason_length(mock: respx.
     # The output stopped after `"temperature_c":18`: an open number is never shown.
     assert info.value.snapshot == {"city": "Paris"}
     assert ("temperature_c",) in info.value.open_paths
-    assert s.usage == Usage(52, 16)
+    assert s.usage == Usage(52, 16, **DETAILS)
 
 
 async def test_content_filter(mock: respx.MockRouter) -> None:

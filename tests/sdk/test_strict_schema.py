@@ -17,7 +17,7 @@ from _models_corpus import MAP_ROOTS, OBJECT_ROOTS, OTHER_ROOTS, Node, json_sche
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import TypeAdapter
 
-from sdk._http._strict import WRAPPER_KEY, strict_schema
+from sdk._http.openai._strict import WRAPPER_KEY, strict_schema
 
 ALL = {**OBJECT_ROOTS, **MAP_ROOTS, **OTHER_ROOTS}
 

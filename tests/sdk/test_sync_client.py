@@ -280,11 +280,6 @@ def test_from_openai_takes_the_sync_openai_client_settings() -> None:
         assert (copied.max_retries, copied.timeout) == (4, 12.0)
         assert copied.default_headers["X-App"] == "a"
         assert copied.default_query["v"] == "1"
-    with pytest.raises(TypeError, match="AsyncAzureOpenAI"):
-        SyncClient.from_openai(
-            openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://a"),
-            model="m",
-        )
 
 
 def test_a_sync_httpx_client_gets_a_clear_error() -> None:

@@ -1,8 +1,9 @@
 """Responses API stream events -> :class:`~sdk._backend.Delta` values (sans-I/O).
 
-:class:`ResponsesDecoder` is to ``POST /responses`` what :class:`~sdk._http._chunks.ChunkDecoder`
-is to Chat Completions, with the same face (``feed_event`` and ``decode``, ``end``, ``done``), so
-the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. Each event's
+:class:`ResponsesDecoder` is to ``POST /responses`` what
+:class:`~sdk._http.openai._chat_chunks.ChunkDecoder` is to Chat Completions, with the same
+face (``feed_event`` and ``decode``, ``end``, ``done``), so the shared read loop
+(:func:`~sdk._http._read_loop.stream_deltas`) drives either. Each event's
 ``type`` (in its JSON; the SSE ``event:`` name is the same) decides:
 
 - ``response.output_text.delta`` -> ``Delta(text=delta)``; ``response.refusal.delta`` ->
@@ -23,7 +24,10 @@ the shared read loop (:func:`~sdk._http._deltas.stream_deltas`) drives either. E
 - ``response.failed`` and ``error`` raise :class:`~sdk.TransportError` (its ``retryable`` from
   the error's code: ``server_error``, ``rate_limit_exceeded`` and other transient codes, or a
   numeric 429/5xx, are retryable; an invalid request or prompt is not).
-- Every other event (``response.created``, ``*.done``, annotations...) is ignored.
+- ``response.created`` / ``response.in_progress`` -> ``Delta(response={"id", "model",
+  "service_tier"})`` (each once); an ``output_text.delta``'s ``logprobs`` (asked for by
+  ``include: ["message.output_text.logprobs"]``) go with its text.
+- Every other event (``*.done``, annotations...) is ignored.
   Events need not carry ``sequence_number`` or ``output_index`` (llama.cpp's do not).
 """
 
@@ -35,17 +39,17 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, Usage
-from sdk._errors import TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._backend import Delta, GenerationRequest
+from sdk._errors import OutputSyntaxError, TransportError
+from sdk._http.openai._errors import responses_error
+from sdk._http.openai._flavours import Server, calls_forced
+from sdk._http.openai._usage import responses_usage
 
-__all__ = ["ResponsesDecoder", "responses_error"]
+__all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]
 
 # The reasoning text itself (vLLM, gpt-oss) and, where only a summary is shown, the summary.
 _REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-# Error codes of the Responses API that a new attempt may get past.
-_TRANSIENT = frozenset({"server_error", "rate_limit_exceeded", "vector_store_timeout"})
 
 
 class ResponsesDecoder:
@@ -58,6 +62,7 @@ class ResponsesDecoder:
         self._calls: dict[str, int] = {}
         self._sent: dict[int, int] = {}  # call number -> characters of arguments given
         self._count = 0  # function calls so far
+        self._seen: dict[str, str] = {}  # what was reported about the response
         self._ended = False
         self.done = False
         """True once a terminal event (completed, incomplete) arrived."""
@@ -86,7 +91,7 @@ class ResponsesDecoder:
             )
         kind = payload.get("type", event)
         kind = kind if isinstance(kind, str) else event
-        if kind == "response.output_text.delta":
+        if kind == "response.output_text.delta" and not payload.get("logprobs"):
             delta = payload.get("delta")
             if not isinstance(delta, str) or not delta or (self._tools and delta.isspace()):
                 return []
@@ -103,7 +108,11 @@ class ResponsesDecoder:
                 return []
             if self._tools and not delta.strip():
                 return []
-            return [Delta(text=delta)]
+            tokens = payload.get("logprobs")
+            tokens = tuple(tokens) if isinstance(tokens, list) and tokens else None
+            return [Delta(text=delta, logprobs=tokens)]
+        if kind in ("response.created", "response.in_progress"):
+            return self._said(payload)
         if kind == "response.function_call_arguments.delta":
             delta = payload.get("delta")
             call = self._call_of(payload)
@@ -136,6 +145,21 @@ class ResponsesDecoder:
         """The body ended without a terminal event: nothing more to say (the stream layer
         judges the output it has)."""
         return []
+
+    def _said(self, payload: Mapping[str, Any]) -> list[Delta]:
+        """What the response says about itself (id, model, service tier), reported once."""
+        response = payload.get("response")
+        if not isinstance(response, Mapping):
+            return []
+        said = {
+            key: value
+            for key in ("id", "model", "service_tier")
+            if isinstance(value := response.get(key), str)
+            and value
+            and self._seen.get(key) != value
+        }
+        self._seen.update(said)
+        return [Delta(response=said)] if said else []
 
     def _item_added(self, payload: Mapping[str, Any]) -> list[Delta]:
         item = payload.get("item")
@@ -203,42 +227,74 @@ class ResponsesDecoder:
         usage = response.get("usage")
         reported = None
         if isinstance(usage, Mapping):
-            reported = Usage(
-                prompt_tokens=_int(usage.get("input_tokens")),
-                completion_tokens=_int(usage.get("output_tokens")),
-            )
+            reported = responses_usage(usage)
         return [Delta(finish_reason=reason, usage=reported)]
 
 
-def responses_error(
-    error: Any, *, default: str, payload: Mapping[str, Any] | None = None
-) -> TransportError:
-    """A :class:`~sdk.TransportError` for an error object of the Responses API (``{"code",
-    "message"}``, with ``type`` and ``param`` on an ``error`` event)."""
-    message, code = default, None
-    if isinstance(error, Mapping):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        code = error.get("code")
-    status = None
-    if isinstance(code, int) or (isinstance(code, str) and code.isdigit()):
-        status = int(code)
-        retryable = retryable_status(status)
-    elif isinstance(code, str) and code:
-        retryable = code in _TRANSIENT
-    else:
-        retryable = True  # a server that failed mid-generation, saying no more
-    if code is not None and status is None:
-        message = f"{message} ({code})"
-    body = payload if payload is not None else error
-    if status is not None and status >= 400:  # a status in the stream: its family's class
-        return status_error_class(status)(message, status=status, retryable=retryable, body=body)
-    return TransportError(message, status=status, retryable=retryable, body=body)
+# What a JSON document may begin with (after whitespace).
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+class FormatIgnored:
+    """A :class:`ResponsesDecoder` for a JSON document from a
+    server not named: when the output's first character is one no JSON document begins with,
+    the server most likely ignored ``text.format`` (llama.cpp's does), and the
+    :class:`~sdk.OutputSyntaxError` says so, instead of the parser's bare "found 'R'"."""
+
+    def __init__(self, decoder: ResponsesDecoder) -> None:
+        self._decoder = decoder
+        self._seen = 0  # characters of message text before the first that is not whitespace
+        self._checked = False
+
+    @property
+    def done(self) -> bool:
+        return self._decoder.done
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        out = self._decoder.decode(event, data)
+        if not self._checked:
+            for text in (
+                [out] if isinstance(out, str) else [d.text for d in out if d.tool_call is None]
+            ):
+                self._check(text)
+        return out
+
+    def end(self) -> list[Delta]:
+        return self._decoder.end()
+
+    def _check(self, text: str) -> None:
+        stripped = text.lstrip()
+        if not stripped:
+            self._seen += len(text)
+            return
+        self._checked = True
+        if stripped[0] in _JSON_STARTS:
+            return
+        offset = self._seen + len(text) - len(stripped)
+        raise OutputSyntaxError(
+            f"the output is not JSON: it begins {stripped[:40]!r}. The server may have ignored "
+            "the format the Responses API sends (text.format); llama.cpp's does: say "
+            "Client(..., server='llamacpp') to send the schema the way it reads it",
+            offset=offset,
+        )
+
+
+def responses_decoder(
+    request: GenerationRequest, server: Server | None
+) -> ResponsesDecoder | FormatIgnored:
+    """The decoder for ``request``'s events: :class:`ResponsesDecoder`, wrapped in
+    :class:`FormatIgnored` where a JSON document is asked of a server not named."""
+    decoder = ResponsesDecoder(tools=calls_forced(request))
+    json_document = request.mode in ("json_schema", "json_object") and not request.tools
+    # A lenient stream skips prose before the document itself: nothing to say there.
+    if server is None and json_document and request.constraint is None and not request.lenient:
+        return FormatIgnored(decoder)
+    return decoder
 
 
 def _object(text: str) -> dict[str, Any] | None:
     """``text`` parsed, if it is a JSON object: by pydantic-core's reader (as chunks are, see
-    :mod:`sdk._http._chunks`), by ``json.loads`` for what that refuses."""
+    :mod:`sdk._http.openai._chat_chunks`), by ``json.loads`` for what that refuses."""
     try:
         value = from_json(text, cache_strings="keys")
     except (ValueError, TypeError):
@@ -247,7 +303,3 @@ def _object(text: str) -> dict[str, Any] | None:
         except (ValueError, RecursionError):
             return None
     return value if type(value) is dict else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0

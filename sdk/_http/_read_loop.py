@@ -1,10 +1,11 @@
-"""The read loop both HTTP backends share: an opened event-stream response in, deltas out.
+"""The read loop every HTTP backend shares: an opened streamed response in, deltas out.
 
-A backend says how to open its response (httpx, or the ``openai`` SDK's raw response) and how
-to release it; :func:`stream_deltas` reads the body, parses its events
-(:class:`~sdk._http._eventstream.EventStreamParser`), decodes them with an
-:class:`EventDecoder` (Chat Completions chunks or Responses API events), and always ends the
-response the same way (:func:`~sdk._http._sse.finish_response`), however the consumer leaves:
+A backend says how to open its response (httpx, or a vendor SDK's raw response) and how
+to release it; :func:`stream_deltas` reads the body, cuts it into messages with its framing
+(:mod:`sdk._http._framing`: server-sent events by default, or JSON lines), decodes them with the
+provider's :class:`EventDecoder` (for OpenAI: Chat Completions chunks or Responses API events),
+and always ends the response the same way (:func:`~sdk._http._transport.finish_response`),
+however the consumer leaves:
 at ``[DONE]`` or a terminal event, on an error, or by closing the iterator (the abort, which
 drops the connection).
 
@@ -23,8 +24,9 @@ import httpx
 
 from sdk._backend import Delta
 from sdk._errors import TransportError
-from sdk._http._eventstream import DEFAULT_MAX_SIZE, EventStreamError, EventStreamParser
-from sdk._http._sse import ErrorTypes, body_pieces, finish_response, transport_error
+from sdk._http._errors import transport_error
+from sdk._http._framing import DEFAULT_MAX_SIZE, EventStreamError, EventStreamParser, Framing
+from sdk._http._transport import ErrorTypes, Opened, body_pieces, finish_response
 from sdk._http._unwrap import DeltaUnwrapper
 from sdk._source import Chunk, TextChunks
 
@@ -32,9 +34,9 @@ __all__ = ["EventDecoder", "Opened", "stream_deltas"]
 
 
 class EventDecoder(Protocol):
-    """Events in, deltas out: Chat Completions chunks
-    (:class:`~sdk._http._chunks.ChunkDecoder`) or Responses API events
-    (:class:`~sdk._http._responses_events.ResponsesDecoder`)."""
+    """A provider's messages in, deltas out (for OpenAI: Chat Completions chunks,
+    :class:`~sdk._http.openai._chat_chunks.ChunkDecoder`, or Responses API events,
+    :class:`~sdk._http.openai._responses_events.ResponsesDecoder`)."""
 
     @property
     def done(self) -> bool:
@@ -49,10 +51,6 @@ class EventDecoder(Protocol):
     def end(self) -> list[Delta]: ...
 
 
-Opened = tuple[httpx.Response, Callable[[], Awaitable[None]]]
-"""An open response (headers read, status 2xx) and the coroutine function that releases it."""
-
-
 def stream_deltas(
     open_response: Callable[[], Awaitable[Opened]],
     decoder: EventDecoder,
@@ -60,17 +58,28 @@ def stream_deltas(
     errors: ErrorTypes = (httpx.HTTPError,),
     unwrap: bool = False,
     max_size: int = DEFAULT_MAX_SIZE,
+    framing: Callable[..., Framing] = EventStreamParser,
+    prompt_estimate: int | None = None,
 ) -> TextChunks:
     """Open the response, then give the deltas of its events until ``[DONE]`` or its end.
 
     ``errors`` are the exception types of the HTTP library that read the body (httpx's, or
     httpx2's for the openai SDK 3); they become :class:`~sdk.TransportError`, as do a body
     that is not an event stream and a line or an event's data over ``max_size`` bytes (16 MiB
-    by default). ``unwrap``: the schema's root was sent wrapped (:mod:`sdk._http._strict`); the
-    documents are unwrapped (:mod:`sdk._http._unwrap`) before they are given.
+    by default). ``unwrap``: the schema's root was sent wrapped (for OpenAI,
+    :mod:`sdk._http.openai._strict`); the documents are unwrapped (:mod:`sdk._http._unwrap`)
+    before they are given. ``framing`` makes the body's framing, called with ``max_size=``
+    (:class:`~sdk._http._framing.EventStreamParser` by default;
+    :class:`~sdk._http._framing.JsonLinesReader` for JSON lines). ``prompt_estimate``: the
+    request's prompt tokens as the backend estimates them
+    (:func:`~sdk._http._transport.estimate_tokens`), for an attempt that ends unreported.
     """
     unwrapper = DeltaUnwrapper() if unwrap else None
-    return TextChunks(_chunks(open_response, decoder, errors, unwrapper, max_size))
+    parser = framing(max_size=max_size)
+    return TextChunks(
+        _chunks(open_response, decoder, errors, unwrapper, parser),
+        prompt_estimate=prompt_estimate,
+    )
 
 
 async def _chunks(
@@ -78,25 +87,31 @@ async def _chunks(
     decoder: EventDecoder,
     errors: ErrorTypes,
     unwrapper: DeltaUnwrapper | None,
-    max_size: int,
+    parser: Framing,
 ) -> AsyncGenerator[Chunk, None]:
     response, release = await open_response()
     # The request (its body, the strict schema in it) was sent: nothing here keeps it alive.
     del open_response
     pieces: AsyncGenerator[bytes, None] | None = None
     try:
-        pieces = body_pieces(response)
-        parser = EventStreamParser(max_size=max_size)
+        pieces = body_pieces(response, parser.content_types)
         decode = decoder.decode
         while not decoder.done:
             try:
                 piece = await pieces.__anext__()
             except StopAsyncIteration:
+                for event in parser.end():  # a last line without its end (JSON lines)
+                    data = event if isinstance(event, str) else event.data
+                    kind = "" if isinstance(event, str) else event.event
+                    for delta in _unwrapped(unwrapper, decode(kind, data)):
+                        yield delta
+                if decoder.done:
+                    break
                 for delta in _unwrapped(unwrapper, decoder.end()):  # ended without [DONE]
                     yield delta
                 break
             except errors as exc:
-                raise transport_error(exc, during="mid-stream") from exc
+                raise _of(transport_error(exc, during="mid-stream"), response) from exc
             try:
                 events = parser.feed_data(piece)
             except EventStreamError as exc:  # over the limit: stop reading at once
@@ -116,6 +131,8 @@ async def _chunks(
         if unwrapper is not None:
             for delta in unwrapper.end():  # a document's tail not yet flushed
                 yield delta
+    except TransportError as exc:  # an error inside the stream: this response's
+        raise _of(exc, response)  # noqa: B904 - the same error, completed
     finally:
         try:
             if pieces is not None:
@@ -123,6 +140,16 @@ async def _chunks(
         finally:
             with anyio.CancelScope(shield=True):
                 await release()
+
+
+def _of(error: TransportError, response: httpx.Response) -> TransportError:
+    """``error``, with the response's ``x-request-id`` and the response (and so its request)
+    when it does not have them yet: a failure midway is the response's, as a status is."""
+    if error.request_id is None:
+        error.request_id = response.headers.get("x-request-id")
+    if error.response is None:
+        error.response = response
+    return error
 
 
 def _unwrapped(unwrapper: DeltaUnwrapper | None, out: str | list[Delta]) -> list[Delta]:

@@ -1,11 +1,12 @@
-"""A backend over the caller's own ``openai.AsyncOpenAI`` client (``Client.from_openai``).
+"""The backends over the caller's own ``openai.AsyncOpenAI`` client (``Client.from_openai``):
+Chat Completions (:class:`OpenAISDKBackend`) and the Responses API (:class:`ResponsesSDKBackend`).
 
 The request goes through ``client.chat.completions.create(stream=True, ...)``, so everything the
 caller set up on that client is used as it is: API key or Azure credentials, base URL, default
 headers and query, proxies and TLS of its HTTP client, timeouts, and its own retries of a
 request that fails before the stream begins (``max_retries``). The body is the one
-:func:`sdk._http._request.chat_body` builds for the httpx backend, sent through ``extra_body``,
-so both paths put the same JSON on the wire.
+:func:`sdk._http.openai._chat_request.chat_body` builds for the httpx backend, sent through
+``extra_body``, so both paths put the same JSON on the wire.
 
 Its errors stay what they are to the caller's code: an ``openai.RateLimitError`` is raised as
 an error that is both an :class:`~sdk.RateLimitError` (so a :class:`~sdk.TransportError`) and
@@ -32,14 +33,17 @@ from sdk._errors import (
     MissingDependencyError,
     TransportError,
 )
-from sdk._http._chunks import ChunkDecoder, error_from_payload
-from sdk._http._deltas import EventDecoder, Opened, stream_deltas
-from sdk._http._flavours import Api, Server, calls_forced, check_request, check_server
-from sdk._http._request import chat_request
-from sdk._http._sse import status_error
-from sdk._http._tool_ids import ToolIdDecoder
+from sdk._http._errors import both, status_error
+from sdk._http._read_loop import EventDecoder, stream_deltas
+from sdk._http._transport import Opened, encode_body, estimate_tokens
+from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
+from sdk._http.openai._chat_request import chat_request
+from sdk._http.openai._errors import error_from_payload
+from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
+from sdk._http.openai._responses_events import responses_decoder
+from sdk._http.openai._responses_request import responses_request
 
-__all__ = ["OpenAISDKBackend", "per_request"]
+__all__ = ["OpenAISDKBackend", "ResponsesSDKBackend", "per_request"]
 
 
 def per_request(request: GenerationRequest) -> dict[str, Any]:
@@ -99,10 +103,11 @@ class OpenAISDKBackend:
         self.strict = strict
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        """Stream one completion; errors as for :meth:`sdk._http.OpenAIBackend.generate`."""
+        """Stream one completion; errors as for :meth:`sdk._http.openai.OpenAIBackend.generate`."""
         body, wrapped = chat_request(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
+        estimate = estimate_tokens(encode_body(body))
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
         decoder = (
@@ -114,10 +119,16 @@ class OpenAISDKBackend:
             ),
             decoder,
             unwrap=wrapped,
+            prompt_estimate=estimate,
         )
 
     def _stream(
-        self, create: Callable[[], Any], decoder: EventDecoder, *, unwrap: bool
+        self,
+        create: Callable[[], Any],
+        decoder: EventDecoder,
+        *,
+        unwrap: bool,
+        prompt_estimate: int | None = None,
     ) -> AsyncIterator[Delta]:
         """The deltas of the response ``create()`` opens (an SDK streaming-response manager);
         ``unwrap``: the schema's root was sent wrapped."""
@@ -135,11 +146,17 @@ class OpenAISDKBackend:
 
             return api_response.http_response, release
 
-        return stream_deltas(open_response, decoder, errors=self._errors, unwrap=unwrap)
+        return stream_deltas(
+            open_response,
+            decoder,
+            errors=self._errors,
+            unwrap=unwrap,
+            prompt_estimate=prompt_estimate,
+        )
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent
-        ``request`` (:func:`sdk._http._flavours.check_request`)."""
+        ``request`` (:func:`sdk._http.openai._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
 
     async def _call(self, awaitable: Any) -> Any:
@@ -170,28 +187,25 @@ class OpenAISDKBackend:
         """Nothing to release: the openai client belongs to the caller."""
 
 
-_BOTH: dict[tuple[type[BaseException], type[BaseException]], type[TransportError]] = {}
+class ResponsesSDKBackend(OpenAISDKBackend):
+    """An :class:`OpenAISDKBackend` that streams through the ``openai`` client's
+    ``responses`` resource (``Client.from_openai(..., api="responses")``)."""
 
+    api: Api = "responses"
 
-def both(ours: TransportError, theirs: BaseException) -> TransportError:
-    """An error that is ``ours`` and ``theirs`` at once: an instance of a class derived from
-    both classes (made once per pair), with ``theirs``' attributes (``request``, ``code``,
-    ``param``, ``type``...) and ``ours`` (which agree with them where the names meet:
-    ``message``, ``body``, ``response``, ``status_code``, ``request_id``)."""
-    key = (type(ours), type(theirs))
-    cls = _BOTH.get(key)
-    if cls is None:
-        cls = type(
-            type(ours).__name__,
-            key,
-            {
-                "__module__": type(ours).__module__,
-                "__doc__": f"{type(ours).__doc__}\n\nAlso a {type(theirs).__module__}."
-                f"{type(theirs).__qualname__} (raised through Client.from_openai).",
-            },
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one response; errors as for :class:`ResponsesBackend`."""
+        body, wrapped = responses_request(
+            request, model=request.model or self.model, strict=self.strict, server=self.server
         )
-        _BOTH[key] = cls
-    error = cls.__new__(cls, *ours.args)
-    error.__dict__.update(vars(theirs))
-    error.__dict__.update(vars(ours))
-    return error
+        estimate = estimate_tokens(encode_body(body))
+        model, items = body.pop("model"), body.pop("input")
+        del body["stream"]
+        return self._stream(
+            lambda: self._client.responses.with_streaming_response.create(
+                model=model, input=items, stream=True, extra_body=body, **per_request(request)
+            ),
+            responses_decoder(request, self.server),
+            unwrap=wrapped,
+            prompt_estimate=estimate,
+        )

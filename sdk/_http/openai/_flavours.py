@@ -44,7 +44,9 @@ from sdk._grammars import (
     structural_tag_lark,
     xgrammar_structural_tag,
 )
-from sdk._http._strict import strict_schema
+from sdk._http.openai._parameters import check_for
+from sdk._http.openai._responses_input import responses_input
+from sdk._http.openai._strict import strict_schema
 from sdk._schema import schema_name
 
 __all__ = [
@@ -80,7 +82,12 @@ def check_server(server: object, api: object) -> None:
 
 def check_request(request: GenerationRequest, *, server: Server | None, api: Api) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when ``server`` cannot be sent ``request``'s
-    constraint (or ``seed`` on OpenAI's Responses API, which has none)."""
+    constraint (or ``seed`` on OpenAI's Responses API, which has none), and
+    :class:`~sdk.StreamUsageError` when a message has no equivalent in the Responses API
+    (:func:`sdk._http.openai._responses_input.responses_input`)."""
+    check_for(request, api)
+    if api == "responses":
+        responses_input(request.messages)
     if api == "responses" and request.seed is not None and server in (None, "openai"):
         raise UnsupportedConstraint(
             "OpenAI's Responses API takes no seed; leave seed unset, or say server='vllm' / "
@@ -172,7 +179,7 @@ def function_tool(
     name: str, schema: Mapping[str, Any], description: str | None, *, api: Api, strict: bool
 ) -> dict[str, Any]:
     """One function tool in ``api``'s form (Chat Completions nests it under ``function``).
-    ``strict``: its schema made strict where it can be (:mod:`sdk._http._strict`); a schema
+    ``strict``: its schema made strict where it can be (:mod:`sdk._http.openai._strict`); a schema
     whose root is not an object (arguments are always one) is sent as it is, not strict."""
     sent = strict_schema(dict(schema)) if strict else None
     if sent is not None and not sent.wrapped:

@@ -1,4 +1,13 @@
-"""The ``text/event-stream`` format, bytes in, events out (sans-I/O).
+"""How a streamed body is cut into messages, bytes in, messages out (sans-I/O), for every
+provider: server-sent events (:class:`EventStreamParser`: OpenAI, Anthropic, Gemini) and JSON
+lines (:class:`JsonLinesReader`: Ollama's native API). Both have the face the read loop
+(:mod:`sdk._http._read_loop`) drives (:class:`Framing`): ``feed_data(piece)`` gives the
+messages a piece completes, a message being an event's data alone (a ``str``) or a
+:class:`ServerSentEvent`; ``end()`` what the end of the body completes; ``content_types`` what
+the response must say it is.
+
+The event stream
+----------------
 
 :class:`EventStreamParser` is fed the body of a response as it arrives, in pieces of any size,
 and hands back the events completed so far. It follows the WHATWG event-stream interpretation:
@@ -33,9 +42,16 @@ made.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-__all__ = ["DEFAULT_MAX_SIZE", "EventStreamError", "EventStreamParser", "ServerSentEvent"]
+__all__ = [
+    "DEFAULT_MAX_SIZE",
+    "EventStreamError",
+    "EventStreamParser",
+    "Framing",
+    "JsonLinesReader",
+    "ServerSentEvent",
+]
 
 DEFAULT_MAX_SIZE = 16 * 1024 * 1024
 """Bytes a pending line or one event's data may reach (16 MiB)."""
@@ -61,8 +77,25 @@ class EventStreamError(ValueError):
     """The stream broke a limit (a line or an event's data over ``max_size`` bytes)."""
 
 
+class Framing(Protocol):
+    """Bytes in, messages out: what the read loop needs of a stream's framing."""
+
+    content_types: tuple[str, ...]
+    """The content types a response in this framing may have."""
+
+    def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
+        """The messages ``piece`` completes: data alone (``str``) or an event."""
+        ...
+
+    def end(self) -> list[str | ServerSentEvent]:
+        """The body ended: what that completes."""
+        ...
+
+
 class EventStreamParser:
     """Incremental ``text/event-stream`` parser; see the module docstring for the rules."""
+
+    content_types: tuple[str, ...] = ("text/event-stream",)
 
     def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.max_size = max_size
@@ -86,6 +119,10 @@ class EventStreamParser:
             ServerSentEvent("", e, last_id, None) if isinstance(e, str) else e
             for e in self.feed_data(piece)
         ]
+
+    def end(self) -> list[str | ServerSentEvent]:
+        """The body ended: nothing (an event cut off by the end is never dispatched)."""
+        return []
 
     def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
         """As :meth:`feed`, except that an event of one ``data`` line and nothing else is given
@@ -199,3 +236,69 @@ class EventStreamParser:
         self._retry = None
         self._fields = False
         return event
+
+
+class JsonLinesReader:
+    """Incremental reader of a stream of JSON lines (NDJSON): each line that is not blank is
+    one message, given as its text (UTF-8, invalid bytes replaced, a ``\\r`` before the
+    ``\\n`` dropped). A last line without its ``\\n`` is given at :meth:`end`. A line longer
+    than ``max_size`` bytes raises :class:`EventStreamError`. The text is not parsed here: the
+    provider's decoder reads it, as it reads an event's data."""
+
+    content_types: tuple[str, ...] = (
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/json",
+    )
+
+    def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
+        self.max_size = max_size
+        self._partial: list[bytes] = []  # pieces of a line whose end has not arrived
+        self._partial_size = 0
+
+    def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
+        """The lines ``piece`` completes, in order."""
+        end = piece.find(b"\n")
+        if end < 0:
+            self._hold(piece)
+            return []
+        lines: list[str | ServerSentEvent] = []
+        if self._partial:
+            self._partial.append(piece[:end])
+            first = b"".join(self._partial)
+            self._partial, self._partial_size = [], 0
+        else:
+            first = piece[:end]
+        self._line(first, lines)
+        start = end + 1
+        while (end := piece.find(b"\n", start)) >= 0:
+            self._line(piece[start:end], lines)
+            start = end + 1
+        self._hold(piece[start:])
+        return lines
+
+    def end(self) -> list[str | ServerSentEvent]:
+        """The body ended: its last line, if it had no ``\\n``."""
+        lines: list[str | ServerSentEvent] = []
+        if self._partial:
+            self._line(b"".join(self._partial), lines)
+            self._partial, self._partial_size = [], 0
+        return lines
+
+    def _hold(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self._partial_size += len(piece)
+        if self._partial_size > self.max_size:
+            raise EventStreamError(
+                f"a line of the stream is over {self.max_size} bytes with no end"
+            )
+        self._partial.append(piece)
+
+    def _line(self, line: bytes, out: list[str | ServerSentEvent]) -> None:
+        if len(line) > self.max_size:
+            raise EventStreamError(f"a line of the stream is over {self.max_size} bytes")
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip():
+            out.append(line.decode("utf-8", "replace"))

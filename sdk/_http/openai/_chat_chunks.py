@@ -16,8 +16,11 @@ What it relies on and what it reports:
   rather than its text are taken as that object's text. With ids asked for, a call's deltas
   wait until its id arrives (some servers send it after the call's first entry), so every
   event of the call can carry it; a call that never gets one is let go, without an id, when
-  another call starts, the finish reason arrives, or the stream ends. Logprobs and other
-  fields are ignored.
+  another call starts, the finish reason arrives, or the stream ends.
+- ``choices[0].logprobs.content`` (asked for by ``logprobs=True``) goes with its content:
+  ``Delta(text=..., logprobs=(...))``; the chunk's ``id``, ``system_fingerprint``, ``model``
+  and ``service_tier`` are reported once each, as ``Delta(response={...})`` (again if one
+  changes). Other fields are ignored.
 - Which call a ``tool_calls`` entry belongs to: its ``index`` when it has one. Without one
   (Gemini's OpenAI-compatible endpoint sends none), its ``id`` decides: an id seen before is
   that call's, a new id starts a new call (the next index), except that an id for a call that
@@ -56,10 +59,14 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._errors import BackendError, TransportError
+from sdk._http.openai._errors import error_from_payload
+from sdk._http.openai._usage import chat_usage
 
-__all__ = ["ChunkDecoder", "error_from_payload"]
+__all__ = ["HOLD_FOR_ID", "ChunkDecoder", "ToolIdDecoder", "error_from_payload"]
+
+# What a chunk says about the response, reported once each (Delta.response).
+_RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
 
 # How many of a tool call's entries wait for its id, when the id did not come with the first
 # (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
@@ -87,6 +94,7 @@ class ChunkDecoder:
         self._waiting: dict[int, tuple[list[str], str | None]] = {}
         self._no_id: set[int] = set()  # calls whose text stopped waiting for an id
         self._finish_reason: str | None = None
+        self._said: dict[str, Any] = {}  # what was reported about the response (id...)
         self._usage: Usage | None = None
         self._ended = False
         self.done = False
@@ -138,6 +146,8 @@ class ChunkDecoder:
             and type(content := delta.get("content")) is str
             and content
             and choice.get("index", 0) == 0
+            and self._said
+            and choice.get("logprobs") is None
             and choice.get("finish_reason") is None
             and self._finish_reason is None
             and chunk.get("usage") is None
@@ -156,12 +166,17 @@ class ChunkDecoder:
         if chunk.get("error") is not None:
             raise error_from_payload(chunk, default="the server reported an error mid-stream")
         out: list[Delta] = []
+        said = {
+            key: value
+            for key in _RESPONSE_KEYS
+            if isinstance(value := chunk.get(key), str) and value and self._said.get(key) != value
+        }
+        if said:
+            self._said.update(said)
+            out.append(Delta(response=said))
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
-            self._usage = Usage(
-                prompt_tokens=_int(usage.get("prompt_tokens")),
-                completion_tokens=_int(usage.get("completion_tokens")),
-            )
+            self._usage = chat_usage(usage)
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise TransportError(
@@ -180,7 +195,7 @@ class ChunkDecoder:
             # After the finish reason only usage may come (the attempt reads nothing more);
             # the last delta waits for the usage, so what follows is dropped here.
             if isinstance(delta, Mapping) and self._finish_reason is None:
-                out.extend(self._delta(delta))
+                out.extend(self._delta(delta, choice.get("logprobs")))
             reason = choice.get("finish_reason")
             if reason:
                 self._finish_reason = str(reason)
@@ -206,14 +221,18 @@ class ChunkDecoder:
             out.append(Delta(text="".join(texts), tool_call=index, tool_name=name))
         return out
 
-    def _delta(self, delta: Mapping[str, Any]) -> list[Delta]:
+    def _delta(self, delta: Mapping[str, Any], logprobs: Any = None) -> list[Delta]:
         out: list[Delta] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             out.append(Delta(reasoning=reasoning))
         content = delta.get("content")
+        tokens = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+        tokens = tuple(tokens) if isinstance(tokens, list) and tokens else None
         if isinstance(content, str) and content and not (self._tools and not content.strip()):
-            out.append(Delta(text=content))
+            out.append(Delta(text=content, logprobs=tokens))
+        elif tokens is not None:
+            out.append(Delta(logprobs=tokens))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             out.append(Delta(refusal=refusal))
@@ -290,38 +309,6 @@ class ChunkDecoder:
         return max(seen) + 1 if seen else 0
 
 
-def error_from_payload(payload: Any, *, default: str) -> TransportError:
-    """A :class:`~sdk.TransportError` for an error the server sent inside the stream.
-
-    ``payload`` is ``{"error": {"message", "type", "code"}}``, ``{"error": "text"}``, the inner
-    error object itself, or plain text. A numeric ``code`` is read as an HTTP status (llama.cpp
-    and vLLM send one); 429 and 5xx are retryable, other 4xx and ``invalid_request_error`` are
-    not; an error without either (a server failing mid-generation) is retryable.
-    """
-    error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
-    message: str = default
-    status: int | None = None
-    kind: str | None = None
-    if isinstance(error, Mapping):
-        if isinstance(error.get("message"), str) and error["message"]:
-            message = error["message"]
-        code = error.get("code", error.get("status"))
-        if isinstance(code, int) or (isinstance(code, str) and code.isdigit()):
-            status = int(code)
-        if isinstance(error.get("type"), str):
-            kind = error["type"]
-    elif isinstance(error, str) and error:
-        message = error
-    if status is not None:
-        retryable = retryable_status(status)
-    else:
-        retryable = kind != "invalid_request_error"
-    body = payload if isinstance(payload, Mapping) else str(payload)[:2000]
-    if status is not None and status >= 400:  # a status in the stream: its family's class
-        return status_error_class(status)(message, status=status, retryable=retryable, body=body)
-    return TransportError(message, status=status, retryable=retryable, body=body)
-
-
 def _loads_chunk(data: str) -> Any:
     """``data`` read by ``json.loads`` (what pydantic-core refuses, such as a lone surrogate
     escape, it may still read; its error is worded for the stream)."""
@@ -342,5 +329,12 @@ def _loads_or_text(data: str) -> Any:
         return data
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
+class ToolIdDecoder(ChunkDecoder):
+    """A :class:`ChunkDecoder` that reports ``delta.tool_calls[i].id``: the first delta of a
+    call that carries its id has it (``Delta.tool_call_id``; usually the call's first delta,
+    with its name, but a server may send the id later), so a tool call's events say which call
+    they belong to. Used for requests that call tools; a plain document stream keeps the plain
+    decoder."""
+
+    def __init__(self, *, tools: bool = True) -> None:
+        super().__init__(tools=tools, ids=True)

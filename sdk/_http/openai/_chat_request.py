@@ -2,8 +2,8 @@
 
 :func:`chat_body` turns a :class:`~sdk._backend.GenerationRequest` into the JSON body of
 ``POST /chat/completions``, with the schema made strict where it can be
-(:func:`sdk._http._strict.strict_schema`: what OpenAI's structured outputs accept, never wider;
-a root that is not an object is wrapped, and :func:`chat_request` says so, for the backend to
+(:func:`sdk._http.openai._strict.strict_schema`: what OpenAI's structured outputs accept, never
+wider; a root that is not an object is wrapped, and :func:`chat_request` says so, for the backend to
 unwrap the output).
 
 How the schema travels, by ``request.mode``:
@@ -20,7 +20,7 @@ How the schema travels, by ``request.mode``:
   vLLM's ``structured_outputs={"choice": [...]}`` / ``{"regex": ...}`` / ``{"grammar": ...}``).
 
 Several tools (``request.tools``) and constraints other than JSON Schema
-(``request.constraint``) are written per server flavour by :mod:`sdk._http._flavours`.
+(``request.constraint``) are written per server flavour by :mod:`sdk._http.openai._flavours`.
 
 ``request.extra`` is merged into the body last, at the top level, so it can add any parameter a
 server understands and can replace any key built here (e.g. a hand-written ``response_format``).
@@ -33,8 +33,9 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._flavours import Server, json_object_format, special_fields, tool_choice
-from sdk._http._strict import schema_to_send
+from sdk._http.openai._flavours import Server, json_object_format, special_fields, tool_choice
+from sdk._http.openai._parameters import chat_parameters
+from sdk._http.openai._strict import schema_to_send
 from sdk._schema import schema_name
 
 __all__ = ["chat_body", "chat_request", "check_single_choice"]
@@ -81,10 +82,12 @@ def chat_request(
 
     ``model`` may be ``None`` for servers that serve one model and ignore the field (it is then
     left out). ``strict`` asks for strict structured outputs when the schema allows it (see
-    :mod:`sdk._http._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
-    last chunk reports token usage. Raises :class:`~sdk.StreamUsageError` for ``n > 1``.
+    :mod:`sdk._http.openai._strict`). ``include_usage`` adds ``stream_options.include_usage`` so the
+    last chunk reports token usage. The token limit and the named parameters are written by
+    :func:`sdk._http.openai._parameters.chat_parameters`. Raises :class:`~sdk.StreamUsageError`
+    for ``n > 1``.
     ``server`` is the flavour a constraint or several tools are written for
-    (:mod:`sdk._http._flavours`).
+    (:mod:`sdk._http.openai._flavours`).
     """
     check_single_choice(request.extra)
     body: dict[str, Any] = {}
@@ -92,10 +95,12 @@ def chat_request(
         body["model"] = model
     body["messages"] = [dict(m) for m in request.messages]
     body["stream"] = True
-    if include_usage:
-        body["stream_options"] = {"include_usage": True}
-    if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
+    fields = chat_parameters(request, server=server)
+    if not include_usage:
+        fields.pop("stream_options", None)
+    for key in ("stream_options", "max_tokens", "max_completion_tokens"):  # the usual order
+        if key in fields:
+            body[key] = fields.pop(key)
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:
@@ -128,5 +133,6 @@ def chat_request(
             body["tool_choice"] = tool_choice(request, api="chat", server=server)[0]
     elif request.mode == "json_object":
         body["response_format"] = json_object_format(request.schema, server)
+    body.update(fields)
     body.update(request.extra)
     return body, wrapped

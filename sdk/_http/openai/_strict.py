@@ -30,11 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from sdk._http._unwrap import WRAPPER_KEY
+
 __all__ = ["WRAPPER_KEY", "StrictSchema", "schema_to_send", "strict_schema"]
-
-
-WRAPPER_KEY = "value"
-"""The one property of the object a non-object root is wrapped in."""
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
 # Keywords whose values are schemas, or maps/lists of schemas: the rewrite walks into these.

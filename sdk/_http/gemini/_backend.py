@@ -1,0 +1,145 @@
+"""The Gemini backend: ``models/{model}:streamGenerateContent?alt=sse`` over httpx.
+
+It builds the body (:mod:`._request`), sends it through the shared
+:class:`~sdk._http._transport.HttpTransport` to the model's URL, reads the server-sent events
+with the shared read loop (:func:`~sdk._http._read_loop.stream_deltas`) and turns each record
+into deltas (:mod:`._events`). Closing the iterator closes the connection. A status that is
+not 2xx is its :class:`~sdk.APIStatusError` class (429 ``RESOURCE_EXHAUSTED`` and 5xx
+retried, ``Retry-After`` honoured), the body's ``error`` object kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import TypedDict
+from urllib.parse import quote
+
+import httpx
+
+from sdk._backend import Delta, GenerationRequest
+from sdk._errors import StreamUsageError
+from sdk._http._read_loop import stream_deltas
+from sdk._http._transport import (
+    HttpTransport,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
+from sdk._http.gemini._events import GeminiDecoder
+from sdk._http.gemini._request import check_gemini_request, gemini_body
+
+__all__ = ["GEMINI_API_VERSION", "GEMINI_BASE_URL", "GeminiBackend", "GeminiOptions"]
+
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
+"""Where requests go when no base URL is given."""
+
+GEMINI_API_VERSION = "v1beta"
+"""The API version in the URL (``responseJsonSchema`` and ``parametersJsonSchema`` are
+documented there)."""
+
+
+class GeminiOptions(TypedDict, total=False):
+    """The options of :class:`GeminiBackend` besides ``base_url``, ``api_key``, ``model``."""
+
+    http_client: httpx.AsyncClient | None
+    timeout: httpx.Timeout | float | None
+    headers: Mapping[str, str] | None
+    default_headers: Mapping[str, str] | None
+    default_query: Mapping[str, str] | None
+    api_version: str
+
+
+class GeminiBackend:
+    """A :class:`~sdk._backend.Backend` for the Gemini API's ``streamGenerateContent``.
+
+    ``base_url`` defaults to ``https://generativelanguage.googleapis.com`` (``/{api_version}/
+    models/{model}:streamGenerateContent?alt=sse`` is added); ``api_version`` to
+    :data:`GEMINI_API_VERSION`. ``api_key`` defaults to ``$GOOGLE_API_KEY``, else
+    ``$GEMINI_API_KEY`` (the ``google-genai`` package's order), and is sent as
+    ``x-goog-api-key``; without one a request to Google's URL is refused here with a
+    ``ValueError``. ``model`` (``"gemini-2.5-flash"``, or ``"models/..."``) is needed, here or
+    per request. ``http_client``, ``timeout``, ``headers`` / ``default_headers``,
+    ``default_query`` are as for :class:`~sdk._http.OpenAIBackend`.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        headers: Mapping[str, str] | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, str] | None = None,
+        api_version: str = GEMINI_API_VERSION,
+    ) -> None:
+        check_http_options(base_url, api_key, model, http_client, timeout, headers)
+        for name, mapping in (
+            ("default_headers", default_headers),
+            ("default_query", default_query),
+        ):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+        if not isinstance(api_version, str) or not api_version:
+            raise TypeError(f"api_version must be a str such as 'v1beta', not {api_version!r}")
+        self.model = model
+        if base_url is None and http_client is not None and str(http_client.base_url):
+            root = api_version  # relative to the client's own base_url
+        else:
+            root = (base_url or GEMINI_BASE_URL).rstrip("/") + "/" + api_version
+        key = api_key
+        if key is None:
+            key = os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
+        sent = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if key:
+            sent["x-goog-api-key"] = key.strip()
+        elif root.startswith(GEMINI_BASE_URL):
+            raise ValueError(
+                "Missing credentials: the Gemini API needs a key; pass api_key=... or set the "
+                "GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
+            )
+        sent.update(default_headers or {})
+        sent.update(headers or {})
+        self._transport = HttpTransport(
+            root, headers=sent, query=default_query, http_client=http_client, timeout=timeout
+        )
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers every request is sent with (the key included)."""
+        return self._transport.headers
+
+    def url_for(self, model: str) -> str:
+        """Where a request for ``model`` goes."""
+        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+        return f"{self._transport.url}/{quote(name, safe='/')}:streamGenerateContent?alt=sse"
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Raise :class:`~sdk.UnsupportedConstraint` when Gemini cannot be sent ``request``
+        (:func:`~sdk._http.gemini._request.check_gemini_request`)."""
+        check_gemini_request(request)
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one generation. Raises :class:`~sdk.TransportError` for HTTP and connection
+        failures and error records, :class:`~sdk.StreamUsageError` for messages Gemini cannot
+        be sent or no model."""
+        model = request.model or self.model
+        if not model:
+            raise StreamUsageError("Gemini needs a model: Client(..., model=...) or model=...")
+        body = gemini_body(request)
+        forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
+        decoder = GeminiDecoder(tools=forced)
+        payload = encode_body(body)
+        url = self.url_for(model)
+        return stream_deltas(
+            lambda: self._transport.open(payload, request, url=url),
+            decoder,
+            prompt_estimate=estimate_tokens(payload),
+        )
+
+    async def aclose(self) -> None:
+        """Close the httpx client if this backend made it."""
+        await self._transport.aclose()

@@ -1,0 +1,192 @@
+"""Gemini's streamed ``GenerateContentResponse`` records -> :class:`~sdk._backend.Delta` values
+(sans-I/O).
+
+With ``?alt=sse`` each server-sent event's data is one response record. :class:`GeminiDecoder`
+has the face every provider's decoder has (``decode``, ``end``, ``done``):
+
+- ``candidates[0].content.parts``: a ``text`` part -> ``Delta(text=...)`` (only whitespace is
+  dropped when a call was forced); a part with ``thought: true`` -> ``Delta(reasoning=...)``; a
+  ``functionCall`` part comes whole -> one ``Delta(text=<its args' JSON text>, tool_call=k,
+  tool_name=name, tool_call_id=id)``, ``k`` counting the calls.
+- ``finishReason`` (on the record that ends the candidate) -> the finish reason the stream
+  reads: ``STOP`` is ``"stop"`` (``"tool_calls"`` when the model called a function),
+  ``MAX_TOKENS`` is ``"length"`` (a :class:`~sdk.TruncatedError` when unfinished), the
+  safety family (:data:`FILTERED`: ``SAFETY``, ``RECITATION``, ``BLOCKLIST``,
+  ``PROHIBITED_CONTENT``, ``SPII``, ``LANGUAGE``, image ones) is ``"content_filter``"
+  (:class:`~sdk.ContentFilteredError`); another (``MALFORMED_FUNCTION_CALL``, ``OTHER``...)
+  stays as it is, so an unfinished document is a :class:`~sdk.TruncatedError`.
+- ``promptFeedback.blockReason`` with no candidate: the prompt was blocked ->
+  ``"content_filter"``.
+- ``usageMetadata`` (a later record replaces an earlier one): ``promptTokenCount`` is the
+  prompt (cached tokens included), ``candidatesTokenCount`` + ``thoughtsTokenCount`` the
+  completion.
+- A record ``{"error": {...}}`` raises its :class:`~sdk.APIStatusError` class
+  (:func:`~sdk._http.gemini._errors.gemini_error`); one for a second candidate raises
+  :class:`~sdk.BackendError`.
+
+The last delta (finish reason and usage) is given at the end of the body: Gemini sends no
+end-of-stream marker, and the usage may follow the finish reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic_core import from_json
+
+from sdk._backend import Delta, Usage
+from sdk._errors import BackendError, TransportError
+from sdk._http.gemini._errors import gemini_error
+
+__all__ = ["FILTERED", "GeminiDecoder"]
+
+FILTERED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "LANGUAGE",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+"""The ``finishReason`` values that mean a filter stopped the output."""
+
+
+class GeminiDecoder:
+    """Turns the records of one streamed generation into deltas. ``tools``: the request forced
+    a function call, so text that is only whitespace is not the answer."""
+
+    def __init__(self, *, tools: bool = False) -> None:
+        self._tools = tools
+        self._calls = 0
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+        self._ended = False
+        self.done = False  # Gemini sends no end marker: the body's end is the stream's
+        self.thoughts_tokens = 0
+        """Of the completion tokens, those spent thinking (``thoughtsTokenCount``)."""
+        self.cached_tokens = 0
+        """Of the prompt tokens, those read from the cache (``cachedContentTokenCount``)."""
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        """The deltas of one record (the SSE event's data)."""
+        if not data.strip():
+            return []
+        try:
+            record = from_json(data, cache_strings="keys")
+        except ValueError:
+            record = _loads(data)
+        if type(record) is not dict:
+            raise TransportError(
+                f"malformed stream: a record is not a JSON object: {data[:200]!r}",
+                retryable=False,
+                body=data[:2000],
+            )
+        if record.get("error") is not None:
+            raise gemini_error(record)
+        self._read_usage(record.get("usageMetadata"))
+        out: list[Delta] = []
+        candidates = record.get("candidates")
+        if isinstance(candidates, list):
+            for candidate in candidates:
+                if isinstance(candidate, Mapping):
+                    out.extend(self._candidate(candidate))
+        feedback = record.get("promptFeedback")
+        if not candidates and isinstance(feedback, Mapping) and feedback.get("blockReason"):
+            self._finish = "content_filter"
+        if len(out) == 1 and type(out[0].text) is str and out[0] == Delta(text=out[0].text):
+            return out[0].text  # the common record: text alone
+        return out
+
+    def end(self) -> list[Delta]:
+        """The body ended: the last delta (finish reason and usage), if any came."""
+        if self._ended or (self._finish is None and self._usage is None):
+            return []
+        self._ended = True
+        return [Delta(finish_reason=self._finish, usage=self._usage)]
+
+    def _candidate(self, candidate: Mapping[str, Any]) -> list[Delta]:
+        index = candidate.get("index", 0)
+        if index not in (0, None):
+            raise BackendError(
+                f"the server sent candidate {index}: a structured stream reads one candidate "
+                "(do not ask for candidateCount > 1)"
+            )
+        out: list[Delta] = []
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        if isinstance(parts, list) and self._finish is None:
+            for part in parts:
+                if isinstance(part, Mapping):
+                    out.extend(self._part(part))
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason and self._finish is None:
+            if reason in FILTERED:
+                self._finish = "content_filter"
+            elif reason == "MAX_TOKENS":
+                self._finish = "length"
+            elif reason == "STOP":
+                self._finish = "tool_calls" if self._calls else "stop"
+            else:
+                self._finish = reason
+        return out
+
+    def _part(self, part: Mapping[str, Any]) -> list[Delta]:
+        text = part.get("text")
+        if isinstance(text, str) and text:
+            if part.get("thought"):
+                return [Delta(reasoning=text)]
+            if self._tools and text.isspace():
+                return []
+            return [Delta(text=text)]
+        call = part.get("functionCall")
+        if isinstance(call, Mapping):
+            name = call.get("name")
+            call_id = call.get("id")
+            number = self._calls
+            self._calls += 1
+            return [
+                Delta(
+                    text=json.dumps(call.get("args") or {}, ensure_ascii=False),
+                    tool_call=number,
+                    tool_name=name if isinstance(name, str) else None,
+                    tool_call_id=call_id if isinstance(call_id, str) else None,
+                )
+            ]
+        return []
+
+    def _read_usage(self, usage: Any) -> None:
+        if not isinstance(usage, Mapping):
+            return
+        thoughts = _int(usage.get("thoughtsTokenCount"))
+        self.thoughts_tokens = thoughts
+        self.cached_tokens = _int(usage.get("cachedContentTokenCount"))
+        self._usage = Usage(
+            prompt_tokens=_int(usage.get("promptTokenCount")),
+            completion_tokens=_int(usage.get("candidatesTokenCount")) + thoughts,
+            prompt_tokens_details=(
+                {"cached_tokens": self.cached_tokens} if self.cached_tokens else {}
+            ),
+            completion_tokens_details={"reasoning_tokens": thoughts} if thoughts else {},
+        )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _loads(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise TransportError(
+            f"malformed stream: a record is not JSON: {data[:200]!r}",
+            retryable=False,
+            body=data[:2000],
+        ) from exc

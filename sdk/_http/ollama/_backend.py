@@ -1,0 +1,150 @@
+"""The Ollama backend: its native chat API (``POST /api/chat``) over httpx, streamed as JSON
+lines.
+
+It builds the body (:mod:`._request`), sends it through the shared
+:class:`~sdk._http._transport.HttpTransport`, reads the lines with the shared read loop
+(:func:`~sdk._http._read_loop.stream_deltas`, JSON-lines framing) and turns them into deltas
+(:mod:`._lines`). Closing the iterator closes the connection, and Ollama stops generating. A
+status that is not 2xx is its :class:`~sdk.APIStatusError` class, the body's ``error`` text as
+the message (a model not pulled: ``NotFoundError``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import TypedDict
+
+import httpx
+
+from sdk._backend import Delta, GenerationRequest
+from sdk._http._framing import JsonLinesReader
+from sdk._http._read_loop import stream_deltas
+from sdk._http._transport import (
+    HttpTransport,
+    check_http_options,
+    encode_body,
+    estimate_tokens,
+)
+from sdk._http.ollama._lines import OllamaDecoder
+from sdk._http.ollama._request import check_ollama_request, ollama_body
+
+__all__ = ["OLLAMA_HOST", "OllamaBackend", "OllamaOptions", "ollama_host"]
+
+OLLAMA_HOST = "http://127.0.0.1:11434"
+"""Where requests go when no base URL is given and ``$OLLAMA_HOST`` is not set."""
+
+
+def ollama_host(host: str | None) -> str:
+    """``$OLLAMA_HOST`` read as the ``ollama`` package reads it: a scheme (``http`` when
+    absent), a host (``127.0.0.1`` when absent) and a port (11434 when absent and no scheme
+    was given; 80 / 443 with one), a path kept, a trailing slash dropped."""
+    if not host:
+        return OLLAMA_HOST
+    scheme, _, rest = host.partition("://")
+    if not rest:
+        scheme, rest = "http", host
+    default_port = {"http": 80, "https": 443}[scheme] if "://" in host else 11434
+    hostport, slash, path = rest.partition("/")
+    if hostport.startswith("["):  # an IPv6 address
+        address, _, tail = hostport[1:].partition("]")
+        address = f"[{address}]"
+        port = tail[1:] if tail.startswith(":") else ""
+    else:
+        address, _, port = hostport.partition(":")
+    address = address or "127.0.0.1"
+    path = (slash + path).rstrip("/")
+    return f"{scheme}://{address}:{port or default_port}{path}"
+
+
+class OllamaOptions(TypedDict, total=False):
+    """The options of :class:`OllamaBackend` besides ``base_url``, ``api_key``, ``model``."""
+
+    http_client: httpx.AsyncClient | None
+    timeout: httpx.Timeout | float | None
+    headers: Mapping[str, str] | None
+    default_headers: Mapping[str, str] | None
+    default_query: Mapping[str, str] | None
+
+
+class OllamaBackend:
+    """A :class:`~sdk._backend.Backend` for Ollama's native chat API.
+
+    ``base_url`` is the server (``http://127.0.0.1:11434``; ``/api/chat`` is added); it
+    defaults to ``$OLLAMA_HOST`` read as the ``ollama`` package reads it (:func:`ollama_host`).
+    ``api_key`` (default ``$OLLAMA_API_KEY``, for Ollama's cloud or a proxy) is sent as a bearer
+    token; a local server needs none. ``model`` (here or per request) is the model's name, as
+    ``ollama pull`` took it. ``http_client``, ``timeout``, ``headers`` / ``default_headers``,
+    ``default_query`` are as for :class:`~sdk._http.OpenAIBackend`.
+    """
+
+    path = "/api/chat"
+    """The endpoint, below ``base_url``."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        headers: Mapping[str, str] | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, str] | None = None,
+    ) -> None:
+        check_http_options(base_url, api_key, model, http_client, timeout, headers)
+        for name, mapping in (
+            ("default_headers", default_headers),
+            ("default_query", default_query),
+        ):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+        self.model = model
+        if base_url is None and http_client is not None and str(http_client.base_url):
+            url = self.path.lstrip("/")
+        else:
+            root = base_url.rstrip("/") if base_url else ollama_host(os.environ.get("OLLAMA_HOST"))
+            url = root + self.path
+        sent = {"Content-Type": "application/json", "Accept": "application/x-ndjson"}
+        key = api_key if api_key is not None else os.environ.get("OLLAMA_API_KEY")
+        if key:
+            sent["Authorization"] = f"Bearer {key}"
+        sent.update(default_headers or {})
+        sent.update(headers or {})
+        self._transport = HttpTransport(
+            url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
+        )
+
+    @property
+    def url(self) -> str:
+        """Where requests go (relative to ``http_client``'s base URL when it has one)."""
+        return self._transport.url
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers every request is sent with."""
+        return self._transport.headers
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Raise :class:`~sdk.UnsupportedConstraint` when ``/api/chat`` cannot be sent
+        ``request`` (:func:`~sdk._http.ollama._request.check_ollama_request`)."""
+        check_ollama_request(request)
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        """Stream one chat. Raises :class:`~sdk.TransportError` for HTTP and connection
+        failures and error lines, :class:`~sdk.StreamUsageError` for messages Ollama cannot be
+        sent."""
+        body = ollama_body(request, model=request.model or self.model)
+        decoder = OllamaDecoder(tools=bool(body.get("tools")))
+        payload = encode_body(body)
+        return stream_deltas(
+            lambda: self._transport.open(payload, request),
+            decoder,
+            framing=JsonLinesReader,
+            prompt_estimate=estimate_tokens(payload),
+        )
+
+    async def aclose(self) -> None:
+        """Close the httpx client if this backend made it."""
+        await self._transport.aclose()

@@ -1,0 +1,115 @@
+"""Ollama's ``/api/chat`` stream lines -> :class:`~sdk._backend.Delta` values (sans-I/O).
+
+Each line is one JSON object. :class:`OllamaDecoder` has the face of every provider's decoder
+(``decode``, ``end``, ``done``), so the shared read loop drives it with JSON-lines framing:
+
+- ``message.content`` -> ``Delta(text=...)`` (only whitespace is dropped while tools are
+  offered); ``message.thinking`` -> ``Delta(reasoning=...)``.
+- ``message.tool_calls``: Ollama sends each call whole, its ``arguments`` an object; each is
+  one delta, ``Delta(text=<the arguments' JSON text>, tool_call=k, tool_name=name)`` (``k``
+  counts the calls), so its field events come together.
+- ``done: true`` ends the stream: ``done_reason`` ``"stop"`` (``"tool_calls"`` when the model
+  called a tool), ``"length"`` (a :class:`~sdk.TruncatedError` when the document is
+  unfinished), others as they are; usage from ``prompt_eval_count`` and ``eval_count``.
+- ``{"error": "..."}`` raises :class:`~sdk.TransportError` (retryable: a server failing
+  mid-generation); a line that is not a JSON object raises it too (not retryable).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sdk._backend import Delta, Usage
+from sdk._errors import TransportError
+
+__all__ = ["OllamaDecoder"]
+
+
+class OllamaDecoder:
+    """Turns the lines of one streamed chat into deltas. ``tools``: tools were offered, so text
+    that is only whitespace is not the answer."""
+
+    def __init__(self, *, tools: bool = False) -> None:
+        self._tools = tools
+        self._calls = 0
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+        self._ended = False
+        self.done = False
+        """True once the ``done: true`` line arrived."""
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        """The deltas of one line (``event`` is always ``""`` in JSON lines)."""
+        try:
+            line = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise TransportError(
+                f"malformed stream: a line is not JSON: {data[:200]!r}",
+                retryable=False,
+                body=data[:2000],
+            ) from exc
+        if not isinstance(line, dict):
+            raise TransportError(
+                f"malformed stream: a line is not a JSON object: {data[:200]!r}",
+                retryable=False,
+                body=data[:2000],
+            )
+        if line.get("error") is not None:
+            error = line["error"]
+            said = error if isinstance(error, str) else json.dumps(error)
+            raise TransportError(f"Ollama: {said}", retryable=True, body=line)
+        out: list[Delta] = []
+        message = line.get("message")
+        if isinstance(message, Mapping):
+            thinking = message.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                out.append(Delta(reasoning=thinking))
+            content = message.get("content")
+            if isinstance(content, str) and content and not (self._tools and content.isspace()):
+                if not out and not message.get("tool_calls") and not line.get("done"):
+                    return content  # the common line: text alone
+                out.append(Delta(text=content))
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                out.extend(self._call(call) for call in calls if isinstance(call, Mapping))
+        if line.get("done"):
+            self.done = True
+            reason = line.get("done_reason")
+            self._finish = (
+                "tool_calls" if self._calls else (reason if isinstance(reason, str) else "stop")
+            )
+            self._usage = Usage(
+                prompt_tokens=_int(line.get("prompt_eval_count")),
+                completion_tokens=_int(line.get("eval_count")),
+            )
+            out.extend(self.end())
+        return out
+
+    def end(self) -> list[Delta]:
+        """The stream is over: the last delta, if the ``done`` line came."""
+        if self._ended or self._finish is None:
+            return []
+        self._ended = True
+        return [Delta(finish_reason=self._finish, usage=self._usage)]
+
+    def _call(self, call: Mapping[str, Any]) -> Delta:
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+        name = function.get("name")
+        call_id = call.get("id")
+        number = self._calls
+        self._calls += 1
+        return Delta(
+            text=text,
+            tool_call=number,
+            tool_name=name if isinstance(name, str) else None,
+            tool_call_id=call_id if isinstance(call_id, str) else None,
+        )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,127 @@
+"""Chat-shaped messages -> Ollama's ``/api/chat`` messages (sans-I/O).
+
+=========================================  ===================================================
+Chat Completions                           Ollama
+=========================================  ===================================================
+a ``system`` / ``developer`` turn          a ``system`` message
+text parts                                 ``content`` (the parts' texts joined)
+``image_url`` part with a ``data:`` URL    its base64 data in ``images``
+assistant ``tool_calls``                   ``tool_calls`` (``function.arguments`` an object)
+``tool`` turn (``tool_call_id``)           a ``tool`` message with ``tool_name`` (the name of
+                                           the call it answers)
+=========================================  ===================================================
+
+Ollama's own messages (``content`` a string, ``images``, ``thinking``, ``tool_name``,
+``tool_calls`` with object arguments) pass as they are. What has no equivalent is refused before
+anything is sent (:class:`~sdk.StreamUsageError` naming the message): an image by http(s) URL
+(Ollama takes the bytes), audio and file parts, a ``name`` on a turn, tool call arguments that
+are not a JSON object, a tool turn answering a call no earlier turn made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sdk._errors import StreamUsageError
+
+__all__ = ["ollama_messages"]
+
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_KEYS = frozenset(
+    {"role", "content", "images", "thinking", "tool_calls", "tool_call_id", "tool_name"}
+)
+
+
+def ollama_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of an ``/api/chat`` body (see the module docstring)."""
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # tool call id -> its function's name
+    for number, message in enumerate(messages):
+        where = f"messages[{number}]"
+        if not isinstance(message, Mapping):
+            raise StreamUsageError(f"{where} is not a mapping: {message!r}")
+        unknown = sorted(k for k in message if k not in _KEYS)
+        if unknown:
+            raise StreamUsageError(
+                f"{where} has {', '.join(map(repr, unknown))}, which Ollama's messages have no "
+                "place for"
+            )
+        role = message.get("role")
+        role = "system" if role == "developer" else role
+        if role not in _ROLES:
+            raise StreamUsageError(f"{where} has role {role!r}; Ollama has {sorted(_ROLES)}")
+        turn: dict[str, Any] = {"role": role}
+        text, images = _content(message.get("content"), where)
+        turn["content"] = text
+        if images or message.get("images"):
+            turn["images"] = [*(message.get("images") or []), *images]
+        if isinstance(message.get("thinking"), str):
+            turn["thinking"] = message["thinking"]
+        if message.get("tool_calls"):
+            turn["tool_calls"] = _calls(message["tool_calls"], where, names)
+        if role == "tool":
+            turn["tool_name"] = _tool_name(message, where, names)
+        out.append(turn)
+    return out
+
+
+def _content(content: Any, where: str) -> tuple[str, list[str]]:
+    if content is None or isinstance(content, str):
+        return content or "", []
+    if not isinstance(content, list):
+        raise StreamUsageError(f"{where}.content must be a string or a list of parts")
+    texts: list[str] = []
+    images: list[str] = []
+    for i, part in enumerate(content):
+        here = f"{where}.content[{i}]"
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else image
+            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+                raise StreamUsageError(
+                    f"{here}: Ollama takes an image's bytes, so give it as a base64 data: URL "
+                    f"(not {str(url)[:40]!r})"
+                )
+            images.append(url.partition(";base64,")[2])
+        else:
+            raise StreamUsageError(f"{here}: Ollama's messages take text and images, not {kind!r}")
+    return "".join(texts), images
+
+
+def _calls(calls: Any, where: str, names: dict[str, str]) -> list[dict[str, Any]]:
+    if not isinstance(calls, list):
+        raise StreamUsageError(f"{where}.tool_calls must be a list")
+    out = []
+    for i, call in enumerate(calls):
+        here = f"{where}.tool_calls[{i}]"
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise StreamUsageError(f"{here} needs a 'function' with a 'name'")
+        arguments = function.get("arguments") or {}
+        try:
+            value = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError as exc:
+            raise StreamUsageError(f"{here}: the arguments are not JSON ({exc})") from exc
+        if not isinstance(value, Mapping):
+            raise StreamUsageError(f"{here}: Ollama's arguments are a JSON object, not {value!r}")
+        if isinstance(call.get("id"), str):
+            names[call["id"]] = function["name"]
+        out.append({"function": {"name": function["name"], "arguments": dict(value)}})
+    return out
+
+
+def _tool_name(message: Mapping[str, Any], where: str, names: Mapping[str, str]) -> str:
+    if isinstance(message.get("tool_name"), str):
+        return str(message["tool_name"])
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id not in names:
+        raise StreamUsageError(
+            f"{where}: a tool turn must answer a call an earlier assistant turn made (its "
+            f"tool_call_id, or Ollama's tool_name); {call_id!r} is none"
+        )
+    return names[call_id]

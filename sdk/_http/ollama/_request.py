@@ -1,0 +1,130 @@
+"""The body of one ``POST /api/chat`` request to Ollama (sans-I/O).
+
+How the schema travels, by ``request.mode``:
+
+- ``"json_schema"``: ``format: <the schema>``, as given: Ollama turns it into a grammar (with
+  llama.cpp's JSON-Schema-to-grammar converter, which ignores what it does not know); the
+  answer is the message's ``content``, and fieldstream checks the whole schema.
+- ``"json_object"``: ``format: "json"`` (some JSON value; fieldstream checks the schema).
+- ``"tool"`` with ``tool_choice="auto"`` (or several tools): ``tools``, each a function with
+  its schema as ``parameters``; the model decides whether to call. Ollama cannot force a call
+  (it has no ``tool_choice``) and does not constrain arguments, so a forced call is refused
+  before sending (:func:`check_ollama_request`); ``tool_choice="none"`` sends no tools.
+- ``"none"``: nothing (fieldstream checks the output).
+
+``max_tokens`` (or ``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``, ``stop``,
+``frequency_penalty``, ``presence_penalty`` go in ``options`` (``num_predict``...);
+``logprobs`` and ``top_logprobs`` at the top; ``reasoning_effort`` is ``think`` (``"none"``:
+``false``; ``"low"``, ``"medium"``, ``"high"`` as they are); ``stream_options`` sends nothing
+(the usage always comes); any other named parameter is refused before sending.
+``request.extra`` is merged into the body last (``think``, ``keep_alive``, ``options``...).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sdk._backend import GenerationRequest
+from sdk._errors import UnsupportedConstraint
+from sdk._http.ollama._messages import ollama_messages
+
+__all__ = ["check_ollama_request", "ollama_body"]
+
+_OPTIONS = ("stop", "frequency_penalty", "presence_penalty")
+_TOP = ("logprobs", "top_logprobs")
+_PARAMETERS = frozenset(
+    {"max_completion_tokens", "reasoning_effort", "stream_options", *_OPTIONS, *_TOP}
+)
+_THINK = {"none": False, "low": "low", "medium": "medium", "high": "high"}
+
+
+def check_ollama_request(request: GenerationRequest) -> None:
+    """Raise :class:`~sdk.UnsupportedConstraint` for what ``/api/chat`` cannot be sent: a
+    constraint other than JSON Schema (unless ``mode="none"``), a forced tool call."""
+    if request.constraint is not None and request.mode != "none":
+        kind = type(request.constraint).__name__
+        raise UnsupportedConstraint(
+            f"Ollama's /api/chat cannot be sent a {kind} (its format takes JSON Schema); pass "
+            f"mode='none' to send nothing and have the client alone check the {kind}"
+        )
+    for name in request.parameters:
+        if name not in _PARAMETERS:
+            raise UnsupportedConstraint(
+                f"{name}= has no equivalent in Ollama's /api/chat; leave it out (or pass "
+                "Ollama's own field in extra=)"
+            )
+    effort = request.parameters.get("reasoning_effort")
+    if effort is not None and effort not in _THINK:
+        raise UnsupportedConstraint(
+            f"reasoning_effort={effort!r} has no equivalent in Ollama's think (it takes "
+            f"{', '.join(map(repr, _THINK))})"
+        )
+    if request.mode == "tool" and request.tool_choice not in ("auto", "none"):
+        raise UnsupportedConstraint(
+            "Ollama cannot force a tool call (it has no tool_choice, and does not constrain a "
+            "call's arguments): use mode='json_schema' (sent as format, which it applies), or "
+            "tool_choice='auto'"
+        )
+
+
+def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, Any]:
+    """The JSON body of ``POST /api/chat`` for ``request`` (see the module docstring)."""
+    body: dict[str, Any] = {}
+    if model is not None:
+        body["model"] = model
+    body["messages"] = ollama_messages(request.messages)
+    body["stream"] = True
+    given = request.parameters
+    limit = request.max_tokens
+    if limit is None:
+        limit = given.get("max_completion_tokens")
+    options: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("num_predict", limit),
+            ("temperature", request.temperature),
+            ("top_p", request.top_p),
+            ("seed", request.seed),
+            *((name, given.get(name)) for name in _OPTIONS),
+        )
+        if value is not None
+    }
+    if isinstance(options.get("stop"), str):
+        options["stop"] = [options["stop"]]
+    elif "stop" in options:
+        options["stop"] = list(options["stop"])
+    if options:
+        body["options"] = options
+    body.update({name: given[name] for name in _TOP if name in given})
+    if given.get("reasoning_effort") is not None:
+        body["think"] = _THINK[given["reasoning_effort"]]
+    if request.constraint is None:
+        if request.mode == "json_schema":
+            body["format"] = copy.deepcopy(dict(request.schema))
+        elif request.mode == "json_object":
+            body["format"] = "json"
+        elif request.mode == "tool" and request.tool_choice != "none":
+            tools = request.tools or ()
+            if tools:
+                specs = [(t.name, t.compiled.schema_dict(), t.description) for t in tools]
+            else:
+                description = request.schema.get("description")
+                specs = [
+                    (
+                        request.schema_name,
+                        dict(request.schema),
+                        description if isinstance(description, str) else None,
+                    )
+                ]
+            body["tools"] = [_tool(*spec) for spec in specs]
+    body.update(request.extra)
+    return body
+
+
+def _tool(name: str, schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if description is not None:
+        function["description"] = description
+    function["parameters"] = copy.deepcopy(schema)
+    return {"type": "function", "function": function}

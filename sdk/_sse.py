@@ -164,10 +164,13 @@ def _withheld(error: BaseException) -> dict[str, Any]:
     """``error`` as a visitor may see it; the whole error to the server's log, under the id
     the page shows (a traceback too where it tells of a bug: a callback's, a backend's)."""
     request_id = getattr(error, "request_id", None) or new_request_id()
+    request = getattr(error, "request", None)  # a status error's message leaves the URL out
+    where = f" ({request.method} {request.url})" if request is not None else ""
     logger.warning(
-        "sse_events: %s sent to the page without its details (request id %s): %s",
+        "sse_events: %s sent to the page without its details (request id %s)%s: %s",
         type(error).__name__,
         request_id,
+        where,
         error,
         exc_info=None if isinstance(error, TransportError) else error,
     )

@@ -68,6 +68,18 @@ class Usage:
         """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
+    def __hash__(self) -> int:  # the details are dicts: hashed by their items
+        return hash(
+            (
+                self.prompt_tokens,
+                self.completion_tokens,
+                self.forced_tokens,
+                self.estimated,
+                tuple(sorted(self.prompt_tokens_details.items())),
+                tuple(sorted(self.completion_tokens_details.items())),
+            )
+        )
+
     @property
     def cached_tokens(self) -> int:
         """Prompt tokens the server read from its cache (``prompt_tokens_details``)."""

@@ -263,3 +263,16 @@ def test_the_tool_loop_example_runs_its_turns(capsys: pytest.CaptureFixture[str]
         "tool",
     ]
     assert last["messages"][3]["tool_call_id"] == "call_1"
+
+
+def test_the_sync_stream_gives_the_reply_too() -> None:
+    from sdk import SyncClient
+
+    http, _ = scripted(tool_stream(("call_s", "get_weather", {"city": "Bern"})))
+    with (
+        SyncClient(base_url=BASE, model="m", http_client=http) as client,
+        client.stream(messages=[{"role": "user", "content": "x"}], tools=TOOLS) as s,
+    ):
+        assert s.results() == [Weather(city="Bern")]
+        assert s.assistant_message()["tool_calls"][0]["id"] == "call_s"
+        assert s.output_items()[0]["call_id"] == "call_s"

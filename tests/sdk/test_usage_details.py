@@ -148,3 +148,11 @@ async def test_an_attempt_with_no_output_costs_no_prompt() -> None:
     assert state.usage == Usage()  # nothing came: the server may not have read it
     state.feed('{"a"')
     assert state.usage == Usage(500, 1, estimated=True)
+
+
+def test_usage_with_details_stays_a_hashable_value() -> None:
+    a = Usage(5, 2, prompt_tokens_details={"cached_tokens": 4})
+    b = Usage(5, 2, prompt_tokens_details={"cached_tokens": 4})
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a + b == Usage(10, 4, prompt_tokens_details={"cached_tokens": 8})
+    assert (a + b) - a == a

@@ -82,4 +82,4 @@ async def plain_streams(source: Any) -> None:
 def wrong_options(client: Client, chunk: Chunk) -> None:
     messages = [{"role": "user", "content": "hi"}]
     client.stream(messages=messages, schema=Item, max_tokens="10")  # type: ignore[call-overload]
-    client.stream(messages=messages, schema=Item, stop=["x"])  # type: ignore[call-overload]
+    client.stream(messages=messages, schema=Item, stop_sequences=["x"])  # type: ignore[call-overload]

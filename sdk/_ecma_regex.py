@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from sdk._ecma_properties import property_class
+
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
 
 _DIGIT = "0-9"
@@ -61,6 +63,14 @@ _NOT_BOUNDARY = f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))"
 _CONTROL = {"t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
 _SYNTAX = frozenset("^$\\.*+?()[]{}|/")
 _FLAGS = regex.V1  # nested sets: [\D] is [[^0-9]]
+
+
+def _bounds(quant: str) -> tuple[int, int | None]:
+    """A quantifier's least and greatest counts (``None``: no limit)."""
+    if quant in ("*", "+", "?"):
+        return (1 if quant == "+" else 0), (1 if quant == "?" else None)
+    low, comma, high = quant[1:-1].partition(",")
+    return int(low), (int(high) if high else None) if comma else int(low)
 
 
 class EcmaRegexError(ValueError):
@@ -110,9 +120,12 @@ class _Reader:
         self.groups = 0
         self.names: set[str] = set()
         self.seen: set[str] = set()
-        self.numbers: dict[str, int] = {}
+        self.numbers: dict[str, int] = {}  # group names and their numbers
+        self.has_backrefs = False  # any backreference in the pattern (from the first scan)
         self.opened = 0  # capturing groups opened so far
         self.open: list[int] = []  # the groups being read (0: not capturing)
+        self.behind = False  # inside a lookbehind (the regex package matches it backwards)
+        self.marks = 0  # position marks emitted (see repeat())
         # Constructs Python's and Rust's engines read more widely than ECMA-262 does.
         self.unicode_sets = False  # \d \w \s \b (and negations), ``.``, (?i:)
         self.dollar = False
@@ -139,6 +152,10 @@ class _Reader:
         while i < len(s):
             c = s[i]
             if c == "\\":
+                if not in_class and (
+                    s[i + 1 : i + 2] in tuple("123456789") or s[i + 1 : i + 2] == "k"
+                ):
+                    self.has_backrefs = True
                 i += 2
                 continue
             if in_class:
@@ -153,6 +170,7 @@ class _Reader:
                     end = s.find(">", i + 3)
                     if end > 0:
                         self.names.add(s[i + 3 : end])
+                        self.numbers.setdefault(s[i + 3 : end], self.groups)
             i += 1
 
     # -- grammar
@@ -174,6 +192,8 @@ class _Reader:
             self.term()
 
     def term(self) -> None:
+        out = self.out
+        mark, loose_mark, first = len(out.exact), len(out.loose), self.opened + 1
         quantifiable = self.atom()
         at = self.i
         quant = self.quantifier()
@@ -181,9 +201,40 @@ class _Reader:
             return
         if not quantifiable:
             raise self.fail("nothing to repeat", at)
-        self.out.both(quant)
+        text, lazy = quant
+        out.loose.append(text)  # greedy or lazy: the same matches exist
+        if self.has_backrefs and self.opened >= first:
+            atom = "".join(out.exact[mark:])
+            out.exact[mark:] = [self.repeat(atom, "".join(out.loose[loose_mark:-1]), first, text)]
+        else:
+            out.exact.append(text)
+        if lazy:
+            out.exact.append("?")
 
-    def quantifier(self) -> str | None:
+    def repeat(self, atom: str, loose: str, first: int, quant: str) -> str:
+        """A repeated atom holding groups ``first``... in a pattern with backreferences, as
+        ECMA-262's RepeatMatcher runs it, less the final quantifier's laziness mark.
+
+        ECMA clears the captures of the atom's groups at the start of every repetition; the
+        regex package keeps the last ones. A group that captured "" matches as a cleared one
+        does (the empty string), so each repetition first captures "" in every group inside
+        (last, in a lookbehind, which the regex package matches right to left). And once the
+        minimum is reached ECMA refuses a repetition that matched the empty string (which
+        could clear a capture): there, a repetition of an atom that can match "" must end
+        elsewhere than where it began."""
+        resets = "".join(f"(?P<g{n}>)" for n in range(first, self.opened + 1))
+        body = f"(?:{atom}{resets})" if self.behind else f"(?:{resets}{atom})"
+        low, high = _bounds(quant)
+        every = "".join(f"(?P<g{n}>)" for n in range(1, self.groups + 1))
+        if self.behind or high == low or regex.fullmatch(every + loose, "", _FLAGS) is None:
+            return body + quant
+        self.marks += 1
+        here = f"e{self.marks}"
+        moved = f"(?:(?=(?P<{here}>[\\s\\S]*)){body}(?!(?P={here})\\Z))"
+        rest = "*" if high is None else f"{{0,{high - low}}}"
+        return (f"{body}{{{low}}}" if low else "") + moved + rest
+
+    def quantifier(self) -> tuple[str, bool] | None:
         c = self.peek()
         if c in ("*", "+", "?"):
             self.i += 1
@@ -199,8 +250,9 @@ class _Reader:
             text = m.group(0)
         else:
             return None
-        self.take("?")  # lazy or greedy: the same matches exist, and greedy is what we emit
-        return text
+        # Lazy matters in the exact pattern: a lookahead is atomic, so what a lazy quantifier
+        # inside it captures first is what a later backreference sees.
+        return text, self.take("?")
 
     def atom(self) -> bool:
         """Read one atom; return whether a quantifier may follow it."""
@@ -261,7 +313,7 @@ class _Reader:
             self.opened += 1
             number = self.numbers[name] = self.opened
             self.i += m.end()
-            out.exact.append(f"(?P<{name}>")
+            out.exact.append(f"(?P<g{number}>")
             out.loose.append("(")
         elif (m := regex.match(r"\?(i?)(?:-(i?))?:", self.src[self.i :])) and m.group(0) != "?:":
             # ES2025 modifiers, ``i`` only (``m`` and ``s`` would change ``^``, ``$`` and
@@ -280,7 +332,8 @@ class _Reader:
         else:
             self.opened += 1
             number = self.opened
-            out.both("(")
+            out.exact.append(f"(?P<g{number}>")  # every group by a name: see term()
+            out.loose.append("(")
         if look is None:
             self.open.append(number)
             self.disjunction()
@@ -293,7 +346,10 @@ class _Reader:
         out.exact.append(look)
         loose = out.loose
         out.loose = []
+        behind = self.behind
+        self.behind = look.startswith("(?<")  # a lookahead inside a lookbehind runs forwards
         self.disjunction()
+        self.behind = behind
         out.loose = loose
         if not self.take(")"):
             raise self.fail("missing )")
@@ -329,21 +385,20 @@ class _Reader:
             if m is None or m.group(1) not in self.names:
                 raise self.fail("\\k must name a group of the pattern: \\k<name>", start)
             self.i += m.end()
-            self.backref(self.numbers.get(m.group(1), 0) or m.group(1))
+            self.backref(self.numbers[m.group(1)])
             return True
         item = self.class_escape(start, in_class=False)
         out.both(item)
         return True
 
-    def backref(self, group: int | str) -> None:
-        """A backreference to ``group`` (a number, or a name not read yet)."""
+    def backref(self, group: int) -> None:
+        """A backreference to group number ``group``."""
         self.backrefs = True
         if group in self.open:  # inside its own group: ECMA has it empty there
             self.out.both("(?:)")
             return
         # ECMA: a group that has not matched (yet) matches the empty string; Python fails.
-        ref = f"\\{group}" if isinstance(group, int) else f"(?P={group})"
-        self.out.both(f"(?({group}){ref}|)")
+        self.out.both(f"(?(g{group})(?P=g{group})|)")
 
     def class_escape(self, start: int, *, in_class: bool) -> str:
         """An escape after its backslash, as a class item (a char, a set, a property)."""
@@ -357,11 +412,18 @@ class _Reader:
                 return body if in_class else f"[{body}]"
             return f"[^{body}]"
         if c in ("p", "P"):
-            m = regex.match(r"\{[A-Za-z0-9_=]+\}", self.src[self.i :])
+            m = regex.match(r"\{([A-Za-z0-9_=]+)\}", self.src[self.i :])
             if m is None:
                 raise self.fail(f"\\{c} needs a property name in braces", start)
+            item = property_class(m.group(1), negated=c == "P")
+            if item is None:
+                raise self.fail(
+                    f"\\{c}{m.group(0)} is not a Unicode property ECMA-262 has (General_Category,"
+                    " Script, Script_Extensions or a binary property, spelled exactly)",
+                    start,
+                )
             self.i += m.end()
-            return f"\\{c}{m.group(0)}"
+            return item
         return _char(self.char_escape(c, start, in_class=in_class))
 
     def char_escape(self, c: str, start: int, *, in_class: bool) -> int:
@@ -388,8 +450,8 @@ class _Reader:
             return self.unicode_escape(start)
         if c == "-" and in_class:
             return ord("-")
-        if c and not c.isalnum() and c.isascii() and c != "_":
-            return ord(c)  # an escaped punctuation character is itself
+        if c and c.isascii() and not c.isalnum():
+            return ord(c)  # an escaped ASCII punctuation character (or "_") is itself
         raise self.fail(f"\\{c} is not an ECMA-262 escape", start)
 
     def unicode_escape(self, start: int) -> int:

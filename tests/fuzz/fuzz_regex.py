@@ -58,6 +58,9 @@ CHARS = [
     "\u0967",
     "\u0085",
     "\U0001f432",
+    "\u03a9",  # Greek
+    "\u212a",  # KELVIN SIGN: changes when NFKC-casefolded
+    "~",
 ]
 ATOMS = [
     *"ab1_",
@@ -79,6 +82,8 @@ ATOMS = [
     r"\n",
     r"\.",
     r"\-",
+    r"\_",
+    r"\~",
     "[.]",
     r"[\b]",
     r"\p{L}",
@@ -86,13 +91,44 @@ ATOMS = [
     r"\p{Lu}",
     r"\p{Nd}",
     r"\p{Script=Latin}",
+    r"\p{sc=Grek}",
+    r"\p{scx=Greek}",
+    r"\p{Lowercase}",
+    r"\p{digit}",
+    r"\p{CWKCF}",
+    r"\P{Any}",
     r"[\p{L}\d]",
+    r"[\P{Zs}a]",
     "🐲",
     "[^]",
     "[]",
     r"\0",
 ]
-ASSERTIONS = ["^", "$", r"\b", r"\B", "(?=a)", r"(?!\d)", r"(?<=\w)", "(?<!b)"]
+# Property names other engines read and ECMA-262 does not have: both sides must refuse them.
+BAD_PROPERTIES = [
+    r"\p{Greek}",
+    r"\p{IsGreek}",
+    r"\p{InGreek}",
+    r"\p{l}",
+    r"\p{Word}",
+    r"\p{Digit}",
+    r"\p{Block=Greek}",
+    r"\p{script=Latin}",
+    r"\p{Alpha=Yes}",
+    r"\p{Script=Hrkt}",
+]
+ASSERTIONS = [
+    "^",
+    "$",
+    r"\b",
+    r"\B",
+    "(?=a)",
+    r"(?!\d)",
+    r"(?<=\w)",
+    "(?<!b)",
+    "(?=(a+?))",
+    r"(?<=(\w)+)",
+]
 QUANTS = ["", "", "", "*", "+", "?", "{2}", "{1,3}", "{0,}", "*?", "+?", "??"]
 
 
@@ -108,8 +144,12 @@ def node_pattern(rng: random.Random, depth: int = 0) -> str:
             parts.append(head + inner + ")" + rng.choice(QUANTS))
         elif r < 0.3:
             parts.append(rng.choice(ASSERTIONS))
-        elif r < 0.33 and "(" in "".join(parts):
-            parts.append(r"\1")
+        elif r < 0.36 and "(" in "".join(parts):
+            parts.append(
+                rng.choice([r"\1", r"\1", r"\2"]) if "".join(parts).count("(") > 1 else r"\1"
+            )
+        elif 0.36 <= r < 0.37:
+            parts.append(rng.choice(BAD_PROPERTIES))
         else:
             parts.append(rng.choice(ATOMS) + rng.choice(QUANTS))
     return "".join(parts)
@@ -132,6 +172,7 @@ def fuzz_node(seed: int, count: int) -> None:
         texts = ["".join(rng.choices(CHARS, k=rng.randint(0, 6))) for _ in range(12)]
         cases.append([node_pattern(rng), texts])
     verdicts = run_node(cases)
+    lenient = (r"\-", r"\_", r"\~")
     both = both_refuse = only_we = only_node = checks = wrong = 0
     for (pattern, texts), node in zip(cases, verdicts, strict=True):
         assert isinstance(pattern, str) and isinstance(texts, list)
@@ -146,7 +187,7 @@ def fuzz_node(seed: int, count: int) -> None:
             continue
         if node is None:
             only_node += 1
-            if r"\-" not in pattern:
+            if not any(e in pattern for e in lenient):
                 print("only node refuses", repr(pattern))
             continue
         both += 1
@@ -279,9 +320,104 @@ def fuzz_prefix(seed: int, count: int, *, raw: bool = False) -> None:
     print(f"prefix: {count} patterns, {cases} prefixes (x2 checks), {unsound} unsound refusals")
 
 
+PROPERTIES_SCRIPT = """
+const fs = require('fs');
+const [names, text] = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const out = names.map(n => {
+  let re;
+  try { re = new RegExp(`\\\\p{${n}}`, 'gu'); } catch (e) { return null; }
+  const runs = [];
+  for (const m of text.matchAll(re)) {
+    const c = m[0].codePointAt(0);
+    if (runs.length && runs[runs.length - 1][1] === c - 1) runs[runs.length - 1][1] = c;
+    else runs.push([c, c]);
+  }
+  return runs;
+});
+fs.writeFileSync(process.argv[3], JSON.stringify(out));
+"""
+
+
+def _property_names() -> list[str]:
+    """Every ``\\p{...}`` spelling of the table (each alias in each form), and for each
+    canonical name some spellings ECMA-262 refuses (loose case, ``Is``/``In`` prefixes)."""
+    from sdk._ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT
+
+    names: list[str] = []
+    for row in GENERAL_CATEGORY:
+        names += [*row, *(f"gc={a}" for a in row), f"General_Category={row[0]}"]
+    for row in SCRIPT:
+        for key in ("Script", "sc", "Script_Extensions", "scx"):
+            names += [f"{key}={a}" for a in row]
+    for row in BINARY:
+        names += row
+    bad = [f"{p}{n}" for n in names if "=" not in n for p in ("Is", "In")]
+    bad += [n.lower() for n in names] + [n.upper() for n in names]
+    bad += [n.replace("_", " ") for n in names if "_" in n] + ["Script=Hrkt", "Alpha=Yes"]
+    return names + [b for b in dict.fromkeys(bad) if b not in names]
+
+
+def fuzz_properties(seed: int, count: int) -> None:
+    """Every property name of ``sdk/_ecma_properties.py`` and some misspellings: does Node
+    accept exactly the names we accept, and do both match the same code points (the seed and
+    count are unused: the check is exhaustive over U+0000..U+10FFFF less the surrogates)?"""
+    del seed, count
+    names = _property_names()
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    with tempfile.TemporaryDirectory() as tmp:
+        script, src, dst = Path(tmp, "p.js"), Path(tmp, "in.json"), Path(tmp, "out.json")
+        script.write_text(PROPERTIES_SCRIPT)
+        src.write_text(json.dumps([names, text]))
+        subprocess.run(["node", str(script), str(src), str(dst)], check=True)
+        verdicts: list[list[list[int]] | None] = json.loads(dst.read_text())
+    # The regex package may follow a later Unicode than Node's ICU: code points one side has
+    # unassigned (gc=Cn) and the other assigned are left out of the comparison, and counted.
+    cn = names.index("Cn")
+    ours_cn = {m.start() for m in compile_ecma(r"\p{Cn}")._exact.finditer(text)}
+    node_cn = {i for a, b in verdicts[cn] or [] for i in range(_index(a), _index(b) + 1)}
+    newer = ours_cn ^ node_cn
+    accepted = refused = unlike = differing = 0
+    for name, node in zip(names, verdicts, strict=True):
+        try:
+            compiled = compile_ecma(f"\\p{{{name}}}")
+        except EcmaRegexError:
+            if node is not None:
+                unlike += 1
+                print("only we refuse", name)
+            refused += 1
+            continue
+        accepted += 1
+        if node is None:
+            unlike += 1
+            print("only node refuses", name)
+            continue
+        ours = {m.start() for m in compiled._exact.finditer(text)}
+        theirs = {i for a, b in node for i in range(_index(a), _index(b) + 1)}
+        diff = sorted((ours ^ theirs) - newer)
+        if diff:
+            differing += 1
+            print(
+                f"\\p{{{name}}}: {len(diff)} code points differ, e.g. "
+                + " ".join(f"U+{ord(text[i]):04X}" for i in diff[:5])
+            )
+    print(
+        f"properties: {len(names)} spellings, {accepted} accepted, {refused} refused, "
+        f"{unlike} verdicts unlike node's; {len(newer)} code points assigned on one side only "
+        f"(Unicode versions); {differing} accepted properties whose other code points differ "
+        "from node's"
+    )
+
+
+def _index(code: int) -> int:
+    """The index of a code point in the text of all code points less the surrogates."""
+    return code - 0x800 if code >= 0xE000 else code
+
+
 if __name__ == "__main__":
     kind, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     if kind == "prefix-raw":
         fuzz_prefix(seed, count, raw=True)
     else:
-        {"node": fuzz_node, "stream": fuzz_stream, "prefix": fuzz_prefix}[kind](seed, count)
+        kinds = {"node": fuzz_node, "stream": fuzz_stream, "prefix": fuzz_prefix}
+        kinds["properties"] = fuzz_properties
+        kinds[kind](seed, count)

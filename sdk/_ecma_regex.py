@@ -62,6 +62,12 @@ _BOUNDARY = f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))"
 _NOT_BOUNDARY = f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))"
 _CONTROL = {"t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
 _SYNTAX = frozenset("^$\\.*+?()[]{}|/")
+# Escapes ECMA-262's Unicode mode refuses that every engine in use reads as the character
+# (docs/patterns.md, "Escaped punctuation"): an escaped ASCII character that is neither a
+# letter, a digit, a syntax character nor ``-``. ``portable`` writes them unescaped.
+_LENIENT_ESCAPES = frozenset(
+    c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum() and c not in _SYNTAX and c != "-"
+)
 _FLAGS = regex.V1  # nested sets: [\D] is [[^0-9]]
 
 
@@ -586,6 +592,8 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
     Conservative: a pattern that only looks like it is merely not checked early."""
     if "&&" in pattern or "--" in pattern or "~~" in pattern:
         return True
+    if "\\<" in pattern or "\\>" in pattern:  # word boundaries in Rust's regex
+        return True
     in_class = escaped = False
     for ch in pattern:
         if escaped:
@@ -636,6 +644,8 @@ def portable(pattern: str) -> str:
                 out.append(body)
             elif body is not None and not in_class:
                 out.append(f"[{'' if e.islower() else '^'}{body}]")
+            elif e in _LENIENT_ESCAPES and not (in_class and e in "&~"):
+                out.append(e)  # Rust reads \< and \> as word boundaries, GBNF refuses \_
             else:  # a negated set inside a class would need nesting, which not all engines read
                 out.append(pattern[i : i + 2])
             i += 2

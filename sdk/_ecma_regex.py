@@ -13,13 +13,22 @@ is: :func:`compile_ecma` parses it as ECMA-262 and emits an equivalent pattern f
   boundaries of ASCII word characters;
 - ``.`` excludes the four line terminators; ``$`` is the end of the text, ``^`` its start;
 - ``\\uXXXX`` (surrogate pairs joined), ``\\u{X...}``, ``\\xHH``, ``\\cX``, ``\\0``, ``[^]`` and
-  ``[]`` mean what ECMA says; ``\\p{...}``/``\\P{...}`` are Unicode properties;
-- named groups ``(?<n>...)`` and ``\\k<n>``, lookahead and (variable-width) lookbehind work.
+  ``[]`` mean what ECMA says;
+- ``\\p{...}``/``\\P{...}`` name exactly the properties ECMA-262 lists, spelled as it spells
+  them (``sdk/_ecma_properties.py``, the table); others (``\\p{Greek}``, ``\\p{l}``) are
+  refused;
+- named groups ``(?<n>...)`` and ``\\k<n>``, lookahead and (variable-width) lookbehind work;
+  a backreference to a group that has not matched matches the empty string; the groups inside
+  a repeated atom are cleared at the start of every repetition, and past the minimum a
+  repetition that matches the empty string is refused (ECMA's RepeatMatcher); a lazy
+  quantifier stays lazy (inside an atomic lookahead it decides what is captured).
 
 Refused, with :class:`EcmaRegexError` saying where: a syntax error, and the syntax of other
 dialects that ECMA-262 does not have (``(?P<n>...)``, ``(?#...)``, inline flags ``(?i)``,
-``\\A``, ``\\Z``, ``\\a`` and any other escaped letter without an ECMA meaning). An escaped
-punctuation character is that character (as Annex B and most engines read it), and a ``{``
+``\\A``, ``\\Z``, ``\\a`` and any other escaped letter or digit without an ECMA meaning). An
+escaped ASCII character that is neither a letter nor a digit (``\\-``, ``\\_``, ``\\~``, ``\\@``)
+is that character, as Annex B, Rust's ``regex`` and xgrammar read it (ECMA's Unicode mode
+refuses those that are not syntax characters; docs/patterns.md gives the survey), and a ``{``
 that does not begin a quantifier is literal.
 
 **Prefixes.** The tracker asks, while a string streams, whether some continuation of the text
@@ -211,15 +220,14 @@ class _Reader:
         out.loose.append(text)  # greedy or lazy: the same matches exist
         if self.has_backrefs and self.opened >= first:
             atom = "".join(out.exact[mark:])
-            out.exact[mark:] = [self.repeat(atom, "".join(out.loose[loose_mark:-1]), first, text)]
+            loose = "".join(out.loose[loose_mark:-1])
+            out.exact[mark:] = [self.repeat(atom, loose, first, text, "?" if lazy else "")]
         else:
-            out.exact.append(text)
-        if lazy:
-            out.exact.append("?")
+            out.exact.append(text + ("?" if lazy else ""))
 
-    def repeat(self, atom: str, loose: str, first: int, quant: str) -> str:
+    def repeat(self, atom: str, loose: str, first: int, quant: str, lazy: str) -> str:
         """A repeated atom holding groups ``first``... in a pattern with backreferences, as
-        ECMA-262's RepeatMatcher runs it, less the final quantifier's laziness mark.
+        ECMA-262's RepeatMatcher runs it (``lazy``: ``"?"`` or ``""``).
 
         ECMA clears the captures of the atom's groups at the start of every repetition; the
         regex package keeps the last ones. A group that captured "" matches as a cleared one
@@ -227,18 +235,22 @@ class _Reader:
         (last, in a lookbehind, which the regex package matches right to left). And once the
         minimum is reached ECMA refuses a repetition that matched the empty string (which
         could clear a capture): there, a repetition of an atom that can match "" must end
-        elsewhere than where it began."""
+        elsewhere than where it began (the text after its start is captured, and must not
+        follow its end)."""
         resets = "".join(f"(?P<g{n}>)" for n in range(first, self.opened + 1))
         body = f"(?:{atom}{resets})" if self.behind else f"(?:{resets}{atom})"
         low, high = _bounds(quant)
         every = "".join(f"(?P<g{n}>)" for n in range(1, self.groups + 1))
-        if self.behind or high == low or regex.fullmatch(every + loose, "", _FLAGS) is None:
-            return body + quant
+        if high == low or regex.fullmatch(every + loose, "", _FLAGS) is None:
+            return body + quant + lazy
         self.marks += 1
         here = f"e{self.marks}"
-        moved = f"(?:(?=(?P<{here}>[\\s\\S]*)){body}(?!(?P={here})\\Z))"
-        rest = "*" if high is None else f"{{0,{high - low}}}"
-        return (f"{body}{{{low}}}" if low else "") + moved + rest
+        mark, check = f"(?=(?P<{here}>[\\s\\S]*))", f"(?!(?P={here})\\Z)"
+        moved = f"(?:{check}{body}{mark})" if self.behind else f"(?:{mark}{body}{check})"
+        rest = moved + ("*" if high is None else f"{{0,{high - low}}}") + lazy
+        fixed = f"{body}{{{low}}}" if low else ""
+        # Backwards, in a lookbehind, the first repetitions are the rightmost ones.
+        return rest + fixed if self.behind else fixed + rest
 
     def quantifier(self) -> tuple[str, bool] | None:
         c = self.peek()
@@ -613,8 +625,9 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
 
 def compile_ecma(pattern: str) -> EcmaRegex:
     """Compile an ECMA-262 pattern. Raises :class:`EcmaRegexError` (a ``ValueError``) for one
-    that is not valid ECMA-262, or that the ``regex`` package cannot compile (an unknown
-    Unicode property)."""
+    that is not valid ECMA-262 (its ``position`` says where), or, should one ever be, that the
+    ``regex`` package cannot compile (every property of ECMA-262's table compiles: a test
+    checks each spelling)."""
     if not isinstance(pattern, str):
         raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
     exact, loose = translate(pattern)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
-from sdk._ecma_regex import EcmaRegexError, compile_ecma, portable
+from sdk._ecma_regex import EcmaRegexError, compile_ecma, no_wider_elsewhere, portable
 from sdk._text import TextTracker
 from sdk._tracker import FieldTracker
 
@@ -409,3 +409,17 @@ def test_other_engines_get_escaped_punctuation_as_the_character() -> None:
     assert portable(r"a\_b\~c\<d\>\@") == "a_b~c<d>@"
     assert portable(r"[\_\~\&\-\]]") == r"[_\~\&\-\]]"  # ~~ && -- are set operators in Rust
     assert portable(r"\.\-\/") == r"\.\-\/"
+
+
+def test_a_pydantic_pattern_rust_reads_as_a_word_boundary_is_left_to_pydantic() -> None:
+    # \< is "<" here and a word start in Rust's regex (pydantic's engine): not checked early.
+    assert not no_wider_elsewhere(r"^a\<b$")
+    assert no_wider_elsewhere(r"^a\_b$")  # "_" in both
+
+    class Model(pydantic.BaseModel):
+        s: str = pydantic.Field(pattern=r"^a\_b$")
+
+    tracker = FieldTracker(Model)
+    tracker.feed('{"s": "a')
+    with pytest.raises(SchemaViolation):
+        tracker.feed("-")  # refused at the first character that proves it

@@ -1,6 +1,7 @@
 """The Unicode properties ECMA-262 lets ``\\p{...}`` and ``\\P{...}`` name, written once as data.
 
-ECMA-262 (22.2.2.9, tables 67-69 in ES2025) accepts exactly three forms, spelled exactly as
+ECMA-262 (its tables of non-binary and binary Unicode properties, with the values and
+aliases of Unicode's PropertyValueAliases.txt) accepts exactly three forms, spelled exactly as
 listed here (case-sensitive, no loose matching: ``\\p{l}``, ``\\p{Lowercase_letter}`` and
 ``\\p{Script=latin}`` are syntax errors):
 

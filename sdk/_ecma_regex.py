@@ -13,13 +13,22 @@ is: :func:`compile_ecma` parses it as ECMA-262 and emits an equivalent pattern f
   boundaries of ASCII word characters;
 - ``.`` excludes the four line terminators; ``$`` is the end of the text, ``^`` its start;
 - ``\\uXXXX`` (surrogate pairs joined), ``\\u{X...}``, ``\\xHH``, ``\\cX``, ``\\0``, ``[^]`` and
-  ``[]`` mean what ECMA says; ``\\p{...}``/``\\P{...}`` are Unicode properties;
-- named groups ``(?<n>...)`` and ``\\k<n>``, lookahead and (variable-width) lookbehind work.
+  ``[]`` mean what ECMA says;
+- ``\\p{...}``/``\\P{...}`` name exactly the properties ECMA-262 lists, spelled as it spells
+  them (``sdk/_ecma_properties.py``, the table); others (``\\p{Greek}``, ``\\p{l}``) are
+  refused;
+- named groups ``(?<n>...)`` and ``\\k<n>``, lookahead and (variable-width) lookbehind work;
+  a backreference to a group that has not matched matches the empty string; the groups inside
+  a repeated atom are cleared at the start of every repetition, and past the minimum a
+  repetition that matches the empty string is refused (ECMA's RepeatMatcher); a lazy
+  quantifier stays lazy (inside an atomic lookahead it decides what is captured).
 
 Refused, with :class:`EcmaRegexError` saying where: a syntax error, and the syntax of other
 dialects that ECMA-262 does not have (``(?P<n>...)``, ``(?#...)``, inline flags ``(?i)``,
-``\\A``, ``\\Z``, ``\\a`` and any other escaped letter without an ECMA meaning). An escaped
-punctuation character is that character (as Annex B and most engines read it), and a ``{``
+``\\A``, ``\\Z``, ``\\a`` and any other escaped letter or digit without an ECMA meaning). An
+escaped ASCII character that is neither a letter nor a digit (``\\-``, ``\\_``, ``\\~``, ``\\@``)
+is that character, as Annex B, Rust's ``regex`` and xgrammar read it (ECMA's Unicode mode
+refuses those that are not syntax characters; docs/patterns.md gives the survey), and a ``{``
 that does not begin a quantifier is literal.
 
 **Prefixes.** The tracker asks, while a string streams, whether some continuation of the text
@@ -43,6 +52,7 @@ from dataclasses import dataclass, field
 import regex
 
 from sdk import _regex_budget as _budget
+from sdk._ecma_properties import property_class
 from sdk._linear_regex import LinearProgram, compile_linear
 
 __all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
@@ -66,7 +76,21 @@ _BOUNDARY = f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))"
 _NOT_BOUNDARY = f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))"
 _CONTROL = {"t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
 _SYNTAX = frozenset("^$\\.*+?()[]{}|/")
+# Escapes ECMA-262's Unicode mode refuses that every engine in use reads as the character
+# (docs/patterns.md, "Escaped punctuation"): an escaped ASCII character that is neither a
+# letter, a digit, a syntax character nor ``-``. ``portable`` writes them unescaped.
+_LENIENT_ESCAPES = frozenset(
+    c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum() and c not in _SYNTAX and c != "-"
+)
 _FLAGS = regex.V1  # nested sets: [\D] is [[^0-9]]
+
+
+def _bounds(quant: str) -> tuple[int, int | None]:
+    """A quantifier's least and greatest counts (``None``: no limit)."""
+    if quant in ("*", "+", "?"):
+        return (1 if quant == "+" else 0), (1 if quant == "?" else None)
+    low, comma, high = quant[1:-1].partition(",")
+    return int(low), (int(high) if high else None) if comma else int(low)
 
 
 class EcmaRegexError(ValueError):
@@ -116,9 +140,12 @@ class _Reader:
         self.groups = 0
         self.names: set[str] = set()
         self.seen: set[str] = set()
-        self.numbers: dict[str, int] = {}
+        self.numbers: dict[str, int] = {}  # group names and their numbers
+        self.has_backrefs = False  # any backreference in the pattern (from the first scan)
         self.opened = 0  # capturing groups opened so far
         self.open: list[int] = []  # the groups being read (0: not capturing)
+        self.behind = False  # inside a lookbehind (the regex package matches it backwards)
+        self.marks = 0  # position marks emitted (see repeat())
         # Constructs Python's and Rust's engines read more widely than ECMA-262 does.
         self.unicode_sets = False  # \d \w \s \b (and negations), ``.``, (?i:)
         self.dollar = False
@@ -145,6 +172,10 @@ class _Reader:
         while i < len(s):
             c = s[i]
             if c == "\\":
+                if not in_class and (
+                    s[i + 1 : i + 2] in tuple("123456789") or s[i + 1 : i + 2] == "k"
+                ):
+                    self.has_backrefs = True
                 i += 2
                 continue
             if in_class:
@@ -159,6 +190,7 @@ class _Reader:
                     end = s.find(">", i + 3)
                     if end > 0:
                         self.names.add(s[i + 3 : end])
+                        self.numbers.setdefault(s[i + 3 : end], self.groups)
             i += 1
 
     # -- grammar
@@ -180,6 +212,8 @@ class _Reader:
             self.term()
 
     def term(self) -> None:
+        out = self.out
+        mark, loose_mark, first = len(out.exact), len(out.loose), self.opened + 1
         quantifiable = self.atom()
         at = self.i
         quant = self.quantifier()
@@ -187,9 +221,43 @@ class _Reader:
             return
         if not quantifiable:
             raise self.fail("nothing to repeat", at)
-        self.out.both(quant)
+        text, lazy = quant
+        out.loose.append(text)  # greedy or lazy: the same matches exist
+        if self.has_backrefs and self.opened >= first:
+            atom = "".join(out.exact[mark:])
+            loose = "".join(out.loose[loose_mark:-1])
+            out.exact[mark:] = [self.repeat(atom, loose, first, text, "?" if lazy else "")]
+        else:
+            out.exact.append(text + ("?" if lazy else ""))
 
-    def quantifier(self) -> str | None:
+    def repeat(self, atom: str, loose: str, first: int, quant: str, lazy: str) -> str:
+        """A repeated atom holding groups ``first``... in a pattern with backreferences, as
+        ECMA-262's RepeatMatcher runs it (``lazy``: ``"?"`` or ``""``).
+
+        ECMA clears the captures of the atom's groups at the start of every repetition; the
+        regex package keeps the last ones. A group that captured "" matches as a cleared one
+        does (the empty string), so each repetition first captures "" in every group inside
+        (last, in a lookbehind, which the regex package matches right to left). And once the
+        minimum is reached ECMA refuses a repetition that matched the empty string (which
+        could clear a capture): there, a repetition of an atom that can match "" must end
+        elsewhere than where it began (the text after its start is captured, and must not
+        follow its end)."""
+        resets = "".join(f"(?P<g{n}>)" for n in range(first, self.opened + 1))
+        body = f"(?:{atom}{resets})" if self.behind else f"(?:{resets}{atom})"
+        low, high = _bounds(quant)
+        every = "".join(f"(?P<g{n}>)" for n in range(1, self.groups + 1))
+        if high == low or regex.fullmatch(every + loose, "", _FLAGS) is None:
+            return body + quant + lazy
+        self.marks += 1
+        here = f"e{self.marks}"
+        mark, check = f"(?=(?P<{here}>[\\s\\S]*))", f"(?!(?P={here})\\Z)"
+        moved = f"(?:{check}{body}{mark})" if self.behind else f"(?:{mark}{body}{check})"
+        rest = moved + ("*" if high is None else f"{{0,{high - low}}}") + lazy
+        fixed = f"{body}{{{low}}}" if low else ""
+        # Backwards, in a lookbehind, the first repetitions are the rightmost ones.
+        return rest + fixed if self.behind else fixed + rest
+
+    def quantifier(self) -> tuple[str, bool] | None:
         c = self.peek()
         if c in ("*", "+", "?"):
             self.i += 1
@@ -205,8 +273,9 @@ class _Reader:
             text = m.group(0)
         else:
             return None
-        self.take("?")  # lazy or greedy: the same matches exist, and greedy is what we emit
-        return text
+        # Lazy matters in the exact pattern: a lookahead is atomic, so what a lazy quantifier
+        # inside it captures first is what a later backreference sees.
+        return text, self.take("?")
 
     def atom(self) -> bool:
         """Read one atom; return whether a quantifier may follow it."""
@@ -267,7 +336,7 @@ class _Reader:
             self.opened += 1
             number = self.numbers[name] = self.opened
             self.i += m.end()
-            out.exact.append(f"(?P<{name}>")
+            out.exact.append(f"(?P<g{number}>")
             out.loose.append("(")
         elif (m := regex.match(r"\?(i?)(?:-(i?))?:", self.src[self.i :])) and m.group(0) != "?:":
             # ES2025 modifiers, ``i`` only (``m`` and ``s`` would change ``^``, ``$`` and
@@ -286,7 +355,8 @@ class _Reader:
         else:
             self.opened += 1
             number = self.opened
-            out.both("(")
+            out.exact.append(f"(?P<g{number}>")  # every group by a name: see term()
+            out.loose.append("(")
         if look is None:
             self.open.append(number)
             self.disjunction()
@@ -299,7 +369,10 @@ class _Reader:
         out.exact.append(look)
         loose = out.loose
         out.loose = []
+        behind = self.behind
+        self.behind = look.startswith("(?<")  # a lookahead inside a lookbehind runs forwards
         self.disjunction()
+        self.behind = behind
         out.loose = loose
         if not self.take(")"):
             raise self.fail("missing )")
@@ -335,21 +408,20 @@ class _Reader:
             if m is None or m.group(1) not in self.names:
                 raise self.fail("\\k must name a group of the pattern: \\k<name>", start)
             self.i += m.end()
-            self.backref(self.numbers.get(m.group(1), 0) or m.group(1))
+            self.backref(self.numbers[m.group(1)])
             return True
         item = self.class_escape(start, in_class=False)
         out.both(item)
         return True
 
-    def backref(self, group: int | str) -> None:
-        """A backreference to ``group`` (a number, or a name not read yet)."""
+    def backref(self, group: int) -> None:
+        """A backreference to group number ``group``."""
         self.backrefs = True
         if group in self.open:  # inside its own group: ECMA has it empty there
             self.out.both("(?:)")
             return
         # ECMA: a group that has not matched (yet) matches the empty string; Python fails.
-        ref = f"\\{group}" if isinstance(group, int) else f"(?P={group})"
-        self.out.both(f"(?({group}){ref}|)")
+        self.out.both(f"(?(g{group})(?P=g{group})|)")
 
     def class_escape(self, start: int, *, in_class: bool) -> str:
         """An escape after its backslash, as a class item (a char, a set, a property)."""
@@ -363,11 +435,18 @@ class _Reader:
                 return body if in_class else f"[{body}]"
             return f"[^{body}]"
         if c in ("p", "P"):
-            m = regex.match(r"\{[A-Za-z0-9_=]+\}", self.src[self.i :])
+            m = regex.match(r"\{([A-Za-z0-9_=]+)\}", self.src[self.i :])
             if m is None:
                 raise self.fail(f"\\{c} needs a property name in braces", start)
+            item = property_class(m.group(1), negated=c == "P")
+            if item is None:
+                raise self.fail(
+                    f"\\{c}{m.group(0)} is not a Unicode property ECMA-262 has (General_Category,"
+                    " Script, Script_Extensions or a binary property, spelled exactly)",
+                    start,
+                )
             self.i += m.end()
-            return f"\\{c}{m.group(0)}"
+            return item
         return _char(self.char_escape(c, start, in_class=in_class))
 
     def char_escape(self, c: str, start: int, *, in_class: bool) -> int:
@@ -394,8 +473,8 @@ class _Reader:
             return self.unicode_escape(start)
         if c == "-" and in_class:
             return ord("-")
-        if c and not c.isalnum() and c.isascii() and c != "_":
-            return ord(c)  # an escaped punctuation character is itself
+        if c and c.isascii() and not c.isalnum():
+            return ord(c)  # an escaped ASCII punctuation character (or "_") is itself
         raise self.fail(f"\\{c} is not an ECMA-262 escape", start)
 
     def unicode_escape(self, start: int) -> int:
@@ -541,6 +620,8 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
     Conservative: a pattern that only looks like it is merely not checked early."""
     if "&&" in pattern or "--" in pattern or "~~" in pattern:
         return True
+    if "\\<" in pattern or "\\>" in pattern:  # word boundaries in Rust's regex
+        return True
     in_class = escaped = False
     for ch in pattern:
         if escaped:
@@ -560,8 +641,9 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
 
 def compile_ecma(pattern: str) -> EcmaRegex:
     """Compile an ECMA-262 pattern. Raises :class:`EcmaRegexError` (a ``ValueError``) for one
-    that is not valid ECMA-262, or that the ``regex`` package cannot compile (an unknown
-    Unicode property)."""
+    that is not valid ECMA-262 (its ``position`` says where), or, should one ever be, that the
+    ``regex`` package cannot compile (every property of ECMA-262's table compiles: a test
+    checks each spelling)."""
     if not isinstance(pattern, str):
         raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
     exact, loose = translate(pattern)
@@ -592,6 +674,8 @@ def portable(pattern: str) -> str:
                 out.append(body)
             elif body is not None and not in_class:
                 out.append(f"[{'' if e.islower() else '^'}{body}]")
+            elif e in _LENIENT_ESCAPES and not (in_class and e in "&~"):
+                out.append(e)  # Rust reads \< and \> as word boundaries, GBNF refuses \_
             else:  # a negated set inside a class would need nesting, which not all engines read
                 out.append(pattern[i : i + 2])
             i += 2

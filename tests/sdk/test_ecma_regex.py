@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
-from sdk._ecma_regex import EcmaRegexError, compile_ecma, portable
+from sdk._ecma_regex import EcmaRegexError, compile_ecma, no_wider_elsewhere, portable
 from sdk._text import TextTracker
 from sdk._tracker import FieldTracker
 
@@ -268,3 +268,158 @@ def test_a_pydantic_pattern_in_rust_set_syntax_is_left_to_pydantic(
     for ch in document:
         tracker.feed(ch)
     assert tracker.close() == Model(s=value)
+
+
+# ---------------------------------------------------------------- against Node (issue 29.2)
+
+# Verdicts of Node 20's ``new RegExp(pattern, "u").test(text)`` (v20.20.2, ICU 78, Unicode 17),
+# copied from its output: the tests do not need Node to run.
+NODE_VERDICTS = [
+    # A repeated group's captures are cleared at the start of every repetition, and once the
+    # minimum is reached a repetition that matches "" is refused.
+    (r"^(?:(a)|b)+\1c$", {"abc": True, "aac": True, "bac": False, "abac": False}),
+    (r"^(?:\1(a))+$", {"aa": True, "a": True, "aaa": True, "aaaa": True}),
+    (r"^(?:(a)|)+\1$", {"a": False, "aa": True, "": True}),
+    (r"^(?:(a)|b)+\1$", {"aba": False, "ab": True, "aa": True, "abaa": True}),
+    (r"^(?:(?<x>a)|b){2}\k<x>$", {"abb": False, "baa": True, "ab": True, "aba": False}),
+    (r"^(?:(a)|){2,3}?\1$", {"aa": True, "a": True, "aaa": True}),
+    (r"^(?:(a)(b)?)+\2$", {"aba": True, "abab": False, "abaa": True, "ab": False}),
+    (r"(?<=\1(?:(a)|b)+)c", {"babc": True, "abc": True, "c": False, "bc": True}),
+    # A lookahead is atomic: what a lazy quantifier captured first is what \1 sees.
+    (r"^(?=(a+?))\1b", {"aab": False, "ab": True, "b": False}),
+    (r"^(?=(a*?))\1a", {"a": True, "aa": True}),
+    (r"^(?=(\d+?))\1\d$", {"12": True, "123": False, "1": False}),
+    (r"^(?=(a{1,3}?))\1b", {"ab": True, "aab": False}),
+    # Unicode properties as ECMA-262 names them.
+    (
+        r"^\p{Changes_When_NFKC_Casefolded}$",
+        {"A": True, "a": False, "\u212a": True, "\u00a0": True, "1": False},
+    ),
+    (r"^\p{CWKCF}$", {"A": True, "a": False}),
+    (r"^\p{scx=Grek}+$", {"\u03a9\u0345": True, "a": False}),
+    (r"^\p{Script_Extensions=Greek}$", {"\u03a9": True, "a": False}),
+    (r"^\p{sc=Latn}\P{Script=Latin}$", {"a1": True, "ab": False}),
+    (r"^\p{digit}$", {"\u0663": True, "a": False}),
+    (r"^\p{Lowercase}\p{Any}$", {"a\x00": True, "A1": False}),
+    (r"^[\p{Lu}\P{Cn}]$", {"A": True, "\u0378": False}),
+    (r"^\p{Combining_Mark}$", {"\u0301": True, "a": False}),
+]
+
+
+@pytest.mark.parametrize(("pattern", "verdicts"), NODE_VERDICTS)
+def test_verdicts_are_node_s(pattern: str, verdicts: dict[str, bool]) -> None:
+    compiled = compile_ecma(pattern)
+    assert {text: compiled.search(text) for text in verdicts} == verdicts
+    schema = {"type": "string", "pattern": pattern}
+    for text, want in verdicts.items():  # and the same through the tracker, in one-char chunks
+        tracker = FieldTracker(schema)
+        try:
+            for ch in json.dumps(text):
+                tracker.feed(ch)
+            tracker.close()
+        except SchemaViolation:
+            assert not want, (pattern, text)
+        else:
+            assert want, (pattern, text)
+
+
+# Each refused by Node (SyntaxError with the u flag): loose spellings, other engines' names,
+# a value under the wrong property, and Katakana_Or_Hiragana, which V8 does not list.
+NOT_ECMA_PROPERTIES = [
+    r"\p{Greek}",
+    r"\p{IsGreek}",
+    r"\p{InGreek}",
+    r"\p{l}",
+    r"\p{Word}",
+    r"\p{Digit}",
+    r"\p{Block=Greek}",
+    r"\p{script=Latin}",
+    r"\p{Script=Hrkt}",
+    r"\p{Alpha=Yes}",
+    r"\p{L&}",
+    r"\p{Lowercase_letter}",
+    r"\p{sc=latn}",
+    r"\p{gc=Latin}",
+    r"\p{Script=L}",
+    r"[\P{Greek}]",
+]
+
+
+@pytest.mark.parametrize("pattern", NOT_ECMA_PROPERTIES)
+def test_a_property_ecma_262_does_not_name_is_refused_everywhere(pattern: str) -> None:
+    with pytest.raises(EcmaRegexError, match="property") as info:
+        compile_ecma(pattern)
+    assert info.value.position == pattern.index("\\")
+    with pytest.raises(SchemaError, match="not a valid regular expression"):
+        Regex(pattern)
+    with pytest.raises(SchemaError):
+        FieldTracker({"pattern": pattern})
+    tracker = FieldTracker({"format": "regex"}, formats="assert")
+    with pytest.raises(SchemaViolation):
+        tracker.feed(json.dumps(pattern) + " ")
+
+
+def test_every_property_of_the_table_compiles_in_each_of_its_spellings() -> None:
+    from sdk._ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT
+
+    spellings = [a for row in BINARY for a in row]
+    spellings += [f"{k}={a}" for row in GENERAL_CATEGORY for a in row for k in ("gc", "")]
+    spellings += [f"{k}={a}" for row in SCRIPT for a in row for k in ("sc", "scx")]
+    for spelling in spellings:
+        for letter in "pP":
+            item = f"\\{letter}{{{spelling.lstrip('=')}}}"
+            assert compile_ecma(f"{item}[{item}a]").search("\x00\x00") in (True, False)
+
+
+# ---------------------------------------------------------------- escaped punctuation
+
+
+@pytest.mark.parametrize(
+    ("pattern", "yes", "no"),
+    [
+        # Node without the u flag (Annex B) reads each as the character; with it, refuses all
+        # three outside a class. Rust's regex, xgrammar and llama.cpp's converter read them
+        # alike: one rule, "an escaped ASCII punctuation character or _ is that character".
+        (r"^a\_b$", ["a_b"], ["ab", "a\\_b"]),
+        (r"^[\_]$", ["_"], ["\\"]),
+        (r"^\~\@\-$", ["~@-"], ["~@"]),
+        (r"^[\w\-\_]+$", ["a-_"], ["a b"]),
+    ],
+)
+def test_an_escaped_punctuation_character_or_underscore_is_itself(
+    pattern: str, yes: list[str], no: list[str]
+) -> None:
+    compiled = compile_ecma(pattern)
+    assert all(compiled.search(t) for t in yes) and not any(compiled.search(t) for t in no)
+    assert _document({"type": "string", "pattern": pattern}, [json.dumps(yes[0])]) == yes[0]
+    formats = FieldTracker({"format": "regex"}, formats="assert")
+    formats.feed(json.dumps(pattern))
+    assert formats.close() == pattern
+    assert _text(Regex(pattern), [yes[0]]) == yes[0]
+
+
+@pytest.mark.parametrize("pattern", [r"\q", r"\_\e", r"\A", r"[\z]"])
+def test_an_escaped_letter_without_a_meaning_is_still_refused(pattern: str) -> None:
+    with pytest.raises(EcmaRegexError, match="not an ECMA-262 escape"):
+        compile_ecma(pattern)
+
+
+def test_other_engines_get_escaped_punctuation_as_the_character() -> None:
+    # Rust's regex reads \< and \> as word boundaries, llama.cpp's GBNF refuses \_ and \~.
+    assert portable(r"a\_b\~c\<d\>\@") == "a_b~c<d>@"
+    assert portable(r"[\_\~\&\-\]]") == r"[_\~\&\-\]]"  # ~~ && -- are set operators in Rust
+    assert portable(r"\.\-\/") == r"\.\-\/"
+
+
+def test_a_pydantic_pattern_rust_reads_as_a_word_boundary_is_left_to_pydantic() -> None:
+    # \< is "<" here and a word start in Rust's regex (pydantic's engine): not checked early.
+    assert not no_wider_elsewhere(r"^a\<b$")
+    assert no_wider_elsewhere(r"^a\_b$")  # "_" in both
+
+    class Model(pydantic.BaseModel):
+        s: str = pydantic.Field(pattern=r"^a\_b$")
+
+    tracker = FieldTracker(Model)
+    tracker.feed('{"s": "a')
+    with pytest.raises(SchemaViolation):
+        tracker.feed("-")  # refused at the first character that proves it

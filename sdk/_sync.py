@@ -20,10 +20,11 @@ import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
+import anyio
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from pydantic import TypeAdapter
@@ -49,6 +50,21 @@ R = TypeVar("R")
 logger = logging.getLogger("fieldstream")
 
 _CANCEL_WAIT = 10.0  # seconds an interrupted call waits for its task to end in the loop
+# A blocking wait is made of waits this long: a signal (Ctrl-C) that lands between CPython's
+# check for pending signals and its sleep on a lock is not lost, it is seen at the next slice.
+_WAIT_SLICE = 0.1
+
+
+def _wait(future: concurrent.futures.Future[R]) -> R:
+    """``future.result()``, waited for in slices of :data:`_WAIT_SLICE` seconds, so that the
+    calling thread runs its signal handlers (Ctrl-C's ``KeyboardInterrupt``) while it waits,
+    however loaded the machine is: one unbounded wait on a lock can sleep through a SIGINT."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT_SLICE)
+        except TimeoutError:
+            if future.done():  # the task's own TimeoutError, not the slice's
+                raise
 
 
 class _Loop:
@@ -78,11 +94,9 @@ class _Loop:
         """Run ``func()`` in the loop and wait for it; an interrupted wait cancels it."""
         future = self.portal().start_task_soon(func)
         try:
-            return future.result()
+            return _wait(future)
         except BaseException:
-            if not future.done():  # the wait was interrupted, not the task: cancel the task
-                future.cancel()
-                concurrent.futures.wait([future], timeout=_CANCEL_WAIT)
+            _cancel(future)
             raise
 
     def stop(self) -> None:
@@ -93,6 +107,71 @@ class _Loop:
             manager, self._manager, self._portal = self._manager, None, None
         if manager is not None:
             manager.__exit__(None, None, None)
+
+
+def _cancel(future: concurrent.futures.Future[Any]) -> None:
+    """After an interrupted wait: cancel the task the wait was for, and give it a moment to
+    end (its ``finally`` blocks run in the loop) before the interrupt goes on."""
+    if not future.done():  # the wait was interrupted, not the task
+        future.cancel()
+        concurrent.futures.wait([future], timeout=_CANCEL_WAIT)
+
+
+class _Context(Generic[T]):
+    """An async context manager entered and left by a thread: both in one task of the loop
+    (a task group opened on entry must be left by the task that opened it), as anyio's
+    ``BlockingPortal.wrap_async_context_manager`` does, but with the thread's waits made by
+    :func:`_wait`, so Ctrl-C interrupts them too."""
+
+    def __init__(self, manager: AbstractAsyncContextManager[T], loop: _Loop) -> None:
+        self._manager = manager
+        self._loop = loop
+        self._entered: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._exit_info: tuple[Any, Any, Any] = (None, None, None)
+        self._leave: anyio.Event | None = None
+        self._task: concurrent.futures.Future[bool | None] | None = None
+
+    async def _run(self) -> bool | None:
+        self._leave = anyio.Event()
+        try:
+            value = await self._manager.__aenter__()
+        except BaseException as exc:
+            self._entered.set_exception(exc)
+            raise
+        self._entered.set_result(value)
+        try:
+            await self._leave.wait()
+        finally:  # also when the task is cancelled (an interrupted wait, a stopped loop)
+            left = await self._manager.__aexit__(*self._exit_info)
+        return left
+
+    def __enter__(self) -> T:
+        self._task = self._loop.portal().start_task_soon(self._run)
+        try:
+            return _wait(self._entered)
+        except BaseException:
+            _cancel(self._task)
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task is not None
+        self._exit_info = (exc_type, exc, tb)
+        if self._leave is not None and not self._task.done():
+            self._loop.call(self._set_leave)
+        try:
+            return _wait(self._task)
+        except BaseException:
+            _cancel(self._task)
+            raise
+
+    async def _set_leave(self) -> None:
+        assert self._leave is not None
+        self._leave.set()
 
 
 def _nothing() -> None:
@@ -349,7 +428,7 @@ class SyncStream(Generic[T]):
     def __init__(self, stream: Stream[T], loop: _Loop) -> None:
         self._stream = stream
         self._loop = loop
-        self._context: AbstractContextManager[Stream[T]] | None = None
+        self._context: _Context[Stream[T]] | None = None
         self._left = False
 
     @property
@@ -422,7 +501,7 @@ class SyncStream(Generic[T]):
     def __enter__(self) -> SyncStream[T]:
         if self._context is not None:
             raise StreamUsageError("a stream can be entered once")
-        self._context = self._loop.portal().wrap_async_context_manager(self._stream)
+        self._context = _Context(self._stream, self._loop)
         self._context.__enter__()
         self._loop._open.add(self)
         return self

@@ -30,6 +30,7 @@ from sdk._http._flavours import Api, Server, calls_forced, check_request, check_
 from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 from sdk._http._tool_ids import ToolIdDecoder
+from sdk._merge import merge_headers, merge_query
 
 __all__ = ["DEFAULT_TIMEOUT", "LIMITS", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
 
@@ -165,8 +166,7 @@ class OpenAIBackend:
             self._headers["OpenAI-Organization"] = organization
         if project:
             self._headers["OpenAI-Project"] = project
-        self._headers.update(default_headers or {})
-        self._headers.update(headers or {})
+        self._headers = merge_headers(self._headers, default_headers, headers)
         self._query = dict(default_query or {})
         self._owns_client = http_client is None
         self._timeout = timeout
@@ -214,8 +214,8 @@ class OpenAIBackend:
         """
         chosen = request.timeout if request.timeout is not None else self._timeout
         timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
-        headers = {**self._headers, **request.extra_headers}
-        query = {**self._query, **request.extra_query}
+        headers = merge_headers(self._headers, request.extra_headers)
+        query = merge_query(self._query, request.extra_query)
         for resend in (True, False):
             manager = self._http.stream(
                 "POST",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -124,11 +125,13 @@ class Hanging(httpx.AsyncByteStream):
 
     def __init__(self) -> None:
         self.closed = False
+        self.started = threading.Event()  # set once the first part is sent
 
     async def __aiter__(self) -> Any:
         import anyio
 
         yield chunk('{"name": "R')
+        self.started.set()
         await anyio.sleep_forever()
 
     async def aclose(self) -> None:
@@ -142,15 +145,47 @@ def test_ctrl_c_while_waiting_closes_the_generation(
     router.post("/chat/completions").mock(
         return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
     )
-    # A real SIGINT, to the main thread: what Ctrl-C does (it wakes a blocked wait).
+    # A real SIGINT, to the main thread: what Ctrl-C does. Sent once the body is streaming,
+    # while the main thread waits for the result (however slowly a loaded machine gets there).
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+
+    def interrupt() -> None:
+        assert body.started.wait(30)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt)
     with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
         timer.start()
         s.result()  # waits on the hanging body until the interrupt
     timer.join()
     assert body.closed
+
+
+def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    """A SIGINT whose C handler runs in another thread (the kernel may deliver a process's
+    signal to any thread) only sets a flag: a main thread asleep on a lock is not woken, and
+    one unbounded wait for the result slept through it for good. Waited in slices, the main
+    thread sees the flag at the next slice."""
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+
+    def interrupt() -> None:
+        assert body.started.wait(30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread, not main
+
+    thread = threading.Thread(target=interrupt)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
+        thread.start()
+        s.result()
+    thread.join()
+    assert body.closed
+    assert time.monotonic() - started < 30
 
 
 def test_one_client_from_many_threads(router: respx.MockRouter, client: SyncClient) -> None:

@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
 from sdk._batch import BatchResult, run_batch
+from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._http import OpenAIBackend, ResponsesBackend
 from sdk._http._flavours import Api, Server
@@ -72,7 +73,7 @@ class Client:
         api_key: str | None = None,
         model: str | None = None,
         *,
-        max_retries: int = 2,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
@@ -91,7 +92,7 @@ class Client:
         self._parent: Client | None = None  # a with_options copy's owner
 
     @classmethod
-    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
+    def from_backend(cls, backend: Backend, *, max_retries: int = DEFAULT_MAX_RETRIES) -> Client:
         """A client over any :class:`~sdk.Backend` (closed by :meth:`aclose`)."""
         client = cls.__new__(cls)
         client._backend = backend
@@ -147,7 +148,7 @@ class Client:
         *,
         model: str,
         strict: bool = True,
-        max_retries: int = 0,
+        max_retries: int = WRAPPED_MAX_RETRIES,
         api: Api = "chat",
         server: Server | None = None,
     ) -> Client:
@@ -177,7 +178,8 @@ class Client:
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 
         # Nothing to retry by default: the engine has no transport.
-        return cls.from_backend(LocalBackend(model=model, device=device, **opts), max_retries=0)
+        backend = LocalBackend(model=model, device=device, **opts)
+        return cls.from_backend(backend, max_retries=WRAPPED_MAX_RETRIES)
 
     @property
     def backend(self) -> Backend:
@@ -315,7 +317,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: type[T],
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[T]]]: ...
@@ -325,7 +327,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]: ...
@@ -334,7 +336,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:

@@ -37,6 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdk._backend import Message, Usage
+from sdk._constants import (
+    DEFAULT_BACKOFF,
+    DEFAULT_JITTER,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_DELAY,
+    DEFAULT_MULTIPLIER,
+)
 from sdk._errors import (
     OutputSyntaxError,
     RetriesExhausted,
@@ -257,16 +264,16 @@ class Retry:
     ``retry_after`` longer than ``max_delay`` is not waited for: the error is raised.
     """
 
-    max_attempts: int = 3
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
     """Answers in all, the first included (1 means no retry): how many times the model may
     write an answer that fails. Transport failures (no answer) do not count."""
-    backoff: float = 0.5
+    backoff: float = DEFAULT_BACKOFF
     """Seconds before the first retry of a transport error."""
-    multiplier: float = 2.0
+    multiplier: float = DEFAULT_MULTIPLIER
     """Growth of the delay per attempt."""
-    max_delay: float = 30.0
+    max_delay: float = DEFAULT_MAX_DELAY
     """The longest wait, in seconds."""
-    jitter: float = 0.5
+    jitter: float = DEFAULT_JITTER
     """Fraction (0..1) of each delay that is random."""
     output_errors: bool = True
     """Retry errors in the model's output (violations, syntax, truncation); ``False``: none

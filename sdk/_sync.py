@@ -32,6 +32,7 @@ from typing_extensions import Unpack
 
 from sdk._backend import Backend, Message, Usage
 from sdk._client import Client
+from sdk._constants import DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
@@ -104,8 +105,18 @@ class _Loop:
             stream._abandon()
         with self._lock:
             self._stopped = True
-            manager, self._manager, self._portal = self._manager, None, None
-        if manager is not None:
+            manager, self._manager = self._manager, None
+            portal, self._portal = self._portal, None
+        if manager is None or portal is None:
+            return
+        try:
+            # Tasks still running are cancelled, not waited for: a task whose caller was
+            # interrupted before it held the task's future (Ctrl-C inside the portal's own
+            # code) would otherwise keep the loop, and this close, waiting for good.
+            _wait(portal.start_task_soon(portal.stop, True))
+        except RuntimeError:  # the loop had already stopped
+            pass
+        finally:
             manager.__exit__(None, None, None)
 
 
@@ -241,7 +252,7 @@ class SyncClient:
         api_key: str | None = None,
         model: str | None = None,
         *,
-        max_retries: int = 2,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = "chat",
         **options: Unpack[ServerOptions],
     ) -> None:
@@ -300,7 +311,9 @@ class SyncClient:
         return copy
 
     @classmethod
-    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> SyncClient:
+    def from_backend(
+        cls, backend: Backend, *, max_retries: int = DEFAULT_MAX_RETRIES
+    ) -> SyncClient:
         """As :meth:`sdk.Client.from_backend`."""
         return cls._wrap(Client.from_backend(backend, max_retries=max_retries))
 
@@ -311,7 +324,7 @@ class SyncClient:
         *,
         model: str,
         strict: bool = True,
-        max_retries: int = 0,
+        max_retries: int = WRAPPED_MAX_RETRIES,
         api: Api = "chat",
         server: Server | None = None,
     ) -> SyncClient:

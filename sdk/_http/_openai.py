@@ -23,6 +23,7 @@ from typing import TypedDict
 import anyio
 import httpx
 
+from sdk import _constants as _defaults
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._chunks import ChunkDecoder
 from sdk._http._deltas import Opened, stream_deltas
@@ -37,17 +38,18 @@ __all__ = ["DEFAULT_TIMEOUT", "LIMITS", "OPENAI_BASE_URL", "OpenAIBackend", "Ser
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Where requests go when no base URL is given and ``$OPENAI_BASE_URL`` is not set."""
 
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
-"""10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
+DEFAULT_TIMEOUT = httpx.Timeout(
+    _defaults.DEFAULT_TIMEOUT, connect=_defaults.DEFAULT_CONNECT_TIMEOUT
+)
+"""10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait
+(the numbers live in :mod:`sdk._constants`)."""
 
-# Up to 1,000 streams at once (httpx's default of 100 would make the 101st concurrent stream
-# wait for a free connection, and fail after the pool timeout); at most 20 idle connections kept,
-# httpx's default: under httpx 0.28 the pool's bookkeeping grows with the square of the idle
-# connections (see the client benchmark in the README). Idle connections are dropped after 2 s,
-# before the usual server keep-alive timeout (5 s for llama.cpp and uvicorn): reusing a
-# connection the server is closing fails the next request with "Server disconnected without
-# sending a response".
-LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=20, keepalive_expiry=2.0)
+LIMITS = httpx.Limits(
+    max_connections=_defaults.DEFAULT_MAX_CONNECTIONS,
+    max_keepalive_connections=_defaults.DEFAULT_MAX_KEEPALIVE_CONNECTIONS,
+    keepalive_expiry=_defaults.DEFAULT_KEEPALIVE_EXPIRY,
+)
+"""The pool of the backend's own httpx client (why these numbers: :mod:`sdk._constants`)."""
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:

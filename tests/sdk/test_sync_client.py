@@ -236,6 +236,19 @@ def test_a_stream_never_left_does_not_block_close(router: respx.MockRouter) -> N
     s.__exit__(None, None, None)  # leaving it later does nothing
 
 
+def test_a_task_its_caller_lost_does_not_block_close(router: respx.MockRouter) -> None:
+    # Ctrl-C landing inside the portal's own code, after it started a task and before the
+    # caller held its future, leaves a task nobody waits for: close() cancels it.
+    import anyio
+
+    client = SyncClient(base_url=BASE, api_key="k")
+    client._loop.portal().start_task_soon(anyio.sleep_forever)
+    closer = threading.Thread(target=client.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "close() waited for a task nobody will end"
+
+
 _NEVER_LEFT = """
 import anyio, sdk
 from sdk import Delta, SyncClient

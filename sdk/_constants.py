@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_MAX_DELAY",
     "DEFAULT_MAX_KEEPALIVE_CONNECTIONS",
     "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_AFTER",
     "DEFAULT_MULTIPLIER",
     "DEFAULT_TIMEOUT",
     "WRAPPED_MAX_RETRIES",
@@ -71,6 +72,11 @@ DEFAULT_MULTIPLIER: Final = 2.0
 
 DEFAULT_MAX_DELAY: Final = 30.0
 """The longest wait between two retries, in seconds."""
+
+DEFAULT_MAX_RETRY_AFTER: Final = 120.0
+"""The longest wait a server may ask for (``Retry-After`` / ``retry-after-ms``) and be
+waited for: openai-python's ``MAX_RETRY_AFTER_DELAY`` (two minutes); a longer one is not
+retried."""
 
 DEFAULT_JITTER: Final = 0.5
 """The random fraction of each wait."""

@@ -93,12 +93,24 @@ class _Loop:
 
     def call(self, func: Callable[[], Awaitable[R]]) -> R:
         """Run ``func()`` in the loop and wait for it; an interrupted wait cancels it."""
-        future = self.portal().start_task_soon(func)
+        task = self.start(func)
         try:
-            return _wait(future)
+            return _wait(task.future)
         except BaseException:
-            _cancel(future)
+            task.cancel()
             raise
+
+    def start(self, func: Callable[[], Awaitable[R]]) -> _Task[R]:
+        """Start ``func()`` as a task of the loop."""
+        ended = threading.Event()
+
+        async def run() -> R:
+            try:
+                return await func()
+            finally:
+                ended.set()
+
+        return _Task(self.portal().start_task_soon(run), ended)
 
     def stop(self) -> None:
         for stream in list(self._open):  # entered, never left: left now, so nothing waits
@@ -120,12 +132,21 @@ class _Loop:
             manager.__exit__(None, None, None)
 
 
-def _cancel(future: concurrent.futures.Future[Any]) -> None:
-    """After an interrupted wait: cancel the task the wait was for, and give it a moment to
-    end (its ``finally`` blocks run in the loop) before the interrupt goes on."""
-    if not future.done():  # the wait was interrupted, not the task
-        future.cancel()
-        concurrent.futures.wait([future], timeout=_CANCEL_WAIT)
+class _Task(Generic[R]):
+    """A task started in the loop: its result's future, and an event set when it has ended
+    (its ``finally`` blocks have run), which a cancelled future does not say."""
+
+    def __init__(self, future: concurrent.futures.Future[R], ended: threading.Event) -> None:
+        self.future = future
+        self.ended = ended
+
+    def cancel(self) -> None:
+        """After an interrupted wait: cancel the task, and wait (a bounded time) until it has
+        ended in the loop, so what the caller does next (leaving the stream, which closes the
+        generation the task was reading) does not run beside it."""
+        if not self.future.done():  # the wait was interrupted, not the task
+            self.future.cancel()
+        self.ended.wait(_CANCEL_WAIT)
 
 
 class _Context(Generic[T]):
@@ -140,7 +161,7 @@ class _Context(Generic[T]):
         self._entered: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._exit_info: tuple[Any, Any, Any] = (None, None, None)
         self._leave: anyio.Event | None = None
-        self._task: concurrent.futures.Future[bool | None] | None = None
+        self._task: _Task[bool | None] | None = None
 
     async def _run(self) -> bool | None:
         self._leave = anyio.Event()
@@ -157,11 +178,11 @@ class _Context(Generic[T]):
         return left
 
     def __enter__(self) -> T:
-        self._task = self._loop.portal().start_task_soon(self._run)
+        self._task = self._loop.start(self._run)
         try:
             return _wait(self._entered)
         except BaseException:
-            _cancel(self._task)
+            self._task.cancel()
             raise
 
     def __exit__(
@@ -172,12 +193,12 @@ class _Context(Generic[T]):
     ) -> bool | None:
         assert self._task is not None
         self._exit_info = (exc_type, exc, tb)
-        if self._leave is not None and not self._task.done():
+        if self._leave is not None and not self._task.future.done():
             self._loop.call(self._set_leave)
         try:
-            return _wait(self._task)
+            return _wait(self._task.future)
         except BaseException:
-            _cancel(self._task)
+            self._task.cancel()
             raise
 
     async def _set_leave(self) -> None:

@@ -70,12 +70,15 @@ from sdk._events import (
     TextDelta,
     UsageReported,
 )
+from sdk._logs import setup_logging as _setup_logging
 from sdk._retry import Attempt, AttemptInfo, Retry
 from sdk._schema import CompiledSchema, compile_schema
 from sdk._segments import Segment, TaggedText
 from sdk._sse import format_sse, sse_events
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
+
+_setup_logging()  # FIELDSTREAM_LOG=debug, as openai-python reads OPENAI_LOG at import
 
 if _typing.TYPE_CHECKING:
     from sdk._batch import BatchRequest, BatchResult

@@ -93,24 +93,12 @@ class _Loop:
 
     def call(self, func: Callable[[], Awaitable[R]]) -> R:
         """Run ``func()`` in the loop and wait for it; an interrupted wait cancels it."""
-        task = self.start(func)
+        task = _Task(func)
         try:
-            return _wait(task.future)
+            return _wait(task.start(self.portal()))
         except BaseException:
-            task.cancel()
+            task.cancel(self)
             raise
-
-    def start(self, func: Callable[[], Awaitable[R]]) -> _Task[R]:
-        """Start ``func()`` as a task of the loop."""
-        ended = threading.Event()
-
-        async def run() -> R:
-            try:
-                return await func()
-            finally:
-                ended.set()
-
-        return _Task(self.portal().start_task_soon(run), ended)
 
     def stop(self) -> None:
         for stream in list(self._open):  # entered, never left: left now, so nothing waits
@@ -133,20 +121,53 @@ class _Loop:
 
 
 class _Task(Generic[R]):
-    """A task started in the loop: its result's future, and an event set when it has ended
-    (its ``finally`` blocks have run), which a cancelled future does not say."""
+    """``func()`` run as a task of the loop, for a thread that waits for it and may be
+    interrupted (Ctrl-C) at any point: while it waits, or inside the portal's own code before
+    it holds the task's future. Either way :meth:`cancel` finds the task, cancels it, and waits
+    (a bounded time) until it has ended, so what the thread does next (leaving the stream, which
+    closes the generation the task was reading) never runs beside it."""
 
-    def __init__(self, future: concurrent.futures.Future[R], ended: threading.Event) -> None:
-        self.future = future
-        self.ended = ended
+    def __init__(self, func: Callable[[], Awaitable[R]]) -> None:
+        self._func = func
+        self._scope: anyio.CancelScope | None = None
+        self._cancelled = False  # these three are read and written in the loop's thread only
+        self._begun = False
+        self._ended = threading.Event()
 
-    def cancel(self) -> None:
-        """After an interrupted wait: cancel the task, and wait (a bounded time) until it has
-        ended in the loop, so what the caller does next (leaving the stream, which closes the
-        generation the task was reading) does not run beside it."""
-        if not self.future.done():  # the wait was interrupted, not the task
-            self.future.cancel()
-        self.ended.wait(_CANCEL_WAIT)
+    def start(self, portal: BlockingPortal) -> concurrent.futures.Future[R]:
+        """Start the task; the future of its result."""
+        return portal.start_task_soon(self._run)
+
+    async def _run(self) -> R:
+        self._begun = True
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancelled:  # cancelled before it began
+                    scope.cancel()
+                return await self._func()
+            raise anyio.get_cancelled_exc_class()()  # its own scope caught the cancellation
+        finally:
+            self._ended.set()
+
+    def _cancel_in_loop(self) -> None:
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def cancel(self, loop: _Loop) -> None:
+        """Cancel the task (begun, or not yet) and wait until it has ended; nothing if it had."""
+        portal = loop._portal
+        if portal is None:
+            return
+        try:
+            # Run in the loop after the task's spawn, if there was one (the loop runs what it
+            # is handed in order): it has begun by then, or it never will.
+            _wait(portal.start_task_soon(self._cancel_in_loop))
+        except RuntimeError:  # the loop has stopped: nothing runs there any more
+            return
+        if self._begun:
+            self._ended.wait(_CANCEL_WAIT)
 
 
 class _Context(Generic[T]):
@@ -162,6 +183,7 @@ class _Context(Generic[T]):
         self._exit_info: tuple[Any, Any, Any] = (None, None, None)
         self._leave: anyio.Event | None = None
         self._task: _Task[bool | None] | None = None
+        self._exited: concurrent.futures.Future[bool | None] = concurrent.futures.Future()
 
     async def _run(self) -> bool | None:
         self._leave = anyio.Event()
@@ -178,11 +200,12 @@ class _Context(Generic[T]):
         return left
 
     def __enter__(self) -> T:
-        self._task = self._loop.start(self._run)
+        self._task = _Task(self._run)
+        self._exited = self._task.start(self._loop.portal())
         try:
             return _wait(self._entered)
         except BaseException:
-            self._task.cancel()
+            self._task.cancel(self._loop)
             raise
 
     def __exit__(
@@ -193,12 +216,12 @@ class _Context(Generic[T]):
     ) -> bool | None:
         assert self._task is not None
         self._exit_info = (exc_type, exc, tb)
-        if self._leave is not None and not self._task.future.done():
+        if self._leave is not None and not self._exited.done():
             self._loop.call(self._set_leave)
         try:
-            return _wait(self._task.future)
+            return _wait(self._exited)
         except BaseException:
-            self._task.cancel()
+            self._task.cancel(self._loop)
             raise
 
     async def _set_leave(self) -> None:

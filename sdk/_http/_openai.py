@@ -31,7 +31,9 @@ from sdk._http._flavours import Api, Server, calls_forced, check_request, check_
 from sdk._http._request import chat_request
 from sdk._http._sse import error_for_status, transport_error
 from sdk._http._tool_ids import ToolIdDecoder
+from sdk._logs import log_request, log_response
 from sdk._merge import merge_headers, merge_query
+from sdk._version import user_agent
 
 __all__ = ["DEFAULT_TIMEOUT", "LIMITS", "OPENAI_BASE_URL", "OpenAIBackend", "ServerOptions"]
 
@@ -155,6 +157,8 @@ class OpenAIBackend:
             "Accept": "text/event-stream",
             "Cache-Control": "no-store",
         }
+        if _wants_our_user_agent(http_client):  # unless the caller's client says who it is
+            self._headers["User-Agent"] = user_agent()
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         elif self._url.startswith(OPENAI_BASE_URL):
@@ -218,6 +222,7 @@ class OpenAIBackend:
         timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
         headers = merge_headers(self._headers, request.extra_headers)
         query = merge_query(self._query, request.extra_query)
+        log_request(self._http, self._url, content=payload, headers=headers, params=query or None)
         for resend in (True, False):
             manager = self._http.stream(
                 "POST",
@@ -235,6 +240,7 @@ class OpenAIBackend:
                 raise transport_error(exc, during="before the stream began") from exc
             except httpx.HTTPError as exc:
                 raise transport_error(exc, during="before the stream began") from exc
+            log_response(response)
 
             async def release(
                 manager: AbstractAsyncContextManager[httpx.Response] = manager,
@@ -254,6 +260,13 @@ class OpenAIBackend:
         """Close the httpx client if this backend made it."""
         if self._owns_client:
             await self._http.aclose()
+
+
+def _wants_our_user_agent(http_client: httpx.AsyncClient | None) -> bool:
+    """Whether requests should carry fieldstream's ``User-Agent``: yes, unless the caller's
+    ``http_client`` was given a ``User-Agent`` of its own (not httpx's default)."""
+    given = None if http_client is None else http_client.headers.get("User-Agent")
+    return given is None or given.startswith("python-httpx/")
 
 
 def _check_arguments(

@@ -188,6 +188,43 @@ def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
     assert time.monotonic() - started < 30
 
 
+def test_ctrl_c_inside_the_portal_after_the_task_began_still_closes_the_generation(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    router: respx.MockRouter,
+    client: SyncClient,
+) -> None:
+    """The race a loaded machine hit: the interrupt lands inside the portal's own code, after
+    the task began and before the caller held its future. The task must still be cancelled,
+    and ended, before the stream is left: else leaving closes a generation that task is still
+    reading ("aclose(): asynchronous generator is already running") and it stays open."""
+    from anyio.from_thread import BlockingPortal
+
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+    real = BlockingPortal.start_task_soon
+    armed = [True]
+
+    def start_then_interrupt(self: BlockingPortal, func: Any, *args: Any, **kw: Any) -> Any:
+        future = real(self, func, *args, **kw)
+        if armed[0]:
+            armed[0] = False
+            assert body.started.wait(30)  # the task is reading the body
+            raise KeyboardInterrupt  # as a SIGINT's handler would, here
+        return future
+
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        monkeypatch.setattr(BlockingPortal, "start_task_soon", start_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            s.result()
+        monkeypatch.undo()
+    assert not armed[0]
+    assert body.closed
+    assert "closing the stream's source failed" not in caplog.text
+
+
 def test_one_client_from_many_threads(router: respx.MockRouter, client: SyncClient) -> None:
     router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
     results: list[Pet] = []

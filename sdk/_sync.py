@@ -15,38 +15,36 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import sys
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Concatenate, Generic, TypeVar
 
 import anyio
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from pydantic import TypeAdapter
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, Unpack
 
-from sdk._backend import Backend, Message, Usage
+from sdk._backend import Backend, Usage
 from sdk._client import Client
 from sdk._constants import DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
-from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
-from sdk._options import RequestOptions
 from sdk._retry import AttemptInfo
-from sdk._segments import TaggedText
 from sdk._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
 
 logger = logging.getLogger("fieldstream")
 
@@ -282,6 +280,108 @@ def _refuse_inside_a_loop() -> None:
     )
 
 
+def _copying(
+    method: Callable[Concatenate[Client, P], Client],
+) -> Callable[Concatenate[SyncClient, P], SyncClient]:
+    """``SyncClient.with_options``: ``method`` (``Client.with_options``) on the async client, the
+    copy made a :class:`SyncClient` sharing this one's loop thread; it keeps its owner alive
+    while it is used (``SyncClient(...).with_options(...)`` works on one line), and closing
+    the copy closes nothing (close the original)."""
+
+    def with_options(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> SyncClient:
+        copy = SyncClient.__new__(SyncClient)
+        copy._client = method(self._client, *args, **kwargs)
+        copy._loop = self._loop
+        copy._parent = self  # the owner of the loop thread lives as long as the copy
+        copy._finalizer = weakref.finalize(copy, _nothing)
+        copy._finalizer.detach()  # the owner's finalizer stops the loop, not the copy's
+        return copy
+
+    return _described(with_options, method)
+
+
+def _blocking_stream(
+    method: Callable[Concatenate[Client, P], Stream[T]],
+) -> Callable[Concatenate[SyncClient, P], SyncStream[T]]:
+    """``SyncClient.stream``: ``method`` (``Client.stream``, every overload) with its stream
+    wrapped in a :class:`SyncStream` (the arguments are checked at once, here)."""
+
+    def stream(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> SyncStream[T]:
+        self._check_open()
+        return SyncStream(method(self._client, *args, **kwargs), self._loop)
+
+    return _described(stream, method)
+
+
+def _blocking_batch(
+    method: Callable[Concatenate[Client, P], AbstractAsyncContextManager[AsyncIterator[R]]],
+) -> Callable[Concatenate[SyncClient, P], AbstractContextManager[Iterator[R]]]:
+    """``SyncClient.batch``: ``method`` (``Client.batch``) as a blocking context manager
+    whose value is an iterator of results as they complete: ``with client.batch(...) as
+    results: for done in results: ...``. The requests run in the client's loop thread;
+    leaving the block early cancels what still runs."""
+
+    def batch(
+        self: SyncClient, /, *args: P.args, **kwargs: P.kwargs
+    ) -> AbstractContextManager[Iterator[R]]:
+        self._check_open()
+        return _BlockingBatch(method(self._client, *args, **kwargs), self._loop)
+
+    return _described(batch, method)
+
+
+def _constructor(method: Callable[P, Client]) -> staticmethod[P, SyncClient]:
+    """A ``SyncClient`` constructor made of a ``Client`` one (``from_backend``, ``local``)."""
+
+    def construct(*args: P.args, **kwargs: P.kwargs) -> SyncClient:
+        return SyncClient._wrap(method(*args, **kwargs))
+
+    return staticmethod(_described(construct, method))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _described(wrapper: F, method: Callable[..., Any]) -> F:
+    """``wrapper`` named as ``method``, documented by it (for help() and the API reference)."""
+    name = method.__name__
+    wrapper.__name__ = name
+    wrapper.__qualname__ = f"SyncClient.{name}"
+    wrapper.__doc__ = (
+        f"As :meth:`sdk.Client.{name}`, blocking (its arguments, overloads included, are "
+        f"the same: the signature is derived from it).\n\n{inspect.getdoc(method) or ''}"
+    )
+    return wrapper
+
+
+class _BlockingBatch(AbstractContextManager[Iterator[R]]):
+    """A batch entered and left in one task of the loop (its task group lives there), its
+    results read one at a time by the thread."""
+
+    def __init__(self, manager: AbstractAsyncContextManager[AsyncIterator[R]], loop: _Loop) -> None:
+        self._context = _Context(manager, loop)
+        self._loop = loop
+
+    def __enter__(self) -> Iterator[R]:
+        results = self._context.__enter__()
+        return self._results(results)
+
+    def _results(self, results: AsyncIterator[R]) -> Iterator[R]:
+        while True:
+            try:
+                yield self._loop.call(results.__anext__)
+            except StopAsyncIteration:
+                return
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return self._context.__exit__(exc_type, exc, tb)
+
+
 class SyncClient:
     """A blocking :class:`~sdk.Client`: the same constructors and ``stream(...)`` parameters.
 
@@ -328,38 +428,14 @@ class SyncClient:
         sync._attach(client)
         return sync
 
-    def with_options(
-        self,
-        *,
-        max_retries: int | None = None,
-        timeout: Any = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
-        model: str | None = None,
-    ) -> SyncClient:
-        """As :meth:`sdk.Client.with_options`: a copy sharing this client's backend and loop
-        thread; it keeps this client alive while it is used (``SyncClient(...).with_options(...)``
-        works on one line); closing the copy closes nothing (close the original)."""
-        copy = SyncClient.__new__(SyncClient)
-        copy._client = self._client.with_options(
-            max_retries=max_retries,
-            timeout=timeout,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            model=model,
-        )
-        copy._loop = self._loop
-        copy._parent = self  # the owner of the loop thread lives as long as the copy
-        copy._finalizer = weakref.finalize(copy, _nothing)
-        copy._finalizer.detach()  # the owner's finalizer stops the loop, not the copy's
-        return copy
-
-    @classmethod
-    def from_backend(
-        cls, backend: Backend, *, max_retries: int = DEFAULT_MAX_RETRIES
-    ) -> SyncClient:
-        """As :meth:`sdk.Client.from_backend`."""
-        return cls._wrap(Client.from_backend(backend, max_retries=max_retries))
+    # The surface that follows Client's: each wraps the async method it names, its
+    # signature (overloads included) derived from that method's by the type checker, never
+    # written again here (see _blocking_stream and the others above the class).
+    with_options = _copying(Client.with_options)
+    stream = _blocking_stream(Client.stream)
+    batch = _blocking_batch(Client.batch)
+    from_backend = _constructor(Client.from_backend)
+    local = _constructor(Client.local)
 
     @classmethod
     def from_openai(
@@ -384,71 +460,17 @@ class SyncClient:
             )
         )
 
-    @classmethod
-    def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> SyncClient:
-        """As :meth:`sdk.Client.local`: the local engine."""
-        return cls._wrap(Client.local(model=model, device=device, **opts))
-
     @property
     def backend(self) -> Backend:
         """The backend requests go to."""
         return self._client.backend
 
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: TextConstraint,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[str]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: StructuralTag,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[TaggedText]: ...
-    @overload
-    def stream(
-        self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
-    ) -> SyncStream[T]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: TypeAdapter[T],
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[T]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: Any = None,
-        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[Any]: ...
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: Any = None,
-        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[Any]:
-        """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
+    def _check_open(self) -> None:
         if self._loop._stopped:
             raise StreamUsageError(
                 "this SyncClient was closed; make a new one to send more requests"
             )
         _refuse_inside_a_loop()
-        stream: Stream[Any] = self._client.stream(
-            messages=messages, schema=schema, tools=tools, **options
-        )
-        return SyncStream(stream, self._loop)
 
     def close(self) -> None:
         """Leave any stream still entered (its generation stops), release the backend, then

@@ -410,3 +410,53 @@ def test_a_with_options_copy_made_on_one_line_keeps_its_owner_alive(
     gc.collect()
     with client.stream(messages=MESSAGES, schema=Pet) as s:
         assert s.result() == Pet.model_validate_json(GOOD)
+
+
+def test_batch_runs_many_requests_in_the_loop_thread(router: respx.MockRouter) -> None:
+    router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    requests = [{"id": i, "prompt": f"pet {i}"} for i in range(6)]
+    requests.append({"prompt": "no id"})  # a bad request is a result, not a crash
+    with SyncClient(base_url=BASE, api_key="k") as client:
+        with client.batch(requests, schema=Pet, concurrency=2) as results:
+            done = list(results)
+        pets = {r.id: r.value for r in done if r.error is None}
+        assert pets == {i: Pet(name="Rex", kind="dog", age=3) for i in range(6)}
+        assert [r.id for r in done if r.error is not None] == [None]
+        with (
+            pytest.raises(ValueError, match="concurrency"),
+            client.batch([], schema=Pet, concurrency=0),
+        ):
+            pass
+
+
+def test_leaving_a_batch_early_stops_what_runs(router: respx.MockRouter) -> None:
+    bodies: list[Hanging] = []
+
+    def hang(_: httpx.Request) -> httpx.Response:
+        bodies.append(Hanging())
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=bodies[-1])
+
+    router.post("/chat/completions").mock(side_effect=hang)
+    with SyncClient(base_url=BASE, api_key="k", max_retries=0) as client:
+        with client.batch([{"id": i, "prompt": "x"} for i in range(3)], schema=Pet) as results:
+            assert all(b.started.wait(30) for b in _wait_for(bodies, 3))
+            del results  # never read: leaving the block cancels the three
+    assert len(bodies) == 3 and all(b.closed for b in bodies)
+
+
+def _wait_for(items: list[Hanging], n: int) -> list[Hanging]:
+    deadline = time.monotonic() + 30
+    while len(items) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return items
+
+
+def test_the_sync_surface_is_derived_from_the_async_one() -> None:
+    import inspect
+
+    from sdk import Client
+
+    for name in ("stream", "batch", "with_options", "from_backend", "local"):
+        sync, original = getattr(SyncClient, name), getattr(Client, name)
+        assert inspect.getdoc(original) in (inspect.getdoc(sync) or ""), name
+        assert sync.__name__ == name

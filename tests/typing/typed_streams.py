@@ -8,11 +8,14 @@ from pydantic import BaseModel, TypeAdapter
 
 from sdk import (
     AttemptFailed,
+    BatchResult,
+    Choice,
     Client,
     Event,
     FieldEvent,
     Stream,
     SyncClient,
+    SyncStream,
     TextDelta,
     stream_structured,
 )
@@ -72,6 +75,22 @@ def sync_streams(client: SyncClient) -> None:
     with client.stream(messages=messages, schema=Item) as f:
         for field in f.fields():
             assert_type(field, FieldEvent)
+    # The overloads are Client.stream's, derived (not written again): each schema kind's type.
+    assert_type(client.stream(messages=messages, schema=Item), SyncStream[Item])
+    assert_type(client.stream(messages=messages, schema=list[Item]), SyncStream[list[Item]])
+    assert_type(client.stream(messages=messages, schema=TypeAdapter(int)), SyncStream[int])
+    assert_type(client.stream(messages=messages, schema=Choice(["a", "b"])), SyncStream[str])
+    assert_type(client.stream(messages=messages, schema={"type": "object"}), SyncStream[Any])
+    with client.stream(messages=messages, schema=list[Item]) as many:
+        assert_type(many.result(), list[Item])
+    with client.batch([{"id": 1, "prompt": "hi"}], schema=Item) as results:
+        for done in results:
+            assert_type(done, BatchResult[Item])
+            assert_type(done.value, Item | None)
+    assert_type(client.with_options(max_retries=1), SyncClient)
+    assert_type(SyncClient.from_backend(client.backend), SyncClient)
+    client.with_options(max_retries="1")  # type: ignore[arg-type]
+    client.stream(messages=messages, schema=Item, max_tokens="10")  # type: ignore[call-overload]
 
 
 async def plain_streams(source: Any) -> None:

@@ -71,6 +71,7 @@ from sdk._events import (
     UsageReported,
 )
 from sdk._logs import setup_logging as _setup_logging
+from sdk._partial_typed import FieldPath, Partial, field_path
 from sdk._retry import Attempt, AttemptInfo, Retry
 from sdk._schema import CompiledSchema, compile_schema
 from sdk._segments import Segment, TaggedText
@@ -136,6 +137,7 @@ __all__ = [
     "Delta",
     "Event",
     "FieldEvent",
+    "FieldPath",
     "FieldTracker",
     "GenerationRequest",
     "Grammar",
@@ -144,6 +146,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OutputSyntaxError",
+    "Partial",
     "PermissionDeniedError",
     "RateLimitError",
     "ReasoningDelta",
@@ -175,6 +178,7 @@ __all__ = [
     "ValidationFailed",
     "__version__",
     "compile_schema",
+    "field_path",
     "format_sse",
     "sse_events",
     "stream_structured",

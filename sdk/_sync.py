@@ -37,6 +37,7 @@ from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
 from sdk._http._flavours import Api, Server
 from sdk._http._openai import ServerOptions
+from sdk._partial_typed import Partial
 from sdk._retry import AttemptInfo
 from sdk._stream import Stream
 
@@ -516,8 +517,8 @@ class SyncStream(Generic[T]):
         return self._stream.snapshot
 
     @property
-    def partial(self) -> T | None:
-        """The snapshot as the schema's type, not validated (see :attr:`sdk.Stream.partial`)."""
+    def partial(self) -> Partial[T]:
+        """The value so far, read with typed selectors (see :attr:`sdk.Stream.partial`)."""
         return self._stream.partial
 
     @property

@@ -331,11 +331,11 @@ def test_sync_stream_has_partial_and_the_schema(router: respx.MockRouter) -> Non
     router.post("/chat/completions").mock(return_value=sse(body_of(GOOD)))
     with SyncClient(base_url=BASE, api_key="k") as client:
         with client.stream(messages=MESSAGES, schema=Pet) as s:
-            assert s.partial is None
+            assert s.partial.view is None and s.partial.get(lambda p: p.name) is None
             first = next(iter(s))
             assert isinstance(first, FieldEvent)
             partial = s.partial
-            assert isinstance(partial, Pet) and partial.name == "Rex"
+            assert isinstance(partial.view, Pet) and partial.get(lambda p: p.name) == "Rex"
             assert s.schema_name == "Pet" and s.json_schema["type"] == "object"
             s.result()
 

@@ -13,10 +13,13 @@ from sdk import (
     Client,
     Event,
     FieldEvent,
+    FieldPath,
+    Partial,
     Stream,
     SyncClient,
     SyncStream,
     TextDelta,
+    field_path,
     stream_structured,
 )
 from sdk._source import Chunk
@@ -71,7 +74,9 @@ def sync_streams(client: SyncClient) -> None:
             assert_type(event, Event)
             if event.type == "field":
                 assert_type(event.value, Any)
-        assert_type(s.partial, Item | None)
+        assert_type(s.partial, Partial[Item])
+        assert_type(s.partial.get(lambda p: p.name), str | None)
+        assert_type(s.partial.value, Item | None)
     with client.stream(messages=messages, schema=Item) as f:
         for field in f.fields():
             assert_type(field, FieldEvent)
@@ -102,3 +107,40 @@ def wrong_options(client: Client, chunk: Chunk) -> None:
     messages = [{"role": "user", "content": "hi"}]
     client.stream(messages=messages, schema=Item, max_tokens="10")  # type: ignore[call-overload]
     client.stream(messages=messages, schema=Item, stop=["x"])  # type: ignore[call-overload]
+
+
+class Address(BaseModel):
+    city: str
+
+
+class Person(BaseModel):
+    name: str
+    address: Address
+    tags: list[str]
+
+
+async def typed_partials(client: Client) -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    async with client.stream(messages=messages, schema=Person) as s:
+        partial = s.partial
+        assert_type(partial, Partial[Person])
+        assert_type(partial.get(lambda p: p.address.city), str | None)
+        assert_type(partial.get(lambda p: p.address), Address | None)
+        assert_type(partial.get(lambda p: p.tags[0]), str | None)
+        assert_type(partial.has(lambda p: p.name), bool)
+        assert_type(partial.view, Any)
+        name = partial.get(lambda p: p.name)
+        if name is not None:
+            assert_type(name.upper(), str)
+        # What crashed at runtime with `Person | None` is refused now: the field may be None.
+        partial.get(lambda p: p.name).upper()  # type: ignore[union-attr]
+        partial.get(lambda p: p.nmae)  # type: ignore[attr-defined]
+    city = field_path(Person, lambda p: p.address.city)
+    assert_type(city, FieldPath[str])
+    assert_type(city.pointer, str)
+    assert_type(field_path(Person, lambda p: p.tags), FieldPath[list[str]])
+
+    def on_city(event: FieldEvent) -> None:
+        assert_type(city.value(event), str)
+
+    field_path(Person, lambda p: p.adress)  # type: ignore[attr-defined]

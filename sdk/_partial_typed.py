@@ -45,6 +45,7 @@ class _Recorder:
     """What a selector reads, step by step."""
 
     __slots__ = ("_fs_steps",)
+    _fs_steps: tuple[Step, ...]
 
     def __init__(self, steps: tuple[Step, ...]) -> None:
         object.__setattr__(self, "_fs_steps", steps)

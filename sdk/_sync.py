@@ -344,10 +344,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _described(wrapper: F, method: Callable[..., Any]) -> F:
-    """``wrapper`` named as ``method``, documented by it (for help() and the API reference)."""
+    """``wrapper`` named as ``method``, documented by it, its signature ``method``'s (for
+    ``help()``, ``inspect.signature`` and the API reference)."""
     name = method.__name__
     wrapper.__name__ = name
     wrapper.__qualname__ = f"SyncClient.{name}"
+    wrapper.__wrapped__ = method  # type: ignore[attr-defined]  # inspect.signature reads it
     wrapper.__doc__ = (
         f"As :meth:`sdk.Client.{name}`, blocking (its arguments, overloads included, are "
         f"the same: the signature is derived from it).\n\n{inspect.getdoc(method) or ''}"

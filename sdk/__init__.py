@@ -71,12 +71,16 @@ from sdk._events import (
     TextDelta,
     UsageReported,
 )
+from sdk._logs import setup_logging as _setup_logging
+from sdk._partial_typed import FieldPath, Partial, field_path
 from sdk._retry import Attempt, AttemptInfo, Retry
 from sdk._schema import CompiledSchema, compile_schema
 from sdk._segments import Segment, TaggedText
 from sdk._sse import format_sse, sse_events
 from sdk._tracker import FieldTracker
 from sdk._version import __version__
+
+_setup_logging()  # FIELDSTREAM_LOG=debug, as openai-python reads OPENAI_LOG at import
 
 if _typing.TYPE_CHECKING:
     from sdk._batch import BatchRequest, BatchResult
@@ -134,6 +138,7 @@ __all__ = [
     "Delta",
     "Event",
     "FieldEvent",
+    "FieldPath",
     "FieldTracker",
     "GenerationRequest",
     "Grammar",
@@ -142,6 +147,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OutputSyntaxError",
+    "Partial",
     "PatternTimeout",
     "PermissionDeniedError",
     "RateLimitError",
@@ -174,6 +180,7 @@ __all__ = [
     "ValidationFailed",
     "__version__",
     "compile_schema",
+    "field_path",
     "format_sse",
     "sse_events",
     "stream_structured",

@@ -30,6 +30,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
 from sdk._backend import Message, Usage
+from sdk._constants import DEFAULT_BATCH_CONCURRENCY
 from sdk._options import split_options
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ async def run_batch(
     requests: Iterable[Any] | AsyncIterable[Any],
     *,
     schema: Any,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_BATCH_CONCURRENCY,
     system: str | None = None,
     options: RequestOptions,
 ) -> AsyncIterator[AsyncIterator[BatchResult[Any]]]:

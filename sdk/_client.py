@@ -20,11 +20,13 @@ from typing_extensions import Unpack
 
 from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
 from sdk._batch import BatchResult, run_batch
+from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._http import OpenAIBackend, ResponsesBackend
 from sdk._http.openai._backend import ServerOptions
 from sdk._http.openai._chat_request import check_single_choice
 from sdk._http.openai._flavours import Api, Server
+from sdk._merge import merge_headers, merge_query
 from sdk._options import RequestOptions, split_options
 from sdk._providers import Provider, provider_backend
 from sdk._retry import Attempt
@@ -75,7 +77,7 @@ class Client:
         api_key: str | None = None,
         model: str | None = None,
         *,
-        max_retries: int = 2,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = "chat",
         provider: Provider = "openai",
         **options: Unpack[ServerOptions],
@@ -100,7 +102,7 @@ class Client:
         self._parent: Client | None = None  # a with_options copy's owner
 
     @classmethod
-    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> Client:
+    def from_backend(cls, backend: Backend, *, max_retries: int = DEFAULT_MAX_RETRIES) -> Client:
         """A client over any :class:`~sdk.Backend` (closed by :meth:`aclose`)."""
         client = cls.__new__(cls)
         client._backend = backend
@@ -122,7 +124,10 @@ class Client:
         """A copy of this client whose streams are sent with these options (as openai-python's
         ``client.with_options(...)``): ``max_retries`` (transport retries), ``timeout``
         (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``; an
-        argument left ``None`` keeps this client's. A call's own arguments still win. The copy
+        argument left ``None`` keeps this client's. ``extra_headers`` and ``extra_query`` are
+        merged key by key over this client's (a copy of a copy keeps both copies' keys), and a
+        call's own are merged over them the same way (:mod:`sdk._merge`); for the other
+        options a call's own argument wins. The copy
         shares this client's backend and connections and keeps this client alive while it is
         used; closing the copy closes nothing: close the original (``async with Client(...) as
         client:``, then ``client.with_options(...)`` inside)."""
@@ -130,14 +135,17 @@ class Client:
             self._backend,
             max_retries=self._max_retries if max_retries is None else max_retries,
         )
-        given = {
-            "timeout": timeout,
-            "extra_headers": extra_headers,
-            "extra_query": extra_query,
-            "model": model,
-        }
+        given = {"timeout": timeout, "model": model}
         defaults = {**self._defaults, **{k: v for k, v in given.items() if v is not None}}
-        split_options(defaults, where="Client.with_options", request=True)  # checked now
+        split_options(  # checked now, before they are merged
+            {**defaults, "extra_headers": extra_headers, "extra_query": extra_query},
+            where="Client.with_options",
+            request=True,
+        )
+        if extra_headers is not None:  # key by key over this client's (see sdk._merge)
+            defaults["extra_headers"] = merge_headers(defaults.get("extra_headers"), extra_headers)
+        if extra_query is not None:
+            defaults["extra_query"] = merge_query(defaults.get("extra_query"), extra_query)
         copy._defaults = defaults
         copy._owns_backend = False
         copy._parent = self  # the owner of the backend lives as long as the copy
@@ -150,7 +158,7 @@ class Client:
         *,
         model: str,
         strict: bool = True,
-        max_retries: int = 0,
+        max_retries: int = WRAPPED_MAX_RETRIES,
         api: Api = "chat",
         server: Server | None = None,
     ) -> Client:
@@ -205,7 +213,8 @@ class Client:
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 
         # Nothing to retry by default: the engine has no transport.
-        return cls.from_backend(LocalBackend(model=model, device=device, **opts), max_retries=0)
+        backend = LocalBackend(model=model, device=device, **opts)
+        return cls.from_backend(backend, max_retries=WRAPPED_MAX_RETRIES)
 
     @property
     def backend(self) -> Backend:
@@ -303,13 +312,16 @@ class Client:
         config, request = split_options(options, where="Client.stream", request=True)
         if "max_retries" not in options:
             config = dataclasses.replace(config, max_retries=self._max_retries)
-        for name, value in self._defaults.items():  # with_options: under the call's own
-            if name in ("extra_headers", "extra_query"):
-                request[name] = {**value, **(request.get(name) or {})}
-            elif request.get(name) is None:
+        defaults = self._defaults  # with_options: under the call's own, key by key
+        request["extra_headers"] = merge_headers(
+            defaults.get("extra_headers"), request.get("extra_headers")
+        )
+        request["extra_query"] = merge_query(
+            defaults.get("extra_query"), request.get("extra_query")
+        )
+        for name, value in defaults.items():
+            if request.get(name) is None:
                 request[name] = value
-        for name in ("extra_headers", "extra_query"):
-            request[name] = dict(request.get(name) or {})
         extra = dict(request.pop("extra_body", None) or {})
         check_single_choice(extra)
         compiled = compile_target(
@@ -340,7 +352,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: type[T],
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[T]]]: ...
@@ -350,7 +362,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]: ...
@@ -359,7 +371,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
+from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY
 from sdk._errors import CallbackError, Path, pointer
 from sdk._events import FieldEvent
 from sdk._patterns import PatternSet
@@ -73,7 +74,7 @@ class Dispatcher:
         on_field: OnField,
         *,
         on_error: CallbackErrorPolicy = "raise",
-        max_concurrency: int = 8,
+        max_concurrency: int = DEFAULT_CALLBACK_CONCURRENCY,
     ) -> None:
         self._patterns: PatternSet[tuple[Callback, bool]] = PatternSet()
         if on_field is None:

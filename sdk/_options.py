@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypedDict
 
+from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY
 from sdk._constraints import ToolChoice
 from sdk._dispatch import CallbackErrorPolicy, OnField
 from sdk._parameters import BodyParameters, check_parameters
@@ -89,11 +90,12 @@ class StreamConfig:
     """How many times in a row a transport failure (an HTTP status worth retrying, a
     connection failure) is retried within an attempt, with backoff (:mod:`sdk._retry`); it
     does not count against ``retry.max_attempts``. A :class:`~sdk.Client` sets its own
-    ``max_retries`` (2 by default) unless the call gives one."""
+    ``max_retries`` (:data:`~sdk._constants.DEFAULT_MAX_RETRIES` by default) unless the call
+    gives one."""
     on_callback_error: CallbackErrorPolicy = "raise"
     """A callback that raises: ``"raise"`` fails the stream with :class:`~sdk.CallbackError`;
     ``"log"`` logs it on the ``fieldstream`` logger and goes on; ``"ignore"`` goes on."""
-    max_concurrency: int = 8
+    max_concurrency: int = DEFAULT_CALLBACK_CONCURRENCY
     """How many async callbacks may run at once."""
     pending_callbacks: PendingCallbacks = "cancel"
     """When the stream fails or is left before its end: ``"cancel"`` the async callbacks still

@@ -37,6 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdk._backend import Message, Usage
+from sdk._constants import (
+    DEFAULT_BACKOFF,
+    DEFAULT_JITTER,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_DELAY,
+    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_MULTIPLIER,
+)
 from sdk._errors import (
     OutputSyntaxError,
     RetriesExhausted,
@@ -306,22 +314,29 @@ class Retry:
     Transport errors (connection failures and 408/409/429/5xx) are not counted here: they are
     retried up to the client's ``max_retries`` times (or the request's own ``max_retries=``)
     per attempt, whatever ``max_attempts`` says. This policy says how long each of those
-    waits: the server's ``retry_after`` when it sent one, else ``backoff * multiplier **
-    (n - 1)`` seconds before the n-th retry in a row, capped at ``max_delay``, of which a
-    ``jitter`` fraction is drawn at random (``jitter=0.5``: between half and all of it). A
-    ``retry_after`` longer than ``max_delay`` is not waited for: the error is raised.
+    waits, as openai-python's ``_calculate_retry_timeout`` does: the server's
+    ``retry_after`` when it asked for more than 0 and at most ``max_retry_after`` seconds
+    (that wait, exactly: it may be longer than ``max_delay``), else the policy's own backoff,
+    ``backoff * multiplier ** (n - 1)`` seconds before the n-th retry in a row, capped at
+    ``max_delay``, of which a ``jitter`` fraction is drawn at random (``jitter=0.5``: between
+    half and all of it) — so ``Retry-After: 0`` (or a date already past) waits the backoff,
+    not nothing. A ``retry_after`` longer than ``max_retry_after`` is not retried: the error
+    is raised at once (openai-python's ``_should_retry`` refuses it the same way).
     """
 
-    max_attempts: int = 3
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
     """Answers in all, the first included (1 means no retry): how many times the model may
     write an answer that fails. Transport failures (no answer) do not count."""
-    backoff: float = 0.5
+    backoff: float = DEFAULT_BACKOFF
     """Seconds before the first retry of a transport error."""
-    multiplier: float = 2.0
+    multiplier: float = DEFAULT_MULTIPLIER
     """Growth of the delay per attempt."""
-    max_delay: float = 30.0
-    """The longest wait, in seconds."""
-    jitter: float = 0.5
+    max_delay: float = DEFAULT_MAX_DELAY
+    """The longest wait of the policy's own backoff, in seconds."""
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
+    """The longest wait a server may ask for and be waited for, in seconds; a longer one is
+    not retried."""
+    jitter: float = DEFAULT_JITTER
     """Fraction (0..1) of each delay that is random."""
     output_errors: bool = True
     """Retry errors in the model's output (violations, syntax, truncation); ``False``: none
@@ -345,6 +360,8 @@ class Retry:
             raise ValueError("max_attempts must be at least 1")
         if self.backoff < 0 or self.max_delay < 0 or self.multiplier < 1:
             raise ValueError("backoff and max_delay must be >= 0 and multiplier >= 1")
+        if not self.max_retry_after >= 0:
+            raise ValueError("max_retry_after must be >= 0")
         if not 0 <= self.jitter <= 1:
             raise ValueError("jitter must be between 0 and 1")
 
@@ -377,8 +394,8 @@ class Retry:
         docstring)."""
         if not isinstance(error, TransportError):
             return 0.0
-        if error.retry_after is not None:
-            return max(0.0, error.retry_after)
+        if error.retry_after is not None and 0 < error.retry_after <= self.max_retry_after:
+            return error.retry_after  # what the server asked, as openai-python waits it
         base = min(self.max_delay, self.backoff * self.multiplier ** (attempt - 1))
         return base * (1.0 - self.jitter * self.rng())
 
@@ -415,7 +432,7 @@ def next_try(
 
     A transport error is retried while fewer than ``max_retries`` transport errors ended the
     attempts just before it (its ``retryable``, which :func:`retryable_response` decided,
-    and a ``retry_after`` no longer than ``retry.max_delay``, permitting); it then holds the
+    and a ``retry_after`` no longer than ``retry.max_retry_after``, permitting); it then holds the
     earlier ones in ``retries``. An output error is retried, at once, while ``retry`` has
     answers left (:meth:`Retry.should_retry`). Each retry is logged (see the module
     docstring)."""
@@ -426,12 +443,13 @@ def next_try(
         taken = len(run) - 1  # the retries already made in this row
         if not error.retryable or taken >= max_retries:
             return None
-        if error.retry_after is not None and error.retry_after > policy.max_delay:
+        if error.retry_after is not None and error.retry_after > policy.max_retry_after:
             logger.info(
-                "not retrying %s: the server asked to wait %.1f s, more than max_delay (%.1f s)",
+                "not retrying %s: the server asked to wait %.1f s, more than max_retry_after "
+                "(%.1f s)",
                 _reason(error),
                 error.retry_after,
-                policy.max_delay,
+                policy.max_retry_after,
             )
             return None
         wait = policy.delay(error, taken + 1)

@@ -31,6 +31,7 @@ from sdk._events import (
 )
 from sdk._ledger import Ledger
 from sdk._options import StreamConfig
+from sdk._partial_typed import Partial
 from sdk._retry import NO_RETRY, AttemptInfo, answers, next_try
 from sdk._source import Pulled, Source, SourceReader
 from sdk._target import Compiled
@@ -160,18 +161,22 @@ class Stream(Generic[T]):
         return self._ledger.snapshot
 
     @property
-    def partial(self) -> T | None:
-        """The snapshot as the schema's type, for UIs: a model built without validation
-        (``model_construct``, nested models too), fields that have not arrived ``None`` (and
-        absent from ``model_fields_set``), an open string as far as it arrived. The plain
-        snapshot for a dict schema; ``None`` before any output. Not validated: use it to show
-        progress, and :meth:`result` for the value.
+    def partial(self) -> Partial[T]:
+        """The value so far, for UIs, typed without lying (:class:`~sdk.Partial`): read it
+        with selectors, ``stream.partial.get(lambda p: p.address.city)``, typed ``str |
+        None`` (``None`` until it arrived; a model only once every field it requires has);
+        ``.value`` is the whole value once complete; ``.view`` the untyped view (a model built
+        without validation, fields that have not arrived ``None`` and absent from
+        ``model_fields_set``, an open string as far as it arrived; the plain snapshot for a
+        dict schema; ``None`` before any output). Not validated: use it to show progress, and
+        :meth:`result` for the value.
 
         Raises :class:`StreamUsageError` for a stream with several tool calls (use
         :attr:`snapshot`)."""
         attempt = self._ledger.current
         tp = getattr(self._compiled, "python_type", None)
-        return None if attempt is None else attempt.view(tp)
+        view = None if attempt is None else attempt.view(tp)
+        return Partial(view, self.snapshot)
 
     @property
     def called_tools(self) -> bool:

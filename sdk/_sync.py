@@ -15,41 +15,57 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import sys
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Concatenate, Generic, TypeVar
 
+import anyio
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from pydantic import TypeAdapter
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, Unpack
 
-from sdk._backend import Backend, Message, Usage
+from sdk._backend import Backend, Usage
 from sdk._client import Client
-from sdk._constraints import StructuralTag, TextConstraint, Tool
+from sdk._constants import DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
 from sdk._http.openai._backend import ServerOptions
 from sdk._http.openai._flavours import Api, Server
-from sdk._options import RequestOptions
+from sdk._partial_typed import Partial
 from sdk._providers import Provider
 from sdk._retry import AttemptInfo
-from sdk._segments import TaggedText
 from sdk._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
 
 logger = logging.getLogger("fieldstream")
 
 _CANCEL_WAIT = 10.0  # seconds an interrupted call waits for its task to end in the loop
+# A blocking wait is made of waits this long: a signal (Ctrl-C) that lands between CPython's
+# check for pending signals and its sleep on a lock is not lost, it is seen at the next slice.
+_WAIT_SLICE = 0.1
+
+
+def _wait(future: concurrent.futures.Future[R]) -> R:
+    """``future.result()``, waited for in slices of :data:`_WAIT_SLICE` seconds, so that the
+    calling thread runs its signal handlers (Ctrl-C's ``KeyboardInterrupt``) while it waits,
+    however loaded the machine is: one unbounded wait on a lock can sleep through a SIGINT."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT_SLICE)
+        except TimeoutError:
+            if future.done():  # the task's own TimeoutError, not the slice's
+                raise
 
 
 class _Loop:
@@ -77,13 +93,11 @@ class _Loop:
 
     def call(self, func: Callable[[], Awaitable[R]]) -> R:
         """Run ``func()`` in the loop and wait for it; an interrupted wait cancels it."""
-        future = self.portal().start_task_soon(func)
+        task = _Task(func)
         try:
-            return future.result()
+            return _wait(task.start(self.portal()))
         except BaseException:
-            if not future.done():  # the wait was interrupted, not the task: cancel the task
-                future.cancel()
-                concurrent.futures.wait([future], timeout=_CANCEL_WAIT)
+            task.cancel(self)
             raise
 
     def stop(self) -> None:
@@ -91,9 +105,128 @@ class _Loop:
             stream._abandon()
         with self._lock:
             self._stopped = True
-            manager, self._manager, self._portal = self._manager, None, None
-        if manager is not None:
+            manager, self._manager = self._manager, None
+            portal, self._portal = self._portal, None
+        if manager is None or portal is None:
+            return
+        try:
+            # Tasks still running are cancelled, not waited for: a task whose caller was
+            # interrupted before it held the task's future (Ctrl-C inside the portal's own
+            # code) would otherwise keep the loop, and this close, waiting for good.
+            _wait(portal.start_task_soon(portal.stop, True))
+        except RuntimeError:  # the loop had already stopped
+            pass
+        finally:
             manager.__exit__(None, None, None)
+
+
+class _Task(Generic[R]):
+    """``func()`` run as a task of the loop, for a thread that waits for it and may be
+    interrupted (Ctrl-C) at any point: while it waits, or inside the portal's own code before
+    it holds the task's future. Either way :meth:`cancel` finds the task, cancels it, and waits
+    (a bounded time) until it has ended, so what the thread does next (leaving the stream, which
+    closes the generation the task was reading) never runs beside it."""
+
+    def __init__(self, func: Callable[[], Awaitable[R]]) -> None:
+        self._func = func
+        self._scope: anyio.CancelScope | None = None
+        self._cancelled = False  # these three are read and written in the loop's thread only
+        self._begun = False
+        self._ended = threading.Event()
+
+    def start(self, portal: BlockingPortal) -> concurrent.futures.Future[R]:
+        """Start the task; the future of its result."""
+        return portal.start_task_soon(self._run)
+
+    async def _run(self) -> R:
+        self._begun = True
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancelled:  # cancelled before it began
+                    scope.cancel()
+                return await self._func()
+            raise anyio.get_cancelled_exc_class()()  # its own scope caught the cancellation
+        finally:
+            self._ended.set()
+
+    def _cancel_in_loop(self) -> None:
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def cancel(self, loop: _Loop) -> None:
+        """Cancel the task (begun, or not yet) and wait until it has ended; nothing if it had."""
+        portal = loop._portal
+        if portal is None:
+            return
+        try:
+            # Run in the loop after the task's spawn, if there was one (the loop runs what it
+            # is handed in order): it has begun by then, or it never will.
+            _wait(portal.start_task_soon(self._cancel_in_loop))
+        except RuntimeError:  # the loop has stopped: nothing runs there any more
+            return
+        if self._begun:
+            self._ended.wait(_CANCEL_WAIT)
+
+
+class _Context(Generic[T]):
+    """An async context manager entered and left by a thread: both in one task of the loop
+    (a task group opened on entry must be left by the task that opened it), as anyio's
+    ``BlockingPortal.wrap_async_context_manager`` does, but with the thread's waits made by
+    :func:`_wait`, so Ctrl-C interrupts them too."""
+
+    def __init__(self, manager: AbstractAsyncContextManager[T], loop: _Loop) -> None:
+        self._manager = manager
+        self._loop = loop
+        self._entered: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._exit_info: tuple[Any, Any, Any] = (None, None, None)
+        self._leave: anyio.Event | None = None
+        self._task: _Task[bool | None] | None = None
+        self._exited: concurrent.futures.Future[bool | None] = concurrent.futures.Future()
+
+    async def _run(self) -> bool | None:
+        self._leave = anyio.Event()
+        try:
+            value = await self._manager.__aenter__()
+        except BaseException as exc:
+            self._entered.set_exception(exc)
+            raise
+        self._entered.set_result(value)
+        try:
+            await self._leave.wait()
+        finally:  # also when the task is cancelled (an interrupted wait, a stopped loop)
+            left = await self._manager.__aexit__(*self._exit_info)
+        return left
+
+    def __enter__(self) -> T:
+        self._task = _Task(self._run)
+        self._exited = self._task.start(self._loop.portal())
+        try:
+            return _wait(self._entered)
+        except BaseException:
+            self._task.cancel(self._loop)
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task is not None
+        self._exit_info = (exc_type, exc, tb)
+        if self._leave is not None and not self._exited.done():
+            self._loop.call(self._set_leave)
+        try:
+            return _wait(self._exited)
+        except BaseException:
+            self._task.cancel(self._loop)
+            raise
+
+    async def _set_leave(self) -> None:
+        assert self._leave is not None
+        self._leave.set()
 
 
 def _nothing() -> None:
@@ -201,6 +334,110 @@ def _refuse_inside_a_loop() -> None:
     )
 
 
+def _copying(
+    method: Callable[Concatenate[Client, P], Client],
+) -> Callable[Concatenate[SyncClient, P], SyncClient]:
+    """``SyncClient.with_options``: ``method`` (``Client.with_options``) on the async client, the
+    copy made a :class:`SyncClient` sharing this one's loop thread; it keeps its owner alive
+    while it is used (``SyncClient(...).with_options(...)`` works on one line), and closing
+    the copy closes nothing (close the original)."""
+
+    def with_options(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> SyncClient:
+        copy = SyncClient.__new__(SyncClient)
+        copy._client = method(self._client, *args, **kwargs)
+        copy._loop = self._loop
+        copy._parent = self  # the owner of the loop thread lives as long as the copy
+        copy._finalizer = weakref.finalize(copy, _nothing)
+        copy._finalizer.detach()  # the owner's finalizer stops the loop, not the copy's
+        return copy
+
+    return _described(with_options, method)
+
+
+def _blocking_stream(
+    method: Callable[Concatenate[Client, P], Stream[T]],
+) -> Callable[Concatenate[SyncClient, P], SyncStream[T]]:
+    """``SyncClient.stream``: ``method`` (``Client.stream``, every overload) with its stream
+    wrapped in a :class:`SyncStream` (the arguments are checked at once, here)."""
+
+    def stream(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> SyncStream[T]:
+        self._check_open()
+        return SyncStream(method(self._client, *args, **kwargs), self._loop)
+
+    return _described(stream, method)
+
+
+def _blocking_batch(
+    method: Callable[Concatenate[Client, P], AbstractAsyncContextManager[AsyncIterator[R]]],
+) -> Callable[Concatenate[SyncClient, P], AbstractContextManager[Iterator[R]]]:
+    """``SyncClient.batch``: ``method`` (``Client.batch``) as a blocking context manager
+    whose value is an iterator of results as they complete: ``with client.batch(...) as
+    results: for done in results: ...``. The requests run in the client's loop thread;
+    leaving the block early cancels what still runs."""
+
+    def batch(
+        self: SyncClient, /, *args: P.args, **kwargs: P.kwargs
+    ) -> AbstractContextManager[Iterator[R]]:
+        self._check_open()
+        return _BlockingBatch(method(self._client, *args, **kwargs), self._loop)
+
+    return _described(batch, method)
+
+
+def _constructor(method: Callable[P, Client]) -> staticmethod[P, SyncClient]:
+    """A ``SyncClient`` constructor made of a ``Client`` one (``from_backend``, ``local``)."""
+
+    def construct(*args: P.args, **kwargs: P.kwargs) -> SyncClient:
+        return SyncClient._wrap(method(*args, **kwargs))
+
+    return staticmethod(_described(construct, method))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _described(wrapper: F, method: Callable[..., Any]) -> F:
+    """``wrapper`` named as ``method``, documented by it, its signature ``method``'s (for
+    ``help()``, ``inspect.signature`` and the API reference)."""
+    name = method.__name__
+    wrapper.__name__ = name
+    wrapper.__qualname__ = f"SyncClient.{name}"
+    wrapper.__wrapped__ = method  # type: ignore[attr-defined]  # inspect.signature reads it
+    wrapper.__doc__ = (
+        f"As :meth:`sdk.Client.{name}`, blocking (its arguments, overloads included, are "
+        f"the same: the signature is derived from it).\n\n{inspect.getdoc(method) or ''}"
+    )
+    return wrapper
+
+
+class _BlockingBatch(AbstractContextManager[Iterator[R]]):
+    """A batch entered and left in one task of the loop (its task group lives there), its
+    results read one at a time by the thread."""
+
+    def __init__(self, manager: AbstractAsyncContextManager[AsyncIterator[R]], loop: _Loop) -> None:
+        self._context = _Context(manager, loop)
+        self._loop = loop
+
+    def __enter__(self) -> Iterator[R]:
+        results = self._context.__enter__()
+        return self._results(results)
+
+    def _results(self, results: AsyncIterator[R]) -> Iterator[R]:
+        while True:
+            try:
+                yield self._loop.call(results.__anext__)
+            except StopAsyncIteration:
+                return
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return self._context.__exit__(exc_type, exc, tb)
+
+
 class SyncClient:
     """A blocking :class:`~sdk.Client`: the same constructors and ``stream(...)`` parameters.
 
@@ -215,7 +452,7 @@ class SyncClient:
         api_key: str | None = None,
         model: str | None = None,
         *,
-        max_retries: int = 2,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = "chat",
         provider: Provider = "openai",
         **options: Unpack[ServerOptions],
@@ -258,36 +495,14 @@ class SyncClient:
         sync._attach(client)
         return sync
 
-    def with_options(
-        self,
-        *,
-        max_retries: int | None = None,
-        timeout: Any = None,
-        extra_headers: Mapping[str, str] | None = None,
-        extra_query: Mapping[str, str] | None = None,
-        model: str | None = None,
-    ) -> SyncClient:
-        """As :meth:`sdk.Client.with_options`: a copy sharing this client's backend and loop
-        thread; it keeps this client alive while it is used (``SyncClient(...).with_options(...)``
-        works on one line); closing the copy closes nothing (close the original)."""
-        copy = SyncClient.__new__(SyncClient)
-        copy._client = self._client.with_options(
-            max_retries=max_retries,
-            timeout=timeout,
-            extra_headers=extra_headers,
-            extra_query=extra_query,
-            model=model,
-        )
-        copy._loop = self._loop
-        copy._parent = self  # the owner of the loop thread lives as long as the copy
-        copy._finalizer = weakref.finalize(copy, _nothing)
-        copy._finalizer.detach()  # the owner's finalizer stops the loop, not the copy's
-        return copy
-
-    @classmethod
-    def from_backend(cls, backend: Backend, *, max_retries: int = 2) -> SyncClient:
-        """As :meth:`sdk.Client.from_backend`."""
-        return cls._wrap(Client.from_backend(backend, max_retries=max_retries))
+    # The surface that follows Client's: each wraps the async method it names, its
+    # signature (overloads included) derived from that method's by the type checker, never
+    # written again here (see _blocking_stream and the others above the class).
+    with_options = _copying(Client.with_options)
+    stream = _blocking_stream(Client.stream)
+    batch = _blocking_batch(Client.batch)
+    from_backend = _constructor(Client.from_backend)
+    local = _constructor(Client.local)
 
     @classmethod
     def from_openai(
@@ -296,7 +511,7 @@ class SyncClient:
         *,
         model: str,
         strict: bool = True,
-        max_retries: int = 0,
+        max_retries: int = WRAPPED_MAX_RETRIES,
         api: Api = "chat",
         server: Server | None = None,
     ) -> SyncClient:
@@ -329,71 +544,17 @@ class SyncClient:
         through its ``aio`` side, in this client's loop thread."""
         return cls._wrap(Client.from_genai(client, model=model, max_retries=max_retries))
 
-    @classmethod
-    def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> SyncClient:
-        """As :meth:`sdk.Client.local`: the local engine."""
-        return cls._wrap(Client.local(model=model, device=device, **opts))
-
     @property
     def backend(self) -> Backend:
         """The backend requests go to."""
         return self._client.backend
 
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: TextConstraint,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[str]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: StructuralTag,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[TaggedText]: ...
-    @overload
-    def stream(
-        self, *, messages: Sequence[Message], schema: type[T], **options: Unpack[RequestOptions]
-    ) -> SyncStream[T]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: TypeAdapter[T],
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[T]: ...
-    @overload
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: Any = None,
-        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[Any]: ...
-    def stream(
-        self,
-        *,
-        messages: Sequence[Message],
-        schema: Any = None,
-        tools: Sequence[Tool] | Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> SyncStream[Any]:
-        """As :meth:`sdk.Client.stream` (the arguments are checked at once, here)."""
+    def _check_open(self) -> None:
         if self._loop._stopped:
             raise StreamUsageError(
                 "this SyncClient was closed; make a new one to send more requests"
             )
         _refuse_inside_a_loop()
-        stream: Stream[Any] = self._client.stream(
-            messages=messages, schema=schema, tools=tools, **options
-        )
-        return SyncStream(stream, self._loop)
 
     def close(self) -> None:
         """Leave any stream still entered (its generation stops), release the backend, then
@@ -430,7 +591,7 @@ class SyncStream(Generic[T]):
     def __init__(self, stream: Stream[T], loop: _Loop) -> None:
         self._stream = stream
         self._loop = loop
-        self._context: AbstractContextManager[Stream[T]] | None = None
+        self._context: _Context[Stream[T]] | None = None
         self._left = False
 
     @property
@@ -439,8 +600,8 @@ class SyncStream(Generic[T]):
         return self._stream.snapshot
 
     @property
-    def partial(self) -> T | None:
-        """The snapshot as the schema's type, not validated (see :attr:`sdk.Stream.partial`)."""
+    def partial(self) -> Partial[T]:
+        """The value so far, read with typed selectors (see :attr:`sdk.Stream.partial`)."""
         return self._stream.partial
 
     @property
@@ -512,7 +673,7 @@ class SyncStream(Generic[T]):
     def __enter__(self) -> SyncStream[T]:
         if self._context is not None:
             raise StreamUsageError("a stream can be entered once")
-        self._context = self._loop.portal().wrap_async_context_manager(self._stream)
+        self._context = _Context(self._stream, self._loop)
         self._context.__enter__()
         self._loop._open.add(self)
         return self

@@ -9,10 +9,11 @@ metadata, and then the version is read from ``pyproject.toml`` beside the packag
 from __future__ import annotations
 
 import importlib.metadata
+import platform
 import re
 from pathlib import Path
 
-__all__ = ["DISTRIBUTION", "__version__", "version"]
+__all__ = ["DISTRIBUTION", "__version__", "user_agent", "version"]
 
 DISTRIBUTION = "fieldstream"
 
@@ -36,3 +37,10 @@ def version() -> str:
 
 
 __version__ = version()
+
+
+def user_agent() -> str:
+    """The ``User-Agent`` the HTTP backend sends, e.g. ``"fieldstream/0.1.0 python/3.11.7"``
+    (the package's version and the interpreter's, as openai-python sends its own); a
+    ``User-Agent`` in ``default_headers`` / ``headers`` replaces it."""
+    return f"{DISTRIBUTION}/{__version__} python/{platform.python_version()}"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from sdk._constants import DEFAULT_CLI_CONCURRENCY, DEFAULT_MAX_RETRIES
 from sdk._version import version
 
 __all__ = ["UsageError", "build_parser", "check_combinations", "parse", "read_prompt"]
@@ -149,9 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--retries",
         type=_non_negative_int,
-        default=2,
+        default=DEFAULT_MAX_RETRIES,
         metavar="N",
-        help="new answers after one that fails, and retries of a transport failure (default: 2)",
+        help="new answers after one that fails, and retries of a transport failure "
+        f"(default: {DEFAULT_MAX_RETRIES})",
     )
 
     batch = parser.add_argument_group("batch jobs (a file of requests instead of one prompt)")
@@ -172,9 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument(
         "--concurrency",
         type=_positive_int,
-        default=4,
+        default=DEFAULT_CLI_CONCURRENCY,
         metavar="N",
-        help="requests running at once (default: 4)",
+        help=f"requests running at once (default: {DEFAULT_CLI_CONCURRENCY})",
     )
 
     out = parser.add_argument_group("output")

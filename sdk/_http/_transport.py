@@ -22,9 +22,13 @@ from typing import cast
 import anyio
 import httpx
 
+from sdk import _constants as _defaults
 from sdk._backend import GenerationRequest
 from sdk._errors import TransportError
 from sdk._http._errors import error_for_status, transport_error
+from sdk._logs import log_request, log_response
+from sdk._merge import merge_headers, merge_query
+from sdk._version import user_agent
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -40,17 +44,18 @@ __all__ = [
     "finish_response",
 ]
 
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
-"""10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait."""
+DEFAULT_TIMEOUT = httpx.Timeout(
+    _defaults.DEFAULT_TIMEOUT, connect=_defaults.DEFAULT_CONNECT_TIMEOUT
+)
+"""10 s to connect; 60 s for any one read (the gap between two chunks), write or pool wait
+(the numbers live in :mod:`sdk._constants`)."""
 
-# Up to 1,000 streams at once (httpx's default of 100 would make the 101st concurrent stream
-# wait for a free connection, and fail after the pool timeout); at most 20 idle connections kept,
-# httpx's default: under httpx 0.28 the pool's bookkeeping grows with the square of the idle
-# connections (see the client benchmark in the README). Idle connections are dropped after 2 s,
-# before the usual server keep-alive timeout (5 s for llama.cpp and uvicorn): reusing a
-# connection the server is closing fails the next request with "Server disconnected without
-# sending a response".
-LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=20, keepalive_expiry=2.0)
+LIMITS = httpx.Limits(
+    max_connections=_defaults.DEFAULT_MAX_CONNECTIONS,
+    max_keepalive_connections=_defaults.DEFAULT_MAX_KEEPALIVE_CONNECTIONS,
+    keepalive_expiry=_defaults.DEFAULT_KEEPALIVE_EXPIRY,
+)
+"""The pool of a backend's own httpx client (why these numbers: :mod:`sdk._constants`)."""
 
 _DRAIN_SECONDS = 1.0  # how long the end of a body may take to arrive after [DONE]
 
@@ -100,7 +105,10 @@ class HttpTransport:
         timeout: httpx.Timeout | float | None = None,
     ) -> None:
         self.url = url
-        self.headers = dict(headers)
+        # fieldstream's User-Agent, unless the caller's client says who it is; a provider's or
+        # the caller's headers may replace it.
+        ours = {"User-Agent": user_agent()} if _wants_our_user_agent(http_client) else {}
+        self.headers = merge_headers(ours, headers)
         self.query = dict(query or {})
         self.timeout = timeout
         self.owns_client = http_client is None
@@ -129,8 +137,9 @@ class HttpTransport:
         """
         chosen = request.timeout if request.timeout is not None else self.timeout
         timeout = httpx.USE_CLIENT_DEFAULT if chosen is None else chosen
-        sent = {**self.headers, **(headers or {}), **request.extra_headers}
-        query = {**self.query, **request.extra_query}
+        sent = merge_headers(self.headers, headers, request.extra_headers)
+        query = merge_query(self.query, request.extra_query)
+        log_request(self.http_client, url or self.url, content=payload, headers=sent, params=query)
         for resend in (True, False):
             manager = self.http_client.stream(
                 "POST",
@@ -148,6 +157,7 @@ class HttpTransport:
                 raise transport_error(exc, during="before the stream began") from exc
             except httpx.HTTPError as exc:
                 raise transport_error(exc, during="before the stream began") from exc
+            log_response(response)
 
             async def release(
                 manager: AbstractAsyncContextManager[httpx.Response] = manager,
@@ -167,6 +177,13 @@ class HttpTransport:
         """Close the httpx client if this transport made it."""
         if self.owns_client:
             await self.http_client.aclose()
+
+
+def _wants_our_user_agent(http_client: httpx.AsyncClient | None) -> bool:
+    """Whether requests should carry fieldstream's ``User-Agent``: yes, unless the caller's
+    ``http_client`` was given a ``User-Agent`` of its own (not httpx's default)."""
+    given = None if http_client is None else http_client.headers.get("User-Agent")
+    return given is None or given.startswith("python-httpx/")
 
 
 def check_http_options(

@@ -205,18 +205,48 @@ async def test_retry_after_is_honoured() -> None:
     assert sleep.delays == [7.0]
 
 
-async def test_retry_after_longer_than_max_delay_is_raised() -> None:
+async def test_retry_after_longer_than_max_delay_is_waited_as_openai_python_waits_it() -> None:
+    # openai-python (_calculate_retry_timeout) honours a server's wait up to two minutes,
+    # whatever its own backoff cap (MAX_RETRY_DELAY, 8 s) is.
+    sleep = FakeSleep()
+    source = Scripted(
+        [TransportError("slow down", status=429, retry_after=90.0)], [json.dumps(GOOD)]
+    )
+    retry = Retry(max_delay=30.0, jitter=0.0, sleep=sleep)
+    async with stream_structured(source, schema=PERSON, retry=retry, max_retries=1) as s:
+        assert await s.result() == GOOD
+    assert sleep.delays == [90.0]
+
+
+async def test_retry_after_longer_than_max_retry_after_is_raised() -> None:
     sleep = FakeSleep()
     error = TransportError("come back tomorrow", status=429, retry_after=86400.0)
     source = Scripted([error], [json.dumps(GOOD)])
     async with stream_structured(
-        source, schema=PERSON, retry=Retry(max_delay=30.0, sleep=sleep)
+        source, schema=PERSON, retry=Retry(sleep=sleep), max_retries=2
     ) as s:
         with pytest.raises(TransportError) as info:
             await s.result()
     assert info.value is error
     assert sleep.delays == []
     assert len(source.attempts) == 1
+    # The bound is the policy's: a caller who can wait a day says so.
+    source = Scripted([TransportError("later", status=429, retry_after=200.0)], [json.dumps(GOOD)])
+    retry = Retry(max_retry_after=300.0, sleep=sleep)
+    async with stream_structured(source, schema=PERSON, retry=retry, max_retries=1) as s:
+        assert await s.result() == GOOD
+    assert sleep.delays == [200.0]
+
+
+@pytest.mark.parametrize("asked", [0.0, None])
+async def test_retry_after_zero_or_absent_waits_the_backoff(asked: float | None) -> None:
+    # openai-python: `0 < retry_after` or else its own backoff; a 0 is not "retry at once".
+    sleep = FakeSleep()
+    source = Scripted([TransportError("busy", status=503, retry_after=asked)], [json.dumps(GOOD)])
+    retry = Retry(backoff=1.5, jitter=0.0, sleep=sleep)
+    async with stream_structured(source, schema=PERSON, retry=retry, max_retries=1) as s:
+        assert await s.result() == GOOD
+    assert sleep.delays == [1.5]
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 422])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -124,11 +125,13 @@ class Hanging(httpx.AsyncByteStream):
 
     def __init__(self) -> None:
         self.closed = False
+        self.started = threading.Event()  # set once the first part is sent
 
     async def __aiter__(self) -> Any:
         import anyio
 
         yield chunk('{"name": "R')
+        self.started.set()
         await anyio.sleep_forever()
 
     async def aclose(self) -> None:
@@ -142,15 +145,84 @@ def test_ctrl_c_while_waiting_closes_the_generation(
     router.post("/chat/completions").mock(
         return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
     )
-    # A real SIGINT, to the main thread: what Ctrl-C does (it wakes a blocked wait).
+    # A real SIGINT, to the main thread: what Ctrl-C does. Sent once the body is streaming,
+    # while the main thread waits for the result (however slowly a loaded machine gets there).
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+
+    def interrupt() -> None:
+        assert body.started.wait(30)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt)
     with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
         timer.start()
         s.result()  # waits on the hanging body until the interrupt
     timer.join()
     assert body.closed
+
+
+def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    """A SIGINT whose C handler runs in another thread (the kernel may deliver a process's
+    signal to any thread) only sets a flag: a main thread asleep on a lock is not woken, and
+    one unbounded wait for the result slept through it for good. Waited in slices, the main
+    thread sees the flag at the next slice."""
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+
+    def interrupt() -> None:
+        assert body.started.wait(30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread, not main
+
+    thread = threading.Thread(target=interrupt)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
+        thread.start()
+        s.result()
+    thread.join()
+    assert body.closed
+    assert time.monotonic() - started < 30
+
+
+def test_ctrl_c_inside_the_portal_after_the_task_began_still_closes_the_generation(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    router: respx.MockRouter,
+    client: SyncClient,
+) -> None:
+    """The race a loaded machine hit: the interrupt lands inside the portal's own code, after
+    the task began and before the caller held its future. The task must still be cancelled,
+    and ended, before the stream is left: else leaving closes a generation that task is still
+    reading ("aclose(): asynchronous generator is already running") and it stays open."""
+    from anyio.from_thread import BlockingPortal
+
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+    real = BlockingPortal.start_task_soon
+    armed = [True]
+
+    def start_then_interrupt(self: BlockingPortal, func: Any, *args: Any, **kw: Any) -> Any:
+        future = real(self, func, *args, **kw)
+        if armed[0]:
+            armed[0] = False
+            assert body.started.wait(30)  # the task is reading the body
+            raise KeyboardInterrupt  # as a SIGINT's handler would, here
+        return future
+
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        monkeypatch.setattr(BlockingPortal, "start_task_soon", start_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            s.result()
+        monkeypatch.undo()
+    assert not armed[0]
+    assert body.closed
+    assert "closing the stream's source failed" not in caplog.text
 
 
 def test_one_client_from_many_threads(router: respx.MockRouter, client: SyncClient) -> None:
@@ -201,6 +273,19 @@ def test_a_stream_never_left_does_not_block_close(router: respx.MockRouter) -> N
     s.__exit__(None, None, None)  # leaving it later does nothing
 
 
+def test_a_task_its_caller_lost_does_not_block_close(router: respx.MockRouter) -> None:
+    # Ctrl-C landing inside the portal's own code, after it started a task and before the
+    # caller held its future, leaves a task nobody waits for: close() cancels it.
+    import anyio
+
+    client = SyncClient(base_url=BASE, api_key="k")
+    client._loop.portal().start_task_soon(anyio.sleep_forever)
+    closer = threading.Thread(target=client.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "close() waited for a task nobody will end"
+
+
 _NEVER_LEFT = """
 import anyio, sdk
 from sdk import Delta, SyncClient
@@ -246,11 +331,11 @@ def test_sync_stream_has_partial_and_the_schema(router: respx.MockRouter) -> Non
     router.post("/chat/completions").mock(return_value=sse(body_of(GOOD)))
     with SyncClient(base_url=BASE, api_key="k") as client:
         with client.stream(messages=MESSAGES, schema=Pet) as s:
-            assert s.partial is None
+            assert s.partial.view is None and s.partial.get(lambda p: p.name) is None
             first = next(iter(s))
             assert isinstance(first, FieldEvent)
             partial = s.partial
-            assert isinstance(partial, Pet) and partial.name == "Rex"
+            assert isinstance(partial.view, Pet) and partial.get(lambda p: p.name) == "Rex"
             assert s.schema_name == "Pet" and s.json_schema["type"] == "object"
             s.result()
 
@@ -320,3 +405,53 @@ def test_a_with_options_copy_made_on_one_line_keeps_its_owner_alive(
     gc.collect()
     with client.stream(messages=MESSAGES, schema=Pet) as s:
         assert s.result() == Pet.model_validate_json(GOOD)
+
+
+def test_batch_runs_many_requests_in_the_loop_thread(router: respx.MockRouter) -> None:
+    router.post("/chat/completions").mock(side_effect=lambda _: sse(body_of(GOOD)))
+    requests = [{"id": i, "prompt": f"pet {i}"} for i in range(6)]
+    requests.append({"prompt": "no id"})  # a bad request is a result, not a crash
+    with SyncClient(base_url=BASE, api_key="k") as client:
+        with client.batch(requests, schema=Pet, concurrency=2) as results:
+            done = list(results)
+        pets = {r.id: r.value for r in done if r.error is None}
+        assert pets == {i: Pet(name="Rex", kind="dog", age=3) for i in range(6)}
+        assert [r.id for r in done if r.error is not None] == [None]
+        with (
+            pytest.raises(ValueError, match="concurrency"),
+            client.batch([], schema=Pet, concurrency=0),
+        ):
+            pass
+
+
+def test_leaving_a_batch_early_stops_what_runs(router: respx.MockRouter) -> None:
+    bodies: list[Hanging] = []
+
+    def hang(_: httpx.Request) -> httpx.Response:
+        bodies.append(Hanging())
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=bodies[-1])
+
+    router.post("/chat/completions").mock(side_effect=hang)
+    with SyncClient(base_url=BASE, api_key="k", max_retries=0) as client:
+        with client.batch([{"id": i, "prompt": "x"} for i in range(3)], schema=Pet) as results:
+            assert all(b.started.wait(30) for b in _wait_for(bodies, 3))
+            del results  # never read: leaving the block cancels the three
+    assert len(bodies) == 3 and all(b.closed for b in bodies)
+
+
+def _wait_for(items: list[Hanging], n: int) -> list[Hanging]:
+    deadline = time.monotonic() + 30
+    while len(items) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return items
+
+
+def test_the_sync_surface_is_derived_from_the_async_one() -> None:
+    import inspect
+
+    from sdk import Client
+
+    for name in ("stream", "batch", "with_options", "from_backend", "local"):
+        sync, original = getattr(SyncClient, name), getattr(Client, name)
+        assert inspect.getdoc(original) in (inspect.getdoc(sync) or ""), name
+        assert sync.__name__ == name

@@ -38,6 +38,7 @@ from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
 from sdk._http.openai._responses_events import responses_decoder
 from sdk._http.openai._responses_request import responses_request
+from sdk._merge import merge_headers
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIBackend", "ResponsesBackend", "ServerOptions"]
 
@@ -190,8 +191,7 @@ class OpenAIBackend:
             sent["OpenAI-Organization"] = organization
         if project:
             sent["OpenAI-Project"] = project
-        sent.update(default_headers or {})
-        sent.update(headers or {})
+        sent = merge_headers(sent, default_headers, headers)
         self._transport = HttpTransport(
             url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
         )

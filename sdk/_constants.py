@@ -1,0 +1,91 @@
+"""The defaults that several entry points share, each written once (as openai-python's
+``_constants.py`` and httpx's ``_config.py`` hold theirs): ``Client``, ``SyncClient``, their
+``from_backend``, the backends, :class:`~sdk.Retry`, :class:`~sdk._options.StreamConfig`,
+``batch`` and the command line read them from here, so changing one changes it everywhere.
+
+Plain values only (no httpx, no anyio): the sans-I/O core may read them too. The HTTP backend
+builds its ``httpx.Timeout`` / ``httpx.Limits`` from the numbers here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "DEFAULT_BACKOFF",
+    "DEFAULT_BATCH_CONCURRENCY",
+    "DEFAULT_CALLBACK_CONCURRENCY",
+    "DEFAULT_CLI_CONCURRENCY",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_JITTER",
+    "DEFAULT_KEEPALIVE_EXPIRY",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_DELAY",
+    "DEFAULT_MAX_KEEPALIVE_CONNECTIONS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_AFTER",
+    "DEFAULT_MULTIPLIER",
+    "DEFAULT_TIMEOUT",
+    "WRAPPED_MAX_RETRIES",
+]
+
+DEFAULT_MAX_RETRIES: Final = 2
+"""Transport failures retried in a row per attempt by a client that sends its own requests
+(``Client(...)``, ``Client.from_backend``, the ``SyncClient`` twins, the CLI's ``--retries``)."""
+
+WRAPPED_MAX_RETRIES: Final = 0
+"""The same, for a client over something that retries on its own (``from_openai``: the
+``openai`` client's ``max_retries`` does; the local engine has no transport), so the two
+layers do not multiply."""
+
+DEFAULT_TIMEOUT: Final = 60.0
+"""Seconds for any one read (the gap between two chunks), write or pool wait."""
+
+DEFAULT_CONNECT_TIMEOUT: Final = 10.0
+"""Seconds to connect."""
+
+# Up to 1,000 streams at once (httpx's default of 100 would make the 101st concurrent stream
+# wait for a free connection, and fail after the pool timeout); at most 20 idle connections kept,
+# httpx's default: under httpx 0.28 the pool's bookkeeping grows with the square of the idle
+# connections (see the client benchmark in the README). Idle connections are dropped after 2 s,
+# before the usual server keep-alive timeout (5 s for llama.cpp and uvicorn): reusing a
+# connection the server is closing fails the next request with "Server disconnected without
+# sending a response".
+DEFAULT_MAX_CONNECTIONS: Final = 1000
+"""Connections open at once in the pool of an HTTP backend's own httpx client."""
+
+DEFAULT_MAX_KEEPALIVE_CONNECTIONS: Final = 20
+"""Idle connections kept in that pool."""
+
+DEFAULT_KEEPALIVE_EXPIRY: Final = 2.0
+"""Seconds an idle connection is kept."""
+
+DEFAULT_MAX_ATTEMPTS: Final = 3
+"""A :class:`~sdk.Retry`'s answers in all, the first included."""
+
+DEFAULT_BACKOFF: Final = 0.5
+"""Seconds before the first retry of a transport failure."""
+
+DEFAULT_MULTIPLIER: Final = 2.0
+"""Growth of that wait per retry in a row."""
+
+DEFAULT_MAX_DELAY: Final = 30.0
+"""The longest wait between two retries, in seconds."""
+
+DEFAULT_MAX_RETRY_AFTER: Final = 120.0
+"""The longest wait a server may ask for (``Retry-After`` / ``retry-after-ms``) and be
+waited for: openai-python's ``MAX_RETRY_AFTER_DELAY`` (two minutes); a longer one is not
+retried."""
+
+DEFAULT_JITTER: Final = 0.5
+"""The random fraction of each wait."""
+
+DEFAULT_CALLBACK_CONCURRENCY: Final = 8
+"""Async ``on_field`` callbacks running at once (``max_concurrency``)."""
+
+DEFAULT_BATCH_CONCURRENCY: Final = 8
+"""Requests running at once in ``Client.batch`` / ``SyncClient.batch``."""
+
+DEFAULT_CLI_CONCURRENCY: Final = 4
+"""Requests running at once in a batch job of the command line (``--concurrency``)."""

@@ -177,7 +177,9 @@ class Client:
         return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
-    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+    def from_anthropic(
+        cls, client: Any, *, model: str, max_retries: int = WRAPPED_MAX_RETRIES
+    ) -> Client:
         """A client that sends its requests through ``client``, an ``anthropic.AsyncAnthropic``
         the caller configured (credentials, base URL, headers, proxies, timeouts and its own
         retries unchanged); the Messages API spoken as ``Client(provider="anthropic")`` speaks
@@ -190,7 +192,9 @@ class Client:
         return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
 
     @classmethod
-    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> Client:
+    def from_genai(
+        cls, client: Any, *, model: str, max_retries: int = WRAPPED_MAX_RETRIES
+    ) -> Client:
         """A client that sends its requests through ``client``, a ``google.genai.Client`` the
         caller configured (the Gemini API or Vertex AI, its credentials, base URL, HTTP
         options); the request is the one ``Client(provider="gemini")`` sends. Its errors stay

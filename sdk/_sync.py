@@ -528,7 +528,9 @@ class SyncClient:
         )
 
     @classmethod
-    def from_anthropic(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+    def from_anthropic(
+        cls, client: Any, *, model: str, max_retries: int = WRAPPED_MAX_RETRIES
+    ) -> SyncClient:
         """As :meth:`sdk.Client.from_anthropic`. ``client`` is an ``anthropic.Anthropic``, whose
         settings (API key or auth token, base URL, timeout, max retries, default headers and
         query) are copied into an ``anthropic.AsyncAnthropic`` that runs in this client's loop
@@ -539,7 +541,9 @@ class SyncClient:
         )
 
     @classmethod
-    def from_genai(cls, client: Any, *, model: str, max_retries: int = 0) -> SyncClient:
+    def from_genai(
+        cls, client: Any, *, model: str, max_retries: int = WRAPPED_MAX_RETRIES
+    ) -> SyncClient:
         """As :meth:`sdk.Client.from_genai`: ``client`` (a ``google.genai.Client``) streams
         through its ``aio`` side, in this client's loop thread."""
         return cls._wrap(Client.from_genai(client, model=model, max_retries=max_retries))

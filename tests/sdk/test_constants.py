@@ -6,13 +6,12 @@ import ast
 import inspect
 import pathlib
 
-from sdk._http._transport import DEFAULT_TIMEOUT, LIMITS
-
 import sdk
 from sdk import _constants
 from sdk._batch import run_batch
 from sdk._cli._args import build_parser
 from sdk._dispatch import Dispatcher
+from sdk._http._transport import DEFAULT_TIMEOUT, LIMITS
 from sdk._options import StreamConfig
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from sdk._errors import BackendError
 from sdk._local._deps import require
+from sdk._local._forward import ForwardModel
+from sdk._local._torch_forward import TorchForward
 
 __all__ = [
     "DEFAULT_DISTRIBUTION",
@@ -49,14 +51,16 @@ _DONE_MARKER = ".fieldstream-converted"
 class LoadedModel:
     """A causal LM and its tokenizer, ready to decode."""
 
-    model: Any
-    """The ``transformers`` causal LM, in eval mode, on ``device``."""
+    forward: ForwardModel
+    """The model's forward pass (``_forward``): what the decoding loop runs."""
     tokenizer: Any
     """The matching ``transformers`` tokenizer (it carries the chat template)."""
     device: str
     """The torch device the weights live on (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...)."""
     source: str
     """Where the weights were read from (a directory, or a Hugging Face model id)."""
+    model: Any = None
+    """The ``transformers`` causal LM (eval mode, on ``device``) of the torch runtime, else None."""
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -181,7 +185,13 @@ def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:
     model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs)
     model.to(device)
     model.eval()
-    return LoadedModel(model=model, tokenizer=tokenizer, device=device, source=source)
+    return LoadedModel(
+        forward=TorchForward(model, device),
+        tokenizer=tokenizer,
+        device=device,
+        source=source,
+        model=model,
+    )
 
 
 _convert_lock = threading.Lock()

@@ -163,7 +163,7 @@ def run_once(
     started = time.perf_counter()
     pieces: list[Piece] = []
     for batch in Generation(
-        engine.loaded.model,
+        engine.loaded.forward.sequence(),
         engine.prompt_ids(request),
         sampler=Sampler(),
         decoded_vocab=engine.grammars.decoded_vocab,

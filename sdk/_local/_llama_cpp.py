@@ -331,6 +331,11 @@ class LlamaCppForward:
                 f"(context: {self.context_length} tokens)"
             )
 
+    def forget(self) -> None:
+        """Empty the KV cache: the next pass decodes its whole sequence (a cold start)."""
+        self._lib.llama_memory_seq_rm(self._memory, 0, -1, -1)
+        self._cached.clear()
+
     def close(self) -> None:
         """Free the context and the model (nothing may use them afterwards)."""
         if self._ctx:

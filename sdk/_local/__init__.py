@@ -1,10 +1,12 @@
-"""The local engine: a Hugging Face causal LM decoding in this process under xgrammar masks.
+"""The local engine: a model decoding in this process under xgrammar masks.
 
 Needs the ``local`` extra (``pip install 'fieldstream[local]'``): torch, transformers, xgrammar,
-gguf, accelerate, safetensors. Importing this package is cheap and needs none of them; they are
+gguf, accelerate, safetensors, xllamacpp. Importing this package is cheap and needs none of them; they are
 imported when a model loads, and a missing one raises :class:`~sdk.MissingDependencyError`.
 
-Modules: ``_model`` (find, convert, load the model), ``_constrain`` (what each request is decoded
+Modules: ``_model`` (find, convert, load the model; which runtime), ``_forward`` (the forward
+pass the loop needs: decode, logits rows, truncate), ``_torch_forward`` and ``_llama_cpp`` (the
+two runtimes), ``_constrain`` (what each request is decoded
 under, what the engine refuses), ``_grammar`` (schemas and constraints to masks, JSON layouts,
 special tokens), ``_tools`` (several tools: the prompt and the calls' format), ``_tool_calls`` (the
 calls' text read back into tool-call deltas), ``_sampling`` (greedy / temperature / top-p),

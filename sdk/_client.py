@@ -174,7 +174,8 @@ class Client:
         ``"cuda"``, ...; ``runtime``: what runs the forward pass, ``"llama.cpp"`` (the default
         for a GGUF model on the CPU) or ``"torch"`` (transformers: the default otherwise; see
         ``docs/local-engine.md``); ``opts`` go to ``sdk._local.LocalBackend``. Needs the
-        ``local`` extra: ``pip install 'fieldstream[local]'`` (a :class:`~sdk.MissingDependencyError` says so otherwise).
+        ``local`` extra: ``pip install 'fieldstream[local]'`` (a
+        :class:`~sdk.MissingDependencyError` says so otherwise).
         """
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 

@@ -110,9 +110,11 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 _LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
-@_LOG_CALLBACK
 def _quiet(level: int, text: bytes | None, user_data: int | None) -> None:
     """llama.cpp's log sink: fieldstream prints nothing of llama.cpp's own."""
+
+
+_QUIET: Any = _LOG_CALLBACK(_quiet)  # kept alive here: llama.cpp holds the pointer
 
 
 _lib: Any = None
@@ -148,7 +150,7 @@ def _library() -> Any:
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
-        lib.llama_log_set(ctypes.cast(_quiet, _p), None)
+        lib.llama_log_set(ctypes.cast(_QUIET, _p), None)
         lib.llama_backend_init()
         _lib = lib
         return lib

@@ -10,11 +10,13 @@ One thread: on a small CPU shared with other work, one thread decodes faster tha
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
+from sdk._local._grammar import JsonFormat
 from sdk._local._model import RUNTIMES, Runtime
 
 
@@ -58,11 +60,9 @@ def layout_backends(
 
     def get(json_format: str) -> tuple[LocalBackend, LocalBackend]:
         if json_format not in made:
-            runtime = local_backend.runtime
-            on = LocalBackend(threads=1, json_format=json_format, runtime=runtime)  # type: ignore[arg-type]
-            off = LocalBackend(  # type: ignore[arg-type]
-                threads=1, json_format=json_format, jump_forward=False, runtime=runtime
-            )
+            runtime, layout = local_backend.runtime, cast(JsonFormat, json_format)
+            on = LocalBackend(threads=1, json_format=layout, runtime=runtime)
+            off = LocalBackend(threads=1, json_format=layout, jump_forward=False, runtime=runtime)
             on.load()
             off.load()
             made[json_format] = (on, off)

@@ -1,8 +1,9 @@
 """The local engine: a model decoding in this process under xgrammar masks.
 
 Needs the ``local`` extra (``pip install 'fieldstream[local]'``): torch, transformers, xgrammar,
-gguf, accelerate, safetensors, xllamacpp. Importing this package is cheap and needs none of them; they are
-imported when a model loads, and a missing one raises :class:`~sdk.MissingDependencyError`.
+gguf, accelerate, safetensors, xllamacpp. Importing this package is cheap and needs none of
+them; they are imported when a model loads, and a missing one raises
+:class:`~sdk.MissingDependencyError`.
 
 Modules: ``_model`` (find, convert, load the model; which runtime), ``_forward`` (the forward
 pass the loop needs: decode, logits rows, truncate), ``_torch_forward`` and ``_llama_cpp`` (the

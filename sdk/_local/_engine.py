@@ -41,7 +41,7 @@ class Engine:
         self.draft_memory = DraftMemory()
         """How the model wrote each forced text last time, shared by this engine's generations
         (jump-forward drafts it; see ``_drafts``)."""
-        self._step_lock = threading.Lock()
+        self._step_lock = loaded.step_lock  # shared by the engines of one model
         self._vocab_index: VocabIndex | None = None
         self._index_lock = threading.Lock()
 

@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -83,6 +83,10 @@ class LoadedModel:
     """Where the weights were read from (a directory, or a Hugging Face model id)."""
     model: Any = None
     """The ``transformers`` causal LM (eval mode, on ``device``) of the torch runtime, else None."""
+    step_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
+    """Held by every decoding step on this model, whichever engine runs it: one forward pass at
+    a time keeps the cores for it, and llama.cpp's context (and its logits buffer, which the
+    step masks in place) serves one sequence at a time."""
 
     @property
     def runtime(self) -> Runtime:

@@ -92,7 +92,6 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "llama_model_get_vocab": (_p, [_p]),
     "llama_vocab_n_tokens": (_i32, [_p]),
     "llama_vocab_eos": (_i32, [_p]),
-    "llama_vocab_eot": (_i32, [_p]),
     "llama_model_n_ctx_train": (_i32, [_p]),
     "llama_n_ctx": (ctypes.c_uint32, [_p]),
     "llama_set_n_threads": (None, [_p, _i32, _i32]),
@@ -232,7 +231,10 @@ def load_llama_cpp(gguf: Path, *, tokenizer_size: int, threads: int) -> LlamaCpp
     except BaseException:
         lib.llama_model_free(model)
         raise
-    stops = {int(lib.llama_vocab_eos(vocab)), int(lib.llama_vocab_eot(vocab))} - {-1}
+    # The GGUF's end-of-sequence token, the one transformers reads into the torch runtime's
+    # generation config: both runtimes stop at the same tokens (llama.cpp's end-of-turn guess,
+    # <|endoftext|> for SmolLM2, is not one of them).
+    stops = {int(lib.llama_vocab_eos(vocab))} - {-1}
     return LlamaCppForward(lib, model, ctx, n_vocab, n_ctx, frozenset(stops), threads)
 
 

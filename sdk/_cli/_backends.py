@@ -71,7 +71,7 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
         model=args.model, device=args.device, jump_forward=not args.no_jump_forward
     )
     what = args.model or "SmolLM2-135M-Instruct (the default model)"
-    target = pending_conversion(args.model)
+    target = pending_conversion(args.model, device=args.device)
     if target is not None:
         report.status(
             f"first use of {what}: converting it to safetensors in {target} (once; later "
@@ -80,5 +80,8 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
     started = time.monotonic()
     with report.busy(f"loading {what}…"):
         engine = await anyio.to_thread.run_sync(backend.load)
-    report.status(f"loaded {what} on {engine.loaded.device} in {time.monotonic() - started:.1f} s")
+    loaded = engine.loaded
+    report.status(
+        f"loaded {what} on {loaded.device} ({loaded.runtime}) in {time.monotonic() - started:.1f} s"
+    )
     return backend

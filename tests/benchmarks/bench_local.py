@@ -20,12 +20,15 @@ Every configuration runs ``--repeat`` times; the fastest run counts (the machine
     .venv/bin/python tests/benchmarks/bench_local.py --vs-llama [--threads 1] [--repeat 5]
         [--max-tokens 64]
 
-instead races the local engine against llama.cpp's server (xllamacpp, the same SmolLM2-135M
-GGUF the engine converts; ``tests/integration/llama_server.py``) with the same thread count,
-the same prompts and schemas, greedy, one request at a time. Runs are interleaved (local
-without jump-forward, local with it, llama.cpp; then again) and the medians are printed, with
-the local engine's tokens/s as a fraction of llama.cpp's. Decode speed excludes the prompt on
-both sides (llama.cpp's own ``timings.predicted_per_second``).
+instead races the local engine, on each runtime (``llama.cpp`` and ``torch``), against
+llama.cpp's server (xllamacpp, the same SmolLM2-135M GGUF; ``tests/integration/llama_server.py``)
+with the same thread count, the same prompts and schemas, greedy, one request at a time. Runs
+are interleaved (each runtime without jump-forward and with it, then the server; then again)
+and the medians are printed, with the engine's tokens/s as a fraction of the server's and the
+tokens jump-forward forced. Decode speed excludes the prompt on both sides (the server's own
+``timings.predicted_per_second``). Then the time to the first token of a retry (the same
+conversation, the answer and a feedback message appended: what a retry with feedback sends)
+against a cold request of that same conversation (KV cache emptied first), per runtime.
 
     .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
         [--max-tokens 32]
@@ -57,7 +60,8 @@ from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS
-from sdk._local._model import load_model
+from sdk._local._llama_cpp import LlamaCppForward
+from sdk._local._model import RUNTIMES, load_model
 from sdk._local._sampling import Sampler
 
 USER = {
@@ -163,7 +167,7 @@ def run_once(
     started = time.perf_counter()
     pieces: list[Piece] = []
     for batch in Generation(
-        engine.loaded.model,
+        engine.loaded.forward.sequence(),
         engine.prompt_ids(request),
         sampler=Sampler(),
         decoded_vocab=engine.grammars.decoded_vocab,
@@ -227,28 +231,85 @@ def llama_rate(base_url: str, schema: dict[str, Any], prompt: str, max_tokens: i
     return float(reply["timings"]["predicted_per_second"])
 
 
-def vs_llama(engine: Engine, threads: int, repeat: int, max_tokens: int) -> None:
-    """The local engine against llama.cpp's server, interleaved; medians (module docstring)."""
+def vs_llama(engines: dict[str, Engine], threads: int, repeat: int, max_tokens: int) -> None:
+    """The engine on each runtime against llama.cpp's server, interleaved; medians, then the
+    retry's time to first token (module docstring)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
     from llama_server import start
 
     rates: dict[tuple[str, str], list[float]] = {}
+    forced: dict[tuple[str, str], int] = {}
+    labels = [f"{rt}{' jump-fwd' if jump else ''}" for rt in engines for jump in (False, True)]
     with start(threads=threads) as server:
         for _ in range(repeat):
             for name, schema, prompt in CASES:
-                for label, jump in (("local", False), ("local jump-fwd", True)):
-                    run = run_once(engine, schema, prompt, max_tokens, jump_forward=jump)
-                    rates.setdefault((name, label), []).append(decode_rate(run))
+                for runtime, engine in engines.items():
+                    for jump in (False, True):
+                        label = f"{runtime}{' jump-fwd' if jump else ''}"
+                        run = run_once(engine, schema, prompt, max_tokens, jump_forward=jump)
+                        rates.setdefault((name, label), []).append(decode_rate(run))
+                        forced[(name, label)] = run.stats.forced_tokens
                 rate = llama_rate(server.base_url, schema, prompt, max_tokens)
-                rates.setdefault((name, "llama.cpp"), []).append(rate)
-    print(f"{'case':<8}{'engine':<18}{'median tok/s':>14}{'vs llama.cpp':>14}   runs")
+                rates.setdefault((name, "server"), []).append(rate)
+    print(f"threads {threads}, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'case':<8}{'engine':<20}{'median tok/s':>13}{'vs server':>11}{'forced':>8}   runs")
     for name, _, _ in CASES:
-        ref = statistics.median(rates[(name, "llama.cpp")])
-        for label in ("local", "local jump-fwd", "llama.cpp"):
+        ref = statistics.median(rates[(name, "server")])
+        for label in [*labels, "server"]:
             values = rates[(name, label)]
             median = statistics.median(values)
             runs = " ".join(f"{v:.1f}" for v in values)
-            print(f"{name:<8}{label:<18}{median:>14.1f}{median / ref:>13.2f}x   {runs}")
+            extra = str(forced.get((name, label), "")) if label != "server" else ""
+            print(f"{name:<8}{label:<20}{median:>13.1f}{median / ref:>10.2f}x{extra:>8}   {runs}")
+    print()
+    for runtime, engine in engines.items():
+        retry_ttft(runtime, engine, repeat, max_tokens)
+
+
+def first_token_s(engine: Engine, request: GenerationRequest, *, cold: bool) -> tuple[float, str]:
+    """Seconds from start to the first batch of ``request`` (prompt pass included), and the
+    text; ``cold`` empties llama.cpp's KV cache first (the torch runtime keeps none)."""
+    if cold and isinstance(engine.loaded.forward, LlamaCppForward):
+        engine.loaded.forward.forget()
+    stats = DecodeStats()
+    started = time.perf_counter()
+    generation = engine.start(request, jump_forward=True, default_max_tokens=64, stats=stats)
+    first = next(generation)
+    elapsed = time.perf_counter() - started
+    text = "".join(p.text for p in first.pieces) + "".join(
+        p.text for batch in generation for p in batch.pieces
+    )
+    generation.close()
+    return elapsed, text
+
+
+def retry_ttft(runtime: str, engine: Engine, repeat: int, max_tokens: int) -> None:
+    """A retry's time to first token against a cold request of the same conversation."""
+    name, schema, prompt = CASES[0]
+    first = GenerationRequest(
+        messages=({"role": "user", "content": prompt},), schema=schema, max_tokens=max_tokens
+    )
+    retries: list[float] = []
+    colds: list[float] = []
+    for _ in range(repeat):
+        _, answer = first_token_s(engine, first, cold=True)
+        retry = GenerationRequest(
+            messages=(
+                *first.messages,
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": "That is not valid: give every field. Try again."},
+            ),
+            schema=schema,
+            max_tokens=max_tokens,
+        )
+        retries.append(first_token_s(engine, retry, cold=False)[0])
+        colds.append(first_token_s(engine, retry, cold=True)[0])
+    tokens = len(engine.prompt_ids(retry))
+    print(
+        f"{runtime:<10} retry of {name} ({tokens} prompt tokens): first token "
+        f"{statistics.median(retries) * 1000:.0f} ms after the first request, "
+        f"{statistics.median(colds) * 1000:.0f} ms cold (medians of {repeat})"
+    )
 
 
 def thread_counts(engine: Engine, counts: list[int], repeat: int, max_tokens: int) -> None:
@@ -278,25 +339,34 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--json-format", default=JSON_FORMATS[0], choices=JSON_FORMATS)
+    parser.add_argument("--runtime", default=None, choices=RUNTIMES)
     parser.add_argument("--vs-llama", action="store_true", help="race llama.cpp's server")
     parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    loaded = load_model(args.model, args.device, dtype=args.dtype)
+    if args.vs_llama:
+        runtimes = [args.runtime] if args.runtime else list(RUNTIMES)
+        engines = {}
+        for runtime in runtimes:
+            loaded = load_model(args.model, args.device, runtime=runtime, threads=args.threads)
+            engines[runtime] = Engine(loaded, json_format=args.json_format)
+            run_once(engines[runtime], None, "Hi", 4, jump_forward=False)  # warm up
+        vs_llama(engines, args.threads, args.repeat, args.max_tokens)
+        return
+    loaded = load_model(
+        args.model, args.device, dtype=args.dtype, runtime=args.runtime, threads=args.threads
+    )
     load_s = time.perf_counter() - started
     engine = Engine(loaded, json_format=args.json_format)
     print(
-        f"model {loaded.source} on {loaded.device}, layout {args.json_format}, "
-        f"torch threads {torch.get_num_threads()}, "
+        f"model {loaded.source} on {loaded.device} ({loaded.runtime}), layout "
+        f"{args.json_format}, threads {args.threads}, "
         f"load {load_s:.1f}s, repeat {args.repeat} (fastest run counts)\n"
     )
     # Warm up (first forward passes allocate).
     run_once(engine, None, "Hi", 4, jump_forward=False)
-    if args.vs_llama:
-        vs_llama(engine, torch.get_num_threads(), args.repeat, args.max_tokens)
-        return
     if args.thread_counts:
         counts = [int(n) for n in args.thread_counts.split(",")]
         thread_counts(engine, counts, args.repeat, args.max_tokens)

@@ -1,32 +1,45 @@
 """Fixtures of the local-engine tests: the real default model, loaded once per session.
 
-The first run converts the GGUF to safetensors in the fieldstream cache (tens of seconds);
-later runs load the converted copy in a few seconds. One torch thread: on a small CPU shared
-with other work, one thread decodes faster than several.
+ONE suite for both runtimes: ``local_backend`` (and every fixture built on it) is parametrised
+over ``"llama.cpp"`` and ``"torch"``, so each engine test runs on both; select one with
+``-k llama`` or ``-k torch``. The torch runtime's first run converts the GGUF to safetensors in
+the fieldstream cache (tens of seconds); later runs load the converted copy in a few seconds.
+One thread: on a small CPU shared with other work, one thread decodes faster than several.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
+from sdk._local._grammar import JsonFormat
+from sdk._local._model import RUNTIMES, Runtime
+
+
+@pytest.fixture(scope="session", params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> Runtime:
+    """The runtime the engine tests run on (each test runs on every one)."""
+    value: Runtime = request.param
+    return value
 
 
 @pytest.fixture(scope="session")
-def local_backend() -> LocalBackend:
+def local_backend(runtime: Runtime) -> LocalBackend:
     """The default model with jump-forward on, loaded once for the whole session."""
-    backend = LocalBackend(threads=1)
-    backend.load()
+    backend = LocalBackend(threads=1, runtime=runtime)
+    engine = backend.load()
+    assert engine.loaded.runtime == runtime  # no silent fallback in the suite
     return backend
 
 
 @pytest.fixture(scope="session")
 def plain_backend(local_backend: LocalBackend) -> LocalBackend:
     """The same weights (shared, not loaded again) with jump-forward off."""
-    backend = LocalBackend(jump_forward=False, threads=1)
+    backend = LocalBackend(jump_forward=False, threads=1, runtime=local_backend.runtime)
     backend.load()
     return backend
 
@@ -47,8 +60,9 @@ def layout_backends(
 
     def get(json_format: str) -> tuple[LocalBackend, LocalBackend]:
         if json_format not in made:
-            on = LocalBackend(threads=1, json_format=json_format)  # type: ignore[arg-type]
-            off = LocalBackend(threads=1, json_format=json_format, jump_forward=False)  # type: ignore[arg-type]
+            runtime, layout = local_backend.runtime, cast(JsonFormat, json_format)
+            on = LocalBackend(threads=1, json_format=layout, runtime=runtime)
+            off = LocalBackend(threads=1, json_format=layout, jump_forward=False, runtime=runtime)
             on.load()
             off.load()
             made[json_format] = (on, off)

@@ -41,12 +41,22 @@ def test_converted_dir_depends_on_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_default_model_is_converted_once_and_cached(engine: Engine) -> None:
+def test_default_model_is_loaded_once_and_cached(engine: Engine) -> None:
+    """On torch the GGUF is converted once to safetensors; llama.cpp reads the GGUF as it is
+    and only the tokenizer is read out of it, once, into the cache."""
     source = Path(engine.loaded.source)
-    assert source == _model.converted_dir(_model.default_gguf_path())
-    assert (source / "model.safetensors").is_file()
-    assert (source / "tokenizer.json").is_file()
-    assert _model.load_model() is engine.loaded  # once per process
+    gguf = _model.default_gguf_path()
+    runtime = engine.loaded.runtime
+    if runtime == "torch":
+        assert source == _model.converted_dir(gguf)
+        assert (source / "model.safetensors").is_file()
+        assert (source / "tokenizer.json").is_file()
+    else:
+        assert source == gguf
+        assert (_model.tokenizer_dir(gguf) / "tokenizer.json").is_file()
+        assert not list(_model.tokenizer_dir(gguf).glob("*.safetensors"))
+        assert _model.pending_conversion(device="cpu") is None
+    assert _model.load_model(device="cpu", runtime=runtime) is engine.loaded  # once per process
 
 
 def test_missing_dependency_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

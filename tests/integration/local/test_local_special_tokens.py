@@ -77,7 +77,7 @@ def test_multibyte_characters_decode_incrementally(engine: Engine) -> None:
         "Write five Japanese words with emoji, like 猫🐱.", {}, mode="none", max_tokens=24
     )
     for batch in Generation(
-        engine.loaded.model,
+        engine.loaded.forward.sequence(),
         engine.prompt_ids(request),
         sampler=Sampler(),
         decoded_vocab=engine.grammars.decoded_vocab,

@@ -33,7 +33,7 @@ class StrictSearch(BaseModel):
     @field_validator("query")
     @classmethod
     def no_pastry(cls, value: str) -> str:
-        if "croissant" in value:
+        if "croissant" in value.lower():
             raise ValueError("no pastry searches")
         return value
 

@@ -1,0 +1,62 @@
+"""The seam between the decoding loop and a model's forward pass: three operations.
+
+Everything that makes the local engine fieldstream's own (the grammar masks, the bans, the
+jump-forward drafts verified in one pass, rewinds in place, the usage counts) lives in
+``_decode`` and needs only this of a model, through a :class:`ForwardPass` (one sequence and
+its KV cache): *decode these tokens* (returning the logits of the last ``keep`` positions, one
+row each), *read a row* (index the returned rows), and *truncate the sequence to n tokens*.
+
+A :class:`ForwardModel` is a loaded model that opens such sequences. Two implement it:
+``_torch_forward`` (transformers over torch: any Hugging Face causal LM, CPU or CUDA) and
+``_llama_cpp`` (llama.cpp's C API over a GGUF file, the default on a CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+__all__ = ["ForwardModel", "ForwardPass"]
+
+
+class ForwardPass(Protocol):
+    """One token sequence and its KV cache. Not thread-safe: one caller at a time."""
+
+    @property
+    def length(self) -> int:
+        """Tokens in the sequence (those the KV cache holds)."""
+        ...
+
+    def decode(self, tokens: Sequence[int], keep: int) -> Any:
+        """Append ``tokens`` (at least one) and return the logits of the last ``keep`` of
+        them: a float torch tensor of ``keep`` x vocabulary rows, row ``i`` for the position
+        after the ``len(tokens) - keep + i``-th token. The rows are valid until the next call
+        and may be written in place (the masks are applied to them)."""
+        ...
+
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` tokens of the sequence (``0 <= length <= self.length``)."""
+        ...
+
+    def close(self) -> None:
+        """Release the sequence's resources; it is not used again."""
+        ...
+
+
+class ForwardModel(Protocol):
+    """A loaded model that opens :class:`ForwardPass` sequences."""
+
+    runtime: str
+    """Which implementation runs the forward pass: ``"torch"`` or ``"llama.cpp"``."""
+    vocab_size: int
+    """Rows of the logits (at least the tokenizer's vocabulary; padded rows are masked)."""
+    context_length: int | None
+    """The most tokens one sequence may hold, or None when the model does not say."""
+    device: str
+    """The torch device the logits live on (``"cpu"``, ``"cuda"``, ...)."""
+    stop_token_ids: frozenset[int]
+    """End-of-generation tokens the model's own configuration names (may be empty)."""
+
+    def sequence(self) -> ForwardPass:
+        """A new, empty sequence."""
+        ...

@@ -1,0 +1,199 @@
+"""The llama.cpp runtime: its forward pass, its KV-cache reuse, its load checks and the fallback,
+and how a runtime is chosen."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sdk._errors import BackendError
+from sdk._local import _llama_cpp, _model
+from sdk._local._llama_cpp import LlamaCppForward, LoadCheckFailed, load_llama_cpp
+from sdk._local._model import choose_runtime, default_gguf_path, gguf_tokenizer, load_model
+
+PROMPT = [
+    {"role": "system", "content": "You answer in JSON."},
+    {"role": "user", "content": "Describe a cat called Mara, aged 3."},
+]
+
+
+@pytest.fixture(scope="module")
+def gguf() -> Path:
+    return default_gguf_path()
+
+
+@pytest.fixture(scope="module")
+def forward(gguf: Path) -> LlamaCppForward:
+    loaded = load_model(runtime="llama.cpp", threads=1)
+    assert isinstance(loaded.forward, LlamaCppForward)
+    return loaded.forward
+
+
+@pytest.fixture(scope="module")
+def prompt(gguf: Path) -> list[int]:
+    tokenizer = gguf_tokenizer(gguf)
+    text = tokenizer.apply_chat_template(PROMPT, tokenize=False, add_generation_prompt=True)
+    ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return ids
+
+
+def greedy(forward: LlamaCppForward, prompt: list[int], n: int) -> list[int]:
+    sequence = forward.sequence()
+    rows = sequence.decode(prompt, 1)
+    out: list[int] = []
+    for _ in range(n):
+        out.append(int(rows[-1].argmax()))
+        rows = sequence.decode(out[-1:], 1)
+    return out
+
+
+@pytest.mark.slow
+def test_a_k_token_pass_gives_the_logits_of_k_one_token_passes(
+    forward: LlamaCppForward, prompt: list[int]
+) -> None:
+    tokens = greedy(forward, prompt, 6)
+    one = forward.sequence()
+    one.decode(prompt, 1)
+    singles = [one.decode([t], 1).clone()[0] for t in tokens]
+    many = forward.sequence()
+    many.decode(prompt, 1)
+    rows = many.decode(tokens, len(tokens)).clone()
+    assert rows.shape == (len(tokens), forward.vocab_size)
+    for i, row in enumerate(singles):
+        assert float((rows[i] - row).abs().max()) < 1e-4, i
+
+
+@pytest.mark.slow
+def test_the_prompt_prefix_is_decoded_once(forward: LlamaCppForward, prompt: list[int]) -> None:
+    first = forward.sequence()
+    cold = first.decode(prompt, 1).clone()
+    before = forward.decoded_tokens
+    again = forward.sequence()
+    warm = again.decode(prompt, 1).clone()
+    # Only the last prompt token runs again (its logits are asked for); the rest is reused.
+    assert forward.decoded_tokens - before == 1
+    assert float((warm - cold).abs().max()) < 1e-4
+    longer = forward.sequence()
+    before = forward.decoded_tokens
+    longer.decode([*prompt, 28], 1)
+    assert forward.decoded_tokens - before == 1
+
+
+@pytest.mark.slow
+def test_truncate_and_decode_again_gives_the_same_logits(
+    forward: LlamaCppForward, prompt: list[int]
+) -> None:
+    tokens = greedy(forward, prompt, 8)
+    sequence = forward.sequence()
+    sequence.decode(prompt, 1)
+    rows = [sequence.decode([t], 1).clone()[0] for t in tokens]
+    sequence.truncate(len(prompt) + 3)
+    assert sequence.length == len(prompt) + 3
+    before = forward.decoded_tokens
+    redo = sequence.decode([tokens[3]], 1).clone()[0]
+    assert forward.decoded_tokens - before == 1  # a rewind re-decodes nothing before the cut
+    assert float((redo - rows[3]).abs().max()) < 1e-4
+
+
+@pytest.mark.slow
+def test_two_sequences_taking_turns_stay_correct(
+    forward: LlamaCppForward, prompt: list[int]
+) -> None:
+    alone = greedy(forward, prompt, 10)
+    other_prompt = [*prompt[:-3], *prompt[-3:][::-1]]
+    other_alone = greedy(forward, other_prompt, 10)
+    a, b = forward.sequence(), forward.sequence()
+    out_a = [int(a.decode(prompt, 1)[-1].argmax())]
+    out_b = [int(b.decode(other_prompt, 1)[-1].argmax())]
+    while len(out_a) < 10:
+        out_a.append(int(a.decode(out_a[-1:], 1)[-1].argmax()))
+        out_b.append(int(b.decode(out_b[-1:], 1)[-1].argmax()))
+    assert out_a == alone
+    assert out_b == other_alone
+
+
+@pytest.mark.slow
+def test_a_vocabulary_mismatch_fails_the_load_check(gguf: Path) -> None:
+    with pytest.raises(LoadCheckFailed, match=r"49152 tokens .* tokenizer 49000"):
+        load_llama_cpp(gguf, tokenizer_size=49000, threads=1)
+
+
+def test_changed_defaults_fail_the_load_check(gguf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layout that moved shows as fields that do not read their documented defaults."""
+    monkeypatch.setattr(
+        _llama_cpp,
+        "_CONTEXT_HEAD_DEFAULTS",
+        {"n_ctx": 512, "n_batch": 2048, "n_ubatch": 512, "n_seq_max": 4},
+    )
+    with pytest.raises(LoadCheckFailed, match="n_seq_max"):
+        load_llama_cpp(gguf, tokenizer_size=49152, threads=1)
+
+
+@pytest.fixture
+def unbound() -> Iterator[None]:
+    """The binding is made again by the test, and restored after it."""
+    saved = _llama_cpp._lib
+    _llama_cpp._lib = None
+    try:
+        yield
+    finally:
+        _llama_cpp._lib = saved
+
+
+def test_a_missing_symbol_fails_the_load_check(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch, unbound: None
+) -> None:
+    signatures = dict(_llama_cpp._SIGNATURES)
+    signatures["llama_no_such_function"] = (None, [])
+    monkeypatch.setattr(_llama_cpp, "_SIGNATURES", signatures)
+    with pytest.raises(LoadCheckFailed, match="does not export llama_no_such_function"):
+        load_llama_cpp(gguf, tokenizer_size=49152, threads=1)
+
+
+@pytest.mark.slow
+def test_a_failed_check_falls_back_to_torch_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing(*args: object) -> None:
+        raise LoadCheckFailed("llama_context_default_params() starts with something else")
+
+    monkeypatch.setattr(_model, "_load_llama_cpp", failing)
+    with caplog.at_level(logging.WARNING, logger="fieldstream"):
+        loaded = load_model(device="cpu")
+    assert loaded.runtime == "torch"
+    assert "runs on torch instead of llama.cpp: llama_context_default_params()" in caplog.text
+    # Asked for by name, llama.cpp does not fall back: the caller hears why.
+    with pytest.raises(LoadCheckFailed, match="something else"):
+        load_model(device="cpu", runtime="llama.cpp")
+
+
+def test_a_gguf_on_the_cpu_runs_on_llama_cpp_by_default(tmp_path: Path) -> None:
+    assert choose_runtime(None, None, "cpu") == "llama.cpp"
+    assert choose_runtime(None, None, "cuda") == "torch"
+    assert choose_runtime("torch", None, "cpu") == "torch"
+    directory = tmp_path / "model"
+    directory.mkdir()
+    assert choose_runtime(None, directory, "cpu") == "torch"
+
+
+def test_a_runtime_that_cannot_run_the_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="reads GGUF files"):
+        choose_runtime("llama.cpp", tmp_path, "cpu")
+    with pytest.raises(ValueError, match="runs on the CPU, not 'cuda'"):
+        choose_runtime("llama.cpp", None, "cuda")
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        choose_runtime("onnx", None, "cpu")  # type: ignore[arg-type]
+
+
+def test_a_decode_error_is_a_backend_error(forward: LlamaCppForward) -> None:
+    """A sequence longer than the context is refused with a clear error, before decoding."""
+    assert forward.context_length is not None
+    sequence = forward.sequence()
+    before = forward.decoded_tokens
+    with pytest.raises(BackendError, match=r"4104 tokens do not fit .* 4096"):
+        sequence.decode([28] * (forward.context_length + 8), 1)
+    assert sequence.length == 0
+    assert forward.decoded_tokens == before

@@ -406,7 +406,15 @@ def test_local_constructs_the_local_backend_lazily(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "sdk._local", fake)
     client = Client.local("some/model", "cpu", jump_forward=False, threads=1)
     assert isinstance(client.backend, LocalBackend)
-    assert made == [{"model": "some/model", "device": "cpu", "jump_forward": False, "threads": 1}]
+    assert made == [
+        {
+            "model": "some/model",
+            "device": "cpu",
+            "runtime": None,
+            "jump_forward": False,
+            "threads": 1,
+        }
+    ]
 
 
 def test_importing_the_client_does_not_import_the_local_engine() -> None:

@@ -497,3 +497,60 @@ def test_sync_from_anthropic_copies_a_sync_client() -> None:
         with client.stream(messages=MESSAGES, schema=City) as s:
             assert s.result() == City(name="Paris", population=2100000)
     assert server.requests[0].headers["x-team"] == "a"
+
+
+# ---------------------------------------------------------------- a tool loop of several turns
+
+
+async def test_a_tool_loop_appends_the_assistant_turn_and_anthropic_reads_it() -> None:
+    """The reply of a tool turn (``assistant_message()``, Chat shape) and the tool's result are
+    appended as they are; the next request carries them as Anthropic's ``tool_use`` and
+    ``tool_result`` blocks, and every turn's body is what anthropic's request type accepts."""
+    from _openai_types import openai_errors
+
+    streaming = pytest.importorskip(
+        "anthropic.types.message_create_params"
+    ).MessageCreateParamsStreaming
+
+    class Look(BaseModel):
+        q: str
+
+    server = Server(
+        stream(start(), tool_block(0, "look", "toolu_1", '{"q": "Par', 'is"}'), stop("tool_use")),
+        stream(start(), text_block(0, "Paris is in France."), stop("end_turn")),
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Where is Paris?"}]
+    tools = [sdk.Tool("look", Look)]
+    async with server.client() as client:
+        for _ in range(3):
+            async with client.stream(messages=messages, tools=tools, tool_choice="auto") as s:
+                values = await s.results()
+            messages.append(s.assistant_message())
+            if not s.called_tools:
+                break
+            for call, value in zip(messages[-1]["tool_calls"], values, strict=True):
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": "France"})
+                assert value == Look(q="Paris")
+    assert values == ["Paris is in France."]
+    assert messages[1]["tool_calls"] == [
+        {
+            "id": "toolu_1",
+            "type": "function",
+            "function": {"name": "look", "arguments": '{"q": "Paris"}'},
+        }
+    ]
+    second = server.sent(1)
+    assert second["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "look", "input": {"q": "Paris"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "France"}],
+        },
+    ]
+    for n in (0, 1):
+        assert openai_errors(server.sent(n), streaming) == []

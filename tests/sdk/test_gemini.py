@@ -621,3 +621,57 @@ def test_sync_from_genai() -> None:
         with client.stream(messages=MESSAGES, schema=City) as s:
             assert s.result() == City(name="Paris", population=2100000)
     assert len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- a tool loop of several turns
+
+
+async def test_a_tool_loop_appends_the_assistant_turn_and_gemini_reads_it() -> None:
+    """The reply of a tool turn (``assistant_message()``, Chat shape) and the tool's result are
+    appended as they are; the next request carries them as Gemini's ``functionCall`` and
+    ``functionResponse`` parts, and every turn's body is what google-genai's models accept."""
+
+    class Look(BaseModel):
+        q: str
+
+    server = Server(
+        [record({"functionCall": {"name": "look", "args": {"q": "Paris"}}}, finish="STOP")],
+        [record({"text": "Paris is in France."}, finish="STOP", usage=True)],
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Where is Paris?"}]
+    tools = [Tool("look", Look)]
+    async with server.client() as client:
+        for _ in range(3):
+            async with client.stream(messages=messages, tools=tools, tool_choice="auto") as s:
+                values = await s.results()
+            messages.append(s.assistant_message())
+            if not s.called_tools:
+                break
+            for call, value in zip(messages[-1]["tool_calls"], values, strict=True):
+                assert value == Look(q="Paris")
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": "France"})
+    assert values == ["Paris is in France."]
+    [call] = messages[1]["tool_calls"]
+    assert call["function"] == {"name": "look", "arguments": '{"q": "Paris"}'}
+    second = json.loads(server.requests[1].content)
+    # The call's id (made for it: Gemini sent none) goes back with the call and its response.
+    assert second["contents"][1:] == [
+        {
+            "role": "model",
+            "parts": [{"functionCall": {"name": "look", "args": {"q": "Paris"}, "id": call["id"]}}],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": call["id"],
+                        "name": "look",
+                        "response": {"result": "France"},
+                    }
+                }
+            ],
+        },
+    ]
+    for request in server.requests:
+        assert genai_errors(json.loads(request.content)) == []

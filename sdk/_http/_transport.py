@@ -40,6 +40,7 @@ __all__ = [
     "body_pieces",
     "check_http_options",
     "encode_body",
+    "endpoint_url",
     "estimate_tokens",
     "finish_response",
 ]
@@ -193,6 +194,8 @@ def check_http_options(
     http_client: object,
     timeout: object,
     headers: object,
+    default_headers: object = None,
+    default_query: object = None,
 ) -> None:
     """The options every httpx backend takes, checked at the call (``TypeError`` /
     ``ValueError`` naming the argument)."""
@@ -212,8 +215,23 @@ def check_http_options(
         isinstance(timeout, bool) or not isinstance(timeout, (int, float, httpx.Timeout))
     ):
         raise TypeError(f"timeout must be seconds or an httpx.Timeout, not {timeout!r}")
-    if headers is not None and not isinstance(headers, Mapping):
-        raise TypeError(f"headers must be a mapping of names to values, not {headers!r}")
+    for name, mapping in (
+        ("headers", headers),
+        ("default_headers", default_headers),
+        ("default_query", default_query),
+    ):
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+
+
+def endpoint_url(path: str, base_url: str | None, http_client: object, root: str) -> str:
+    """Where a backend sends its requests: ``path`` relative to the caller's ``http_client``'s
+    own base URL when it has one and no ``base_url`` was given, else ``root`` (the base URL
+    given, from the environment or the provider's default) followed by ``path``."""
+    if base_url is None and isinstance(http_client, httpx.AsyncClient):
+        if str(http_client.base_url):
+            return path.lstrip("/")
+    return root.rstrip("/") + path
 
 
 def body_pieces(

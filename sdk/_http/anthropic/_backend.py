@@ -31,11 +31,13 @@ from sdk._http._transport import (
     Opened,
     check_http_options,
     encode_body,
+    endpoint_url,
     estimate_tokens,
 )
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
+from sdk._merge import merge_headers
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicBackend", "AnthropicOptions"]
 
@@ -88,19 +90,12 @@ class AnthropicBackend:
         default_headers: Mapping[str, str] | None = None,
         default_query: Mapping[str, str] | None = None,
     ) -> None:
-        check_http_options(base_url, api_key, model, http_client, timeout, headers)
-        for name, mapping in (
-            ("default_headers", default_headers),
-            ("default_query", default_query),
-        ):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+        check_http_options(
+            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
+        )
         self.model = model
-        if base_url is None and http_client is not None and str(http_client.base_url):
-            url = self.path.lstrip("/")  # relative to the client's own base_url
-        else:
-            root = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-            url = root.rstrip("/") + self.path
+        root = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        url = endpoint_url(self.path, base_url, http_client, root)
         sent = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
@@ -117,8 +112,7 @@ class AnthropicBackend:
                 "Missing credentials: Anthropic's API needs a key; pass api_key=... or set the "
                 "ANTHROPIC_API_KEY environment variable (or give the base_url of another server)"
             )
-        sent.update(default_headers or {})
-        sent.update(headers or {})
+        sent = merge_headers(sent, default_headers, headers)
         self._transport = HttpTransport(
             url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
         )

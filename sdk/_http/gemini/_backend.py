@@ -24,10 +24,12 @@ from sdk._http._transport import (
     HttpTransport,
     check_http_options,
     encode_body,
+    endpoint_url,
     estimate_tokens,
 )
 from sdk._http.gemini._events import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
+from sdk._merge import merge_headers
 
 __all__ = ["GEMINI_API_VERSION", "GEMINI_BASE_URL", "GeminiBackend", "GeminiOptions"]
 
@@ -76,20 +78,13 @@ class GeminiBackend:
         default_query: Mapping[str, str] | None = None,
         api_version: str = GEMINI_API_VERSION,
     ) -> None:
-        check_http_options(base_url, api_key, model, http_client, timeout, headers)
-        for name, mapping in (
-            ("default_headers", default_headers),
-            ("default_query", default_query),
-        ):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+        check_http_options(
+            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
+        )
         if not isinstance(api_version, str) or not api_version:
             raise TypeError(f"api_version must be a str such as 'v1beta', not {api_version!r}")
         self.model = model
-        if base_url is None and http_client is not None and str(http_client.base_url):
-            root = api_version  # relative to the client's own base_url
-        else:
-            root = (base_url or GEMINI_BASE_URL).rstrip("/") + "/" + api_version
+        root = endpoint_url("/" + api_version, base_url, http_client, base_url or GEMINI_BASE_URL)
         key = api_key
         if key is None:
             key = os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
@@ -101,8 +96,7 @@ class GeminiBackend:
                 "Missing credentials: the Gemini API needs a key; pass api_key=... or set the "
                 "GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
             )
-        sent.update(default_headers or {})
-        sent.update(headers or {})
+        sent = merge_headers(sent, default_headers, headers)
         self._transport = HttpTransport(
             root, headers=sent, query=default_query, http_client=http_client, timeout=timeout
         )

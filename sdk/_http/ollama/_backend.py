@@ -24,10 +24,12 @@ from sdk._http._transport import (
     HttpTransport,
     check_http_options,
     encode_body,
+    endpoint_url,
     estimate_tokens,
 )
 from sdk._http.ollama._lines import OllamaDecoder
 from sdk._http.ollama._request import check_ollama_request, ollama_body
+from sdk._merge import merge_headers
 
 __all__ = ["OLLAMA_HOST", "OllamaBackend", "OllamaOptions", "ollama_host"]
 
@@ -93,25 +95,17 @@ class OllamaBackend:
         default_headers: Mapping[str, str] | None = None,
         default_query: Mapping[str, str] | None = None,
     ) -> None:
-        check_http_options(base_url, api_key, model, http_client, timeout, headers)
-        for name, mapping in (
-            ("default_headers", default_headers),
-            ("default_query", default_query),
-        ):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
+        check_http_options(
+            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
+        )
         self.model = model
-        if base_url is None and http_client is not None and str(http_client.base_url):
-            url = self.path.lstrip("/")
-        else:
-            root = base_url.rstrip("/") if base_url else ollama_host(os.environ.get("OLLAMA_HOST"))
-            url = root + self.path
+        root = base_url or ollama_host(os.environ.get("OLLAMA_HOST"))
+        url = endpoint_url(self.path, base_url, http_client, root)
         sent = {"Content-Type": "application/json", "Accept": "application/x-ndjson"}
         key = api_key if api_key is not None else os.environ.get("OLLAMA_API_KEY")
         if key:
             sent["Authorization"] = f"Bearer {key}"
-        sent.update(default_headers or {})
-        sent.update(headers or {})
+        sent = merge_headers(sent, default_headers, headers)
         self._transport = HttpTransport(
             url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
         )

@@ -30,6 +30,7 @@ from sdk._http._transport import (
     Opened,
     check_http_options,
     encode_body,
+    endpoint_url,
     estimate_tokens,
 )
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
@@ -135,18 +136,14 @@ class OpenAIBackend:
         azure_ad_token: str | None = None,
         azure_ad_token_provider: TokenProvider | None = None,
     ) -> None:
-        check_http_options(base_url, api_key, model, http_client, timeout, headers)
+        check_http_options(
+            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
+        )
         if not isinstance(strict, bool):
             raise TypeError(f"strict must be True or False, not {strict!r}")
         for name, value in (("organization", organization), ("project", project)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-        for name, mapping in (
-            ("default_headers", default_headers),
-            ("default_query", default_query),
-        ):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
         check_server(server, self.api)
         self.server = server
         self.model = model
@@ -173,11 +170,9 @@ class OpenAIBackend:
             url = self._azure.root  # each request's URL: AzureSettings.url
             sent.update(self._azure.static_headers)
             default_query = {**(default_query or {}), "api-version": self._azure.api_version}
-        elif base_url is None and http_client is not None and str(http_client.base_url):
-            url = self.path.lstrip("/")  # relative to the client's own base_url
         else:
             root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            url = root.rstrip("/") + self.path
+            url = endpoint_url(self.path, base_url, http_client, root)
         if self._azure is None and key:
             sent["Authorization"] = f"Bearer {key}"
         elif self._azure is None and url.startswith(OPENAI_BASE_URL):

@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="local engine: cpu, cuda, cuda:1... (default: cuda if available)",
     )
     where.add_argument(
+        "--runtime",
+        choices=["llama.cpp", "torch"],
+        help="local engine: what runs the model's forward pass (default: llama.cpp for a GGUF "
+        "model on the CPU, else torch)",
+    )
+    where.add_argument(
         "--no-jump-forward",
         action="store_true",
         help="local engine: decode text the grammar forces token by token",
@@ -236,6 +242,8 @@ def check_combinations(args: argparse.Namespace) -> None:
             raise UsageError("--device is for the local engine, not a server (--base-url)")
         if args.no_jump_forward:
             raise UsageError("--no-jump-forward is for the local engine, not a server")
+        if args.runtime is not None:
+            raise UsageError("--runtime is for the local engine, not a server")
 
 
 def _positive_int(text: str) -> int:

@@ -68,10 +68,13 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
     from sdk._local import LocalBackend, pending_conversion
 
     backend = LocalBackend(
-        model=args.model, device=args.device, jump_forward=not args.no_jump_forward
+        model=args.model,
+        device=args.device,
+        runtime=args.runtime,
+        jump_forward=not args.no_jump_forward,
     )
     what = args.model or "SmolLM2-135M-Instruct (the default model)"
-    target = pending_conversion(args.model, device=args.device)
+    target = pending_conversion(args.model, runtime=args.runtime, device=args.device)
     if target is not None:
         report.status(
             f"first use of {what}: converting it to safetensors in {target} (once; later "

@@ -162,6 +162,8 @@ def test_help_documents_the_exit_codes() -> None:
             ["-s", PERSON_JSON, "--base-url", "http://h/v1", "--no-jump-forward", "hi"],
             "--no-jump-forward",
         ),
+        (["-s", PERSON_JSON, "--base-url", "http://h/v1", "--runtime", "torch", "hi"], "--runtime"),
+        (["-s", PERSON_JSON, "--runtime", "onnx", "hi"], "invalid choice"),
     ],
 )
 def test_bad_arguments_exit_2(argv: list[str], message: str) -> None:
@@ -628,3 +630,54 @@ async def test_provider_names_a_native_backend(monkeypatch: pytest.MonkeyPatch) 
     backend = await open_backend(args, None, None)  # type: ignore[arg-type]
     assert isinstance(backend, OllamaBackend) and backend.url == "http://box:11434/api/chat"
     await backend.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runtime", [None, "torch", "llama.cpp"])
+async def test_runtime_reaches_the_local_engine(
+    monkeypatch: pytest.MonkeyPatch, runtime: str | None
+) -> None:
+    """``--runtime`` is handed to the local engine (and to the question whether the model
+    will be converted first: llama.cpp reads the GGUF as it is)."""
+    import contextlib
+    import types
+
+    from sdk._cli._backends import _local_backend
+
+    made: list[dict[str, Any]] = []
+    asked: list[dict[str, Any]] = []
+
+    class LocalBackend:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+
+        def load(self) -> Any:
+            loaded = types.SimpleNamespace(device="cpu", runtime=runtime or "llama.cpp")
+            return types.SimpleNamespace(loaded=loaded)
+
+    def pending_conversion(model: Any, **kwargs: Any) -> None:
+        asked.append(kwargs)
+
+    fake = types.ModuleType("sdk._local")
+    fake.LocalBackend = LocalBackend  # type: ignore[attr-defined]
+    fake.pending_conversion = pending_conversion  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sdk._local", fake)
+
+    class Report:
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def status(self, text: str) -> None:
+            self.said.append(text)
+
+        def busy(self, text: str) -> Any:
+            return contextlib.nullcontext()
+
+    argv = ["-s", PERSON_JSON, "hi", *(["--runtime", runtime] if runtime else [])]
+    args = build_parser().parse_args(argv)
+    report = Report()
+    backend = await _local_backend(args, report)  # type: ignore[arg-type]
+    assert isinstance(backend, LocalBackend)
+    assert made == [{"model": None, "device": None, "runtime": runtime, "jump_forward": True}]
+    assert asked == [{"runtime": runtime, "device": None}]
+    assert f"({runtime or 'llama.cpp'})" in report.said[-1]

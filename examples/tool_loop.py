@@ -7,7 +7,9 @@ results back, until the model answers. No torch needed::
 Each turn appends ``stream.assistant_message()`` (the reply with its tool calls and their ids,
 as Chat Completions takes it back) and one ``{"role": "tool", "tool_call_id", "content"}`` per
 call. Small models call a tool only when made to, so the turns force theirs with
-``tool_choice`` (one named tool each); the last turn asks for the answer as a ``Forecast``.
+``tool_choice`` (one named tool each; llama.cpp's server, which forces no call itself, is asked
+for that call's arguments as its answer, read back as the call); the last turn asks for the
+answer as a ``Forecast``.
 Prints ``turn N: tool(arguments) -> result`` per call, then ``answer:`` and the JSON.
 """
 
@@ -73,9 +75,8 @@ async def main(base_url: str | None, model: str | None, server: Any) -> None:
             messages.append(message)
             for call, arguments in zip(message["tool_calls"], calls, strict=True):
                 result = RUN[call["function"]["name"]](arguments)
-                function = call["function"]
-                print(f"turn {turn}: {function['name']}({function['arguments']}) -> ", end="")
-                print(json.dumps(result))
+                shown = json.dumps(arguments.model_dump())  # the validated arguments
+                print(f"turn {turn}: {call['function']['name']}({shown}) -> {json.dumps(result)}")
                 messages.append(
                     {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
                 )

@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,10 +71,7 @@ def test_every_example_is_tested_and_documented() -> None:
         "tool_call.py",
         "server.py",
         "sync_client.py",
-        # Run against a scripted server, its every request checked against openai's types, in
-        # tests/sdk/test_tool_loop.py: the llama.cpp build of tests/integration streams no tool
-        # calls (it ignores tools and tool_choice; see test_server_bodies_live.py).
-        "tool_loop.py",
+        "tool_loop.py",  # here on the real server; tests/sdk/test_tool_loop.py: every request
     }
     assert scripts == tested
     for name in scripts:
@@ -189,3 +187,15 @@ def test_server_examples(name: str, server_url: str, models: ModuleType) -> None
     fields = [line for line in out.splitlines() if line.startswith("field ")]
     assert fields[-1].startswith("field / = ")
     assert f"field /name = {person.name!r}" in out
+
+
+@pytest.mark.slow
+def test_the_tool_loop_on_the_real_server(server_url: str) -> None:
+    """examples/tool_loop.py, three turns against llama.cpp's server and the real model: two
+    forced calls (each the answer llama.cpp's grammar allows, read back as the call), their
+    results appended with ``assistant_message()``, then the answer as a ``Forecast``."""
+    out = run_example("tool_loop.py", "--base-url", server_url, "--server", "llamacpp")
+    assert re.search(r"^turn 1: get_weather\(.*\) -> \{\"city\": ", out, re.M), out
+    assert re.search(r"^turn 2: to_fahrenheit\(.*\) -> \{\"fahrenheit\": ", out, re.M), out
+    forecast = json.loads(line_after(out, "answer:"))
+    assert set(forecast) == {"city", "fahrenheit", "summary"}

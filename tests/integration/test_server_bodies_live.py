@@ -1,8 +1,9 @@
 """What llama.cpp's server (xllamacpp, SmolLM2-135M) does with the bodies sent to
-``server="llamacpp"``: ``tool_choice`` (a text answer under ``"auto"``; one tool forced as
-``"required"``, since its server reads a named choice as ``"auto"``; a reply that calls no tool
-refused at its first word, as this server does not constrain tool calls), and the Responses API's
-schema as the ``response_format`` it reads there. Greedy decoding, small ``max_tokens``."""
+``server="llamacpp"``: ``tool_choice`` (a text answer under ``"auto"``; one forced call asked
+for as the answer, whose grammar the server applies, and read back as the call; several tools
+under ``"required"`` sent as tools, which this server does not constrain: a reply that calls no
+tool refused at its first word), and the Responses API's schema as the ``response_format`` it
+reads there. Greedy decoding, small ``max_tokens``."""
 
 from __future__ import annotations
 
@@ -60,12 +61,12 @@ async def test_auto_lets_the_model_answer_in_text(llama_server: LlamaServer) -> 
     assert isinstance(events[-1], FieldEvent) and events[-1].value == answer
 
 
-async def test_a_reply_that_calls_no_tool_fails_at_its_first_word(
+async def test_one_forced_call_is_the_answer_the_server_constrains(
     llama_server: LlamaServer,
 ) -> None:
-    # Issue 20: this server does not constrain tool calls (its streams are plain content even
-    # under "required"); the reply that called no tool was reported only after max_tokens
-    # (13.4 s). Now the first word is enough.
+    # This server applies no grammar for tool_choice (its streams are plain content even under
+    # "required"): one forced call is asked for as the answer (response_format, which it does
+    # constrain) and read back as the call.
     sent: list[dict[str, Any]] = []
 
     async def keep(request: httpx.Request) -> None:
@@ -73,12 +74,40 @@ async def test_a_reply_that_calls_no_tool_fails_at_its_first_word(
 
     http = httpx.AsyncClient(timeout=120, event_hooks={"request": [keep]})
     async with Client(base_url=llama_server.base_url, server="llamacpp", http_client=http) as c:
+        async with c.stream(messages=OSLO, tools=WEATHER, max_tokens=40, temperature=0) as s:
+            events = [ev async for ev in s.fields()]
+            weather = await s.result()
+    await http.aclose()
+    assert isinstance(weather, Weather) and weather.city
+    assert s.called_tools and {ev.tool_name for ev in events} == {"get_weather"}
+    [call] = s.assistant_message()["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert Weather.model_validate_json(call["function"]["arguments"]) == weather
+    assert "tools" not in sent[0] and sent[0]["response_format"]["type"] == "json_schema"
+
+
+async def test_a_reply_that_calls_no_tool_fails_at_its_first_word(
+    llama_server: LlamaServer,
+) -> None:
+    # Issue 20: under "required" among several tools (sent as tools: only one forced call can
+    # be asked for as the answer), this server lets the model write prose; the reply that
+    # called no tool was reported only after max_tokens (13.4 s). Now the first word is enough.
+    sent: list[dict[str, Any]] = []
+
+    async def keep(request: httpx.Request) -> None:
+        sent.append(json.loads(request.content))
+
+    tools = [*WEATHER, Tool("get_person", Person, description="A person's details.")]
+    http = httpx.AsyncClient(timeout=120, event_hooks={"request": [keep]})
+    async with Client(base_url=llama_server.base_url, server="llamacpp", http_client=http) as c:
         with pytest.raises(SchemaViolation, match="calls none of the tools") as info:
-            async with c.stream(messages=OSLO, tools=WEATHER, max_tokens=200, temperature=0) as s:
+            async with c.stream(
+                messages=OSLO, tools=tools, tool_choice="required", max_tokens=200, temperature=0
+            ) as s:
                 await s.result()
     await http.aclose()
     assert info.value.keyword == "tool_calls"
-    assert sent[0]["tool_choice"] == "required"  # one tool: not a named object (read as "auto")
+    assert sent[0]["tool_choice"] == "required"
     text = s.attempts[0].text
     assert text.strip() and len(text.split()) <= 2, text  # read up to the first word only
 

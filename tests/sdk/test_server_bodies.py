@@ -153,6 +153,16 @@ def expected(api: str, kind: str, server: str | None) -> dict[str, Any]:
             "StructuralTag": structural_tag_lark(TAGGED),
         }
         return {"grammar": gbnf_or_lark[kind]}
+    if llama and chat and kind in ("tool", "tools: one", "tools: named"):
+        # llama.cpp forces no tool call: the one call's arguments are asked for as the answer
+        # (its grammar applies response_format), and read back as that call.
+        spec = {
+            "tool": PERSON_TOOL,
+            "tools: one": chat_tool(TOOLS[0]),
+            "tools: named": chat_tool(TOOLS[1]),
+        }[kind]["function"]
+        fields = {"name": spec["name"], "schema": spec["parameters"], "strict": spec["strict"]}
+        return {"response_format": {"type": "json_schema", "json_schema": fields}}
     if kind == "tool":
         spec = PERSON_TOOL if chat else {"type": "function", **PERSON_TOOL["function"]}
         return {"tools": [spec], "tool_choice": named("Person", api, server)}

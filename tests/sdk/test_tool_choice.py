@@ -156,19 +156,45 @@ async def test_named_sends_the_name_and_a_call_of_another_tool_is_a_violation() 
 
 
 @pytest.mark.anyio
-async def test_named_to_llama_cpp_is_that_tool_alone_and_required() -> None:
-    # llama.cpp's server reads tool_choice with json_value(body, "tool_choice", "auto"): an
-    # object is the wrong type, so it would be "auto" (text allowed).
-    server = Server(calls(("search", {"query": "Oslo"})))
+async def test_named_to_llama_cpp_is_asked_for_as_the_answer_and_read_as_the_call() -> None:
+    # llama.cpp's server applies no grammar for tool_choice (a forced call was answered with
+    # prose): the one call's arguments are asked for as the answer (response_format, which it
+    # enforces), and the answer is read as that call.
+    server = Server(text('{"query"', ': "Oslo"}'))
     choice = {"type": "function", "name": "search"}  # the Responses API's form is taken too
     async with (
         server.client(server="llamacpp") as c,
         c.stream(messages=MESSAGES, tools=TOOLS, tool_choice=choice) as s,
     ):
+        events = [ev async for ev in s.fields()]
+        assert await s.result() == Search(query="Oslo")
+    assert {(ev.tool_name, ev.tool_call) for ev in events} == {("search", 0)}
+    assert s.assistant_message()["tool_calls"] == [
+        {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "search", "arguments": '{"query": "Oslo"}'},
+        }
+    ]
+    body = server.bodies[0]
+    assert "tools" not in body and "tool_choice" not in body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "search"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["query"]
+
+
+@pytest.mark.anyio
+async def test_several_tools_to_llama_cpp_are_still_sent_as_tools() -> None:
+    # Only one forced call can be the answer; "required" among several stays tools.
+    server = Server(calls(("search", {"query": "Oslo"})))
+    async with (
+        server.client(server="llamacpp") as c,
+        c.stream(messages=MESSAGES, tools=TOOLS, tool_choice="required") as s,
+    ):
         assert await s.result() == Search(query="Oslo")
     body = server.bodies[0]
-    assert body["tool_choice"] == "required"
-    assert [t["function"]["name"] for t in body["tools"]] == ["search"]
+    assert body["tool_choice"] == "required" and "response_format" not in body
+    assert len(body["tools"]) == len(TOOLS)
 
 
 @pytest.mark.anyio
@@ -231,3 +257,22 @@ def test_the_local_engine_refuses_a_text_answer(choice: str) -> None:
     )
     with pytest.raises(UnsupportedConstraint, match="calls only"):
         check(request)
+
+
+def test_the_emulated_call_decoder_reads_every_piece_of_the_answer_as_the_call() -> None:
+    """Both of the chat decoder's paths (a chunk object, and the short path for a content
+    token alone) give the answer's text as call 0 of the tool, named once."""
+    from sdk._http.openai._chat_chunks import EmulatedCallDecoder
+
+    decoder = EmulatedCallDecoder("search")
+    pieces = ['{"query"', ': "Os', 'lo"}']
+    deltas = []
+    for piece in pieces:  # the first chunk goes the long way (nothing said yet), then short
+        chunk = {"id": "c1", "choices": [{"index": 0, "delta": {"content": piece}}]}
+        deltas.extend(decoder.feed_event("", json.dumps(chunk)))
+    end = {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    deltas.extend(decoder.feed_event("", json.dumps(end)))
+    texts = [d for d in deltas if d.text]
+    assert "".join(d.text for d in texts) == "".join(pieces)
+    assert all(d.tool_call == 0 for d in texts)
+    assert [d.tool_name for d in texts] == ["search", None, None]

@@ -236,14 +236,9 @@ def test_the_tool_loop_example_runs_its_turns(capsys: pytest.CaptureFixture[str]
     with respx.mock(base_url=BASE) as router:
         route = router.post("/chat/completions").mock(
             side_effect=[
-                httpx.Response(
-                    200, headers=SSE, text=tool_stream(("call_1", "get_weather", {"city": "Paris"}))
-                ),
-                httpx.Response(
-                    200,
-                    headers=SSE,
-                    text=tool_stream(("call_2", "to_fahrenheit", {"celsius": 21.0})),
-                ),
+                # llama.cpp is asked for each forced call's arguments as its answer
+                httpx.Response(200, headers=SSE, text=text_stream('{"city": "Paris"}')),
+                httpx.Response(200, headers=SSE, text=text_stream('{"celsius": 21.0}')),
                 httpx.Response(200, headers=SSE, text=text_stream(json.dumps(answer))),
             ]
         )
@@ -262,7 +257,9 @@ def test_the_tool_loop_example_runs_its_turns(capsys: pytest.CaptureFixture[str]
         "assistant",
         "tool",
     ]
-    assert last["messages"][3]["tool_call_id"] == "call_1"
+    assert last["messages"][3]["tool_call_id"] == "call_0"  # the server sent no id
+    for call in route.calls:
+        assert "tools" not in json.loads(call.request.content)
 
 
 def test_the_sync_stream_gives_the_reply_too() -> None:

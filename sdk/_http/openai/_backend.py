@@ -34,9 +34,9 @@ from sdk._http._transport import (
     estimate_tokens,
 )
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
-from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
+from sdk._http.openai._chat_chunks import chat_decoder
 from sdk._http.openai._chat_request import chat_request
-from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
+from sdk._http.openai._flavours import Api, Server, check_request, check_server
 from sdk._http.openai._responses_events import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 from sdk._merge import merge_headers
@@ -208,9 +208,7 @@ class OpenAIBackend:
         body, wrapped = chat_request(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
-        decoder = (
-            ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
-        )
+        decoder = chat_decoder(request, self.server)
         payload = encode_body(body)
         return stream_deltas(
             lambda: self._open(payload, request),

@@ -58,12 +58,20 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, Usage
+from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, TransportError
 from sdk._http.openai._errors import error_from_payload
+from sdk._http.openai._flavours import Server, calls_forced, emulated_call
 from sdk._http.openai._usage import chat_usage
 
-__all__ = ["HOLD_FOR_ID", "ChunkDecoder", "ToolIdDecoder", "error_from_payload"]
+__all__ = [
+    "HOLD_FOR_ID",
+    "ChunkDecoder",
+    "EmulatedCallDecoder",
+    "ToolIdDecoder",
+    "chat_decoder",
+    "error_from_payload",
+]
 
 # What a chunk says about the response, reported once each (Delta.response).
 _RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
@@ -338,3 +346,41 @@ class ToolIdDecoder(ChunkDecoder):
 
     def __init__(self, *, tools: bool = True) -> None:
         super().__init__(tools=tools, ids=True)
+
+
+class EmulatedCallDecoder(ChunkDecoder):
+    """A :class:`ChunkDecoder` for a call llama.cpp was asked to write as its whole answer
+    (:func:`~sdk._http.openai._flavours.emulated_call`): the message ``content`` is the call's
+    arguments, reported as tool call 0 of tool ``name`` (the server sends no id: the call's id
+    is then ``"call_0"``, as for any call without one)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(tools=True)
+        self._call_name = name
+
+    def decode(self, event: str, data: str) -> str | list[Delta]:
+        out = super().decode(event, data)
+        return self._as_call(out) if isinstance(out, str) else out  # the short path's text
+
+    def _delta(self, delta: Mapping[str, Any], logprobs: Any = None) -> list[Delta]:
+        content = delta.get("content")
+        if not isinstance(content, str) or not content:
+            return super()._delta(delta, logprobs)
+        rest = {k: v for k, v in delta.items() if k != "content"}
+        return [*super()._delta(rest, logprobs), *self._as_call(content)]
+
+    def _as_call(self, arguments: str) -> list[Delta]:
+        call = {"index": 0, "function": {"name": self._call_name, "arguments": arguments}}
+        return self._tool_delta(0, call)
+
+
+def chat_decoder(request: GenerationRequest, server: Server | None) -> ChunkDecoder:
+    """The decoder of a Chat Completions stream for ``request`` sent to ``server``: a call
+    llama.cpp writes as its answer (:class:`EmulatedCallDecoder`), tool calls with their ids
+    (:class:`ToolIdDecoder`), or a plain document."""
+    call = emulated_call(request, api="chat", server=server)
+    if call is not None:
+        return EmulatedCallDecoder(call)
+    if request.mode == "tool":
+        return ToolIdDecoder(tools=calls_forced(request))
+    return ChunkDecoder()

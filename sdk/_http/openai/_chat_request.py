@@ -33,7 +33,13 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http.openai._flavours import Server, json_object_format, special_fields, tool_choice
+from sdk._http.openai._flavours import (
+    Server,
+    emulated_call,
+    json_object_format,
+    special_fields,
+    tool_choice,
+)
 from sdk._http.openai._parameters import chat_parameters
 from sdk._http.openai._strict import schema_to_send
 from sdk._schema import schema_name
@@ -109,7 +115,16 @@ def chat_request(
         body["seed"] = request.seed
 
     wrapped = False
-    if request.tools or request.constraint is not None:
+    call = emulated_call(request, api="chat", server=server)
+    if call is not None:  # llama.cpp forces no tool call: the arguments are the answer
+        tool = next((t for t in request.tools if t.name == call), None)
+        sent = schema_to_send(tool.compiled.schema_dict() if tool else request.schema, strict)
+        wrapped = sent.wrapped
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": call, "schema": sent.schema, "strict": sent.strict},
+        }
+    elif request.tools or request.constraint is not None:
         body.update(special_fields(request, api="chat", server=server, strict=strict))
     elif request.mode in ("json_schema", "tool"):
         name = schema_name(request.schema_name)

@@ -57,6 +57,7 @@ __all__ = [
     "check_request",
     "check_server",
     "constraint_fields",
+    "emulated_call",
     "function_tool",
     "json_object_format",
     "special_fields",
@@ -149,7 +150,8 @@ def tool_choice(
     written in each API's form (Chat Completions ``{"type": "function", "function": {"name"}}``,
     Responses ``{"type": "function", "name"}``), except to llama.cpp, whose server reads
     ``tool_choice`` as a string only (an object is taken as ``"auto"``): it is sent that tool
-    alone with ``"required"``.
+    alone with ``"required"`` (on Chat Completions such a call is asked for as the answer
+    instead: :func:`emulated_call`).
     """
     choice = request.tool_choice
     if request.tools:
@@ -167,6 +169,24 @@ def tool_choice(
     if api == "responses":
         return {"type": "function", "name": name}, name
     return {"type": "function", "function": {"name": name}}, name
+
+
+def emulated_call(request: GenerationRequest, *, api: Api, server: Server | None) -> str | None:
+    """The tool whose call llama.cpp is asked to write as its whole answer, or ``None``.
+
+    llama.cpp's server applies no grammar for ``tool_choice`` (its chat auto-parser reads a
+    call out of the text only where the model's chat template knows tools, and forces none:
+    a forced call was answered with prose, checked against the suite's server). So when
+    exactly one tool must be called (``mode="tool"`` with one schema, a named choice, or one
+    tool and no choice), it is sent no ``tools`` at all: the call's arguments schema goes as
+    ``response_format`` (which llama.cpp enforces with its grammar), and the decoder reads the
+    answer as that call's arguments (:class:`~sdk._http.openai._chat_chunks.EmulatedCallDecoder`).
+    """
+    if server != "llamacpp" or api != "chat" or request.mode != "tool":
+        return None
+    if request.tools and request.tool_choice in ("auto", "none", "required"):
+        return None
+    return tool_choice(request, api=api, server=server)[1]
 
 
 def calls_forced(request: GenerationRequest) -> bool:

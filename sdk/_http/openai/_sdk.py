@@ -36,10 +36,10 @@ from sdk._errors import (
 from sdk._http._errors import both, status_error
 from sdk._http._read_loop import EventDecoder, stream_deltas
 from sdk._http._transport import Opened, encode_body, estimate_tokens
-from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
+from sdk._http.openai._chat_chunks import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Api, Server, calls_forced, check_request, check_server
+from sdk._http.openai._flavours import Api, Server, check_request, check_server
 from sdk._http.openai._responses_events import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 
@@ -110,9 +110,7 @@ class OpenAISDKBackend:
         estimate = estimate_tokens(encode_body(body))
         model, messages = body.pop("model"), body.pop("messages")
         del body["stream"]
-        decoder = (
-            ToolIdDecoder(tools=calls_forced(request)) if request.mode == "tool" else ChunkDecoder()
-        )
+        decoder = chat_decoder(request, self.server)
         return self._stream(
             lambda: self._client.chat.completions.with_streaming_response.create(
                 model=model, messages=messages, stream=True, extra_body=body, **per_request(request)

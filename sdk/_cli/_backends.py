@@ -80,6 +80,7 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
             f"first use of {what}: converting it to safetensors in {target} (once; later "
             "runs load it in seconds)"
         )
+    _quiet_transformers()
     started = time.monotonic()
     with report.busy(f"loading {what}…"):
         engine = await anyio.to_thread.run_sync(backend.load)
@@ -88,3 +89,14 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
         f"loaded {what} on {loaded.device} ({loaded.runtime}) in {time.monotonic() - started:.1f} s"
     )
     return backend
+
+
+def _quiet_transformers() -> None:
+    """No progress bars of transformers' own ("Loading weights", "Converting") through the
+    command's output: it says what it loads and how long that took itself. Only the command
+    does this (a library call leaves transformers' settings alone)."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # the llama.cpp runtime, or a missing extra the load will name
+        return
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]

@@ -681,3 +681,18 @@ async def test_runtime_reaches_the_local_engine(
     assert made == [{"model": None, "device": None, "runtime": runtime, "jump_forward": True}]
     assert asked == [{"runtime": runtime, "device": None}]
     assert f"({runtime or 'llama.cpp'})" in report.said[-1]
+
+
+@pytest.mark.local
+def test_the_command_turns_transformers_progress_bars_off() -> None:
+    """The torch runtime's load printed transformers' "Loading weights" bars through the
+    command's output; the command turns them off before it loads (a library call does not)."""
+    logging = pytest.importorskip("transformers.utils.logging")
+    from sdk._cli._backends import _quiet_transformers
+
+    logging.enable_progress_bar()
+    try:
+        _quiet_transformers()
+        assert not logging.is_progress_bar_enabled()
+    finally:
+        logging.enable_progress_bar()

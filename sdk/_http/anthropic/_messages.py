@@ -31,11 +31,11 @@ JSON object, an image URL that is neither ``data:`` nor http(s).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
+from sdk._http._chat_messages import call_arguments, checked_message
 
 __all__ = ["anthropic_messages"]
 
@@ -59,15 +59,13 @@ def anthropic_messages(
     turns: list[dict[str, Any]] = []
     for number, message in enumerate(messages):
         where = f"messages[{number}]"
-        if not isinstance(message, Mapping):
-            raise StreamUsageError(f"{where} is not a mapping: {message!r}")
+        message = checked_message(
+            message,
+            where,
+            _KEYS,
+            "the Messages API has no place for (a turn is a role and its content)",
+        )
         role = message.get("role")
-        unknown = sorted(k for k in message if k not in _KEYS)
-        if unknown:
-            raise StreamUsageError(
-                f"{where} has {', '.join(map(repr, unknown))}, which the Messages API has no "
-                "place for (a turn is a role and its content)"
-            )
         if role in _SYSTEM_ROLES:
             if turns:
                 raise StreamUsageError(
@@ -163,13 +161,9 @@ def _tool_uses(calls: Any, where: str) -> list[dict[str, Any]]:
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(call.get("id"), str):
             raise StreamUsageError(f"{here} needs an 'id' and a 'function' (name, arguments)")
-        arguments = function.get("arguments") or "{}"
-        try:
-            value = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            raise StreamUsageError(f"{here}: the arguments are not JSON ({exc})") from exc
-        if not isinstance(value, Mapping):
-            raise StreamUsageError(f"{here}: a tool_use input is a JSON object, not {value!r}")
+        value = call_arguments(
+            function, here, lambda v: f"a tool_use input is a JSON object, not {v!r}"
+        )
         out.append(
             {"type": "tool_use", "id": call["id"], "name": function.get("name"), "input": value}
         )

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
+from sdk._http._chat_messages import call_arguments, checked_message
 
 __all__ = ["gemini_contents"]
 
@@ -45,14 +46,7 @@ def gemini_contents(
     names: dict[str, str] = {}  # tool call id -> its function's name
     for number, message in enumerate(messages):
         where = f"messages[{number}]"
-        if not isinstance(message, Mapping):
-            raise StreamUsageError(f"{where} is not a mapping: {message!r}")
-        unknown = sorted(k for k in message if k not in _KEYS)
-        if unknown:
-            raise StreamUsageError(
-                f"{where} has {', '.join(map(repr, unknown))}, which Gemini's contents have no "
-                "place for"
-            )
+        message = checked_message(message, where, _KEYS, "Gemini's contents have no place for")
         role = message.get("role")
         if "parts" in message:  # Gemini's own content
             if role not in ("user", "model"):
@@ -128,13 +122,7 @@ def _calls(calls: Any, where: str, names: dict[str, str]) -> list[dict[str, Any]
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise StreamUsageError(f"{here} needs a 'function' with a 'name'")
-        arguments = function.get("arguments") or "{}"
-        try:
-            value = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            raise StreamUsageError(f"{here}: the arguments are not JSON ({exc})") from exc
-        if not isinstance(value, Mapping):
-            raise StreamUsageError(f"{here}: a functionCall's args are a JSON object")
+        value = call_arguments(function, here, lambda v: "a functionCall's args are a JSON object")
         part: dict[str, Any] = {"name": function["name"], "args": dict(value)}
         if isinstance(call.get("id"), str):
             names[call["id"]] = function["name"]

@@ -20,11 +20,11 @@ are not a JSON object, a tool turn answering a call no earlier turn made.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
+from sdk._http._chat_messages import call_arguments, checked_message
 
 __all__ = ["ollama_messages"]
 
@@ -40,14 +40,7 @@ def ollama_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     names: dict[str, str] = {}  # tool call id -> its function's name
     for number, message in enumerate(messages):
         where = f"messages[{number}]"
-        if not isinstance(message, Mapping):
-            raise StreamUsageError(f"{where} is not a mapping: {message!r}")
-        unknown = sorted(k for k in message if k not in _KEYS)
-        if unknown:
-            raise StreamUsageError(
-                f"{where} has {', '.join(map(repr, unknown))}, which Ollama's messages have no "
-                "place for"
-            )
+        message = checked_message(message, where, _KEYS, "Ollama's messages have no place for")
         role = message.get("role")
         role = "system" if role == "developer" else role
         if role not in _ROLES:
@@ -102,13 +95,9 @@ def _calls(calls: Any, where: str, names: dict[str, str]) -> list[dict[str, Any]
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise StreamUsageError(f"{here} needs a 'function' with a 'name'")
-        arguments = function.get("arguments") or {}
-        try:
-            value = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            raise StreamUsageError(f"{here}: the arguments are not JSON ({exc})") from exc
-        if not isinstance(value, Mapping):
-            raise StreamUsageError(f"{here}: Ollama's arguments are a JSON object, not {value!r}")
+        value = call_arguments(
+            function, here, lambda v: f"Ollama's arguments are a JSON object, not {v!r}"
+        )
         if isinstance(call.get("id"), str):
             names[call["id"]] = function["name"]
         out.append({"function": {"name": function["name"], "arguments": dict(value)}})

@@ -133,12 +133,13 @@ class LocalBackend:
         """Load the model now (blocking; idempotent) and return the engine."""
         if self._engine is not None:
             return self._engine
-        torch = require("torch")
         threads = self.threads
         on_llama = choose_runtime(self.runtime, self.model, self.device) == "llama.cpp"
+        # torch is imported only for the torch runtime (the llama.cpp one runs without it).
+        torch = None if on_llama else require("torch")
         if threads is None:
-            threads = default_threads(usable_cpus() if on_llama else torch.get_num_threads())
-        if not on_llama and threads != torch.get_num_threads():
+            threads = default_threads(usable_cpus() if torch is None else torch.get_num_threads())
+        if torch is not None and threads != torch.get_num_threads():
             torch.set_num_threads(threads)
         loaded = load_model(
             self.model,
@@ -150,8 +151,10 @@ class LocalBackend:
         )
         if isinstance(loaded.forward, LlamaCppForward):
             loaded.forward.threads = threads  # the weights are shared; the last load sets them
-        elif on_llama and threads != torch.get_num_threads():  # fell back to torch
-            torch.set_num_threads(threads)
+        elif on_llama:  # fell back to torch (load_model checked it is installed)
+            torch = require("torch")
+            if threads != torch.get_num_threads():
+                torch.set_num_threads(threads)
         key = (loaded.source, loaded.runtime, loaded.device, self.dtype, self.json_format)
         with _engines_lock:
             engine = _engines.get(key)

@@ -45,7 +45,7 @@ from sdk._local._drafts import DraftMemory, DraftRecorder
 from sdk._local._forward import ForwardPass
 from sdk._local._grammar import Constraint
 from sdk._local._output import Output
-from sdk._local._sampling import Sampler
+from sdk._local._sampling import NumpySampler, Sampler
 
 __all__ = ["Batch", "DecodeStats", "Generation", "Piece"]
 
@@ -131,7 +131,7 @@ class Generation:
         sequence: ForwardPass,
         prompt_ids: Sequence[int],
         *,
-        sampler: Sampler,
+        sampler: Sampler | NumpySampler,
         decoded_vocab: Sequence[bytes],
         stop_ids: Collection[int],
         max_tokens: int,
@@ -145,7 +145,6 @@ class Generation:
     ) -> None:
         if not prompt_ids:
             raise ValueError("the prompt has no tokens")
-        self._torch = require("torch")
         self._sequence: ForwardPass | None = sequence
         self._prompt = list(prompt_ids)
         self._sampler = sampler
@@ -311,10 +310,7 @@ class Generation:
         banned = forbidden_tokens(rests, self.vocab_index, forces)
         if not banned:
             return
-        with self._torch.inference_mode():  # the logits are inference tensors
-            logits[0, banned] = float("-inf")
-            exhausted = bool(self._torch.isneginf(logits).all())
-        if exhausted:
+        if _ban(logits, banned):
             raise RewindExhausted(
                 f"no token is left at character {self.output.chars} of the output: every "
                 "continuation the grammar allows there was ruled out by rewinds",
@@ -369,3 +365,15 @@ class Generation:
             dropped_tokens=dropped,
             banned=banned.decode("utf-8", "replace") if banned else None,
         )
+
+
+def _ban(logits: Any, banned: list[int]) -> bool:
+    """Set ``banned`` to -inf in ``logits`` (1 x V, numpy or torch); True when no token is left."""
+    if hasattr(logits, "device"):  # a torch tensor: an inference tensor, written in that mode
+        torch = require("torch")
+        with torch.inference_mode():
+            logits[0, banned] = float("-inf")
+            return bool(torch.isneginf(logits).all())
+    np = require("numpy")
+    logits[0, banned] = -np.inf
+    return bool(np.isneginf(logits).all())

@@ -20,7 +20,7 @@ from sdk._local._decode import Batch, DecodeStats, Generation
 from sdk._local._drafts import DraftMemory
 from sdk._local._grammar import Grammars, JsonFormat
 from sdk._local._model import LoadedModel
-from sdk._local._sampling import Sampler
+from sdk._local._sampling import NumpySampler, Sampler
 from sdk._local._tools import prompt_messages, template_takes_tools
 
 __all__ = ["Engine"]
@@ -101,12 +101,18 @@ class Engine:
                 what = "schema" if spec.kind == "json_schema" else "constraint"
                 raise BackendError(f"the local engine cannot compile the {what}: {exc}") from exc
         try:
-            sampler = Sampler(
-                temperature=request.temperature,
-                top_p=request.top_p,
-                seed=request.seed,
-                device=self.loaded.device,
-            )
+            sampler: Sampler | NumpySampler
+            if self.loaded.runtime == "llama.cpp":  # numpy logits (``_llama_cpp``)
+                sampler = NumpySampler(
+                    temperature=request.temperature, top_p=request.top_p, seed=request.seed
+                )
+            else:
+                sampler = Sampler(
+                    temperature=request.temperature,
+                    top_p=request.top_p,
+                    seed=request.seed,
+                    device=self.loaded.device,
+                )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
         return Generation(

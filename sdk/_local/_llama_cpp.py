@@ -2,9 +2,10 @@
 
 The ``xllamacpp`` wheel links llama.cpp statically into its extension module and exports the
 whole ``llama.h`` API as dynamic symbols; this module binds the few functions it needs with
-ctypes (no compiler, no second copy of llama.cpp). The logits stay in llama.cpp's own buffer:
-:meth:`LlamaSequence.decode` wraps it as a torch tensor without a copy, so the grammar masks
-and the sampler apply to it in place.
+ctypes (no compiler, no second copy of llama.cpp), its tokenizer's included
+(``_llama_tokenizer``). The logits stay in llama.cpp's own buffer: :meth:`LlamaSequence.decode`
+wraps it as a numpy float32 array without a copy, so the grammar masks and the sampler apply to
+it in place. Nothing here imports torch or transformers.
 
 ``llama.h`` follows llama.cpp's master, not a stable ABI, so this module relies on as little of
 its layout as it can, and checks that at load (:class:`LoadCheckFailed` names what did not
@@ -21,7 +22,8 @@ match, and the caller falls back to the torch implementation):
   (512, 2048, 512, 1) before they are written. Threads are set with ``llama_set_n_threads``;
 - ``llama_batch`` (seven fields, unchanged since 2023) must come out of ``llama_batch_init``
   with no tokens, no embeddings and every array allocated;
-- the model's vocabulary size must equal the tokenizer's.
+- the model's tokenizer is llama.cpp's own (``_llama_tokenizer``), so its vocabulary is the
+  logits' width by construction.
 
 One context serves every sequence of a model, one at a time (the engine runs one forward pass at
 a time anyway). It remembers which tokens its KV cache holds; a sequence's next pass keeps the
@@ -42,6 +44,7 @@ from typing import Any
 
 from sdk._errors import BackendError
 from sdk._local._deps import require
+from sdk._local._llama_tokenizer import LlamaTokenizer
 
 __all__ = ["LlamaCppForward", "LlamaSequence", "LoadCheckFailed", "load_llama_cpp"]
 
@@ -93,6 +96,14 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "llama_model_get_vocab": (_p, [_p]),
     "llama_vocab_n_tokens": (_i32, [_p]),
     "llama_vocab_eos": (_i32, [_p]),
+    "llama_vocab_get_attr": (_i32, [_p, _i32]),
+    "llama_vocab_get_text": (ctypes.c_char_p, [_p, _i32]),
+    "llama_tokenize": (
+        _i32,
+        [_p, ctypes.c_char_p, _i32, ctypes.POINTER(_i32), _i32, ctypes.c_bool, ctypes.c_bool],
+    ),
+    "llama_token_to_piece": (_i32, [_p, _i32, ctypes.c_char_p, _i32, _i32, ctypes.c_bool]),
+    "llama_model_meta_val_str": (_i32, [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "llama_model_n_ctx_train": (_i32, [_p]),
     "llama_n_ctx": (ctypes.c_uint32, [_p]),
     "llama_set_n_threads": (None, [_p, _i32, _i32]),
@@ -178,7 +189,7 @@ def _set_context_head(params: _Params, values: dict[str, int]) -> None:
         head[i] = values[name]
 
 
-def load_llama_cpp(gguf: Path, *, tokenizer_size: int, threads: int) -> LlamaCppForward:
+def load_llama_cpp(gguf: Path, *, threads: int) -> LlamaCppForward:
     """Load ``gguf`` through llama.cpp, checked as the module docstring says.
 
     Raises :class:`LoadCheckFailed` naming what did not match, BackendError when llama.cpp
@@ -211,10 +222,6 @@ def load_llama_cpp(gguf: Path, *, tokenizer_size: int, threads: int) -> LlamaCpp
     try:
         vocab = lib.llama_model_get_vocab(model)
         n_vocab = int(lib.llama_vocab_n_tokens(vocab))
-        if n_vocab != tokenizer_size:
-            raise LoadCheckFailed(
-                f"llama.cpp reads {n_vocab} tokens in {gguf.name}, the tokenizer {tokenizer_size}"
-            )
         trained = int(lib.llama_model_n_ctx_train(model))
         n_ctx = min(trained, DEFAULT_CONTEXT) if trained > 0 else DEFAULT_CONTEXT
         _set_context_head(
@@ -237,7 +244,13 @@ def load_llama_cpp(gguf: Path, *, tokenizer_size: int, threads: int) -> LlamaCpp
     # generation config: both runtimes stop at the same tokens (llama.cpp's end-of-turn guess,
     # <|endoftext|> for SmolLM2, is not one of them).
     stops = {int(lib.llama_vocab_eos(vocab))} - {-1}
-    return LlamaCppForward(lib, model, ctx, n_vocab, n_ctx, frozenset(stops), threads)
+    try:
+        tokenizer = LlamaTokenizer(lib, model)
+    except BaseException:
+        lib.llama_free(ctx)
+        lib.llama_model_free(model)
+        raise
+    return LlamaCppForward(lib, model, ctx, n_vocab, n_ctx, frozenset(stops), threads, tokenizer)
 
 
 class LlamaCppForward:
@@ -255,8 +268,11 @@ class LlamaCppForward:
         context_length: int,
         stop_token_ids: frozenset[int],
         threads: int,
+        tokenizer: LlamaTokenizer,
     ) -> None:
-        self._torch = require("torch")
+        self._np = require("numpy")
+        self.tokenizer = tokenizer
+        """The model's tokenizer, llama.cpp's own (valid until :meth:`close`)."""
         self._lib, self._model, self._ctx = lib, model, ctx
         self._memory = lib.llama_get_memory(ctx)
         self.vocab_size = vocab_size
@@ -312,9 +328,8 @@ class LlamaCppForward:
         logits = self._lib.llama_get_logits(self._ctx)
         if not logits:
             raise BackendError("llama.cpp returned no logits")
-        count = keep * self.vocab_size
-        buffer = (ctypes.c_float * count).from_address(ctypes.addressof(logits.contents))
-        return self._torch.frombuffer(buffer, dtype=self._torch.float32).view(keep, self.vocab_size)
+        # A view of llama.cpp's buffer (no copy): the masks write into it.
+        return self._np.ctypeslib.as_array(logits, shape=(keep, self.vocab_size))
 
     def _submit(self, tokens: list[int], start: int, end: int, outputs: int) -> None:
         batch, n = self._batch, end - start
@@ -364,7 +379,8 @@ class LlamaSequence:
         return len(self._tokens)
 
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
-        """Append ``tokens``; the logits of the last ``keep`` positions, in llama.cpp's buffer."""
+        """Append ``tokens``; the logits of the last ``keep`` positions: a ``keep`` x V numpy
+        float32 array over llama.cpp's buffer (valid until the next decode of this model)."""
         if not 1 <= keep <= len(tokens):
             raise ValueError(f"keep must be in 1..{len(tokens)}, not {keep}")
         self._tokens.extend(tokens)

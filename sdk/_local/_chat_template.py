@@ -105,14 +105,18 @@ def _compile(template: str) -> Any:
 
 
 def _environment() -> Any:
-    jinja2 = require("jinja2")
-    sandbox = require("jinja2.sandbox")
-    ext = require("jinja2.ext")
+    require("jinja2")  # a clear error naming the extra when it is missing
+    import jinja2.ext
+    import jinja2.nodes
+    import jinja2.sandbox
+    import jinja2.utils
 
-    class Generation(ext.Extension):  # type: ignore[misc]
+    ext, sandbox = jinja2.ext, jinja2.sandbox
+
+    class Generation(ext.Extension):
         """``{% generation %}...{% endgeneration %}``: renders its body."""
 
-        tags = frozenset({"generation"})
+        tags = {"generation"}  # noqa: RUF012 (jinja2 declares it a class-level set)
 
         def parse(self, parser: Any) -> Any:
             lineno = next(parser.stream).lineno
@@ -147,7 +151,7 @@ def _environment() -> Any:
         def fromkeys(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
             return dict.fromkeys(*args, **kwargs)
 
-    class TemplateNamespace(jinja2.utils.Namespace):  # type: ignore[misc]
+    class TemplateNamespace(jinja2.utils.Namespace):
         def __init__(*args: Any, **kwargs: Any) -> None:
             self, rest = args[0], args[1:]
             attrs = dict(*rest, **kwargs)

@@ -31,6 +31,7 @@ grammar's, so jump-forward writes the same text as plain decoding after a rewind
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from sdk._local._deps import require
 from sdk._local._drafts import DraftMemory, DraftRecorder
 from sdk._local._forward import ForwardPass
 from sdk._local._grammar import Constraint
+from sdk._local._llg_grammar import LlgConstraint
 from sdk._local._output import Output
 from sdk._local._sampling import NumpySampler, Sampler
 
@@ -135,7 +137,7 @@ class Generation:
         decoded_vocab: Sequence[bytes],
         stop_ids: Collection[int],
         max_tokens: int,
-        constraint: Constraint | None = None,
+        constraint: Constraint | LlgConstraint | None = None,
         jump_forward: bool = True,
         stats: DecodeStats | None = None,
         verify_drafts: bool = True,
@@ -369,11 +371,11 @@ class Generation:
 
 def _ban(logits: Any, banned: list[int]) -> bool:
     """Set ``banned`` to -inf in ``logits`` (1 x V, numpy or torch); True when no token is left."""
-    if hasattr(logits, "device"):  # a torch tensor: an inference tensor, written in that mode
-        torch = require("torch")
-        with torch.inference_mode():
-            logits[0, banned] = float("-inf")
-            return bool(torch.isneginf(logits).all())
-    np = require("numpy")
-    logits[0, banned] = -np.inf
-    return bool(np.isneginf(logits).all())
+    np = sys.modules.get("numpy")  # imported already when the logits are numpy's
+    if np is not None and isinstance(logits, np.ndarray):
+        logits[0, banned] = -np.inf
+        return bool(np.isneginf(logits).all())
+    torch = require("torch")  # a torch tensor: an inference tensor, written in that mode
+    with torch.inference_mode():
+        logits[0, banned] = float("-inf")
+        return bool(torch.isneginf(logits).all())

@@ -19,11 +19,31 @@ from sdk._local._constrain import spec_of
 from sdk._local._decode import Batch, DecodeStats, Generation
 from sdk._local._drafts import DraftMemory
 from sdk._local._grammar import Grammars, JsonFormat
+from sdk._local._llama_tokenizer import LlamaTokenizer
+from sdk._local._llg_grammar import LlgGrammars
 from sdk._local._model import LoadedModel
-from sdk._local._sampling import NumpySampler, Sampler
+from sdk._local._sampling import sampler_for
 from sdk._local._tools import prompt_messages, template_takes_tools
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "grammars_for"]
+
+
+def grammars_for(
+    loaded: LoadedModel, json_format: JsonFormat, stop_ids: frozenset[int]
+) -> Grammars | LlgGrammars:
+    """The masks of ``loaded``'s runtime: llguidance's over llama.cpp's own vocabulary on the
+    llama.cpp runtime (numpy logits, no torch: ``_llg_grammar``), xgrammar's over the
+    transformers tokenizer on torch (``_grammar``)."""
+    tokenizer, forward = loaded.tokenizer, loaded.forward
+    if isinstance(tokenizer, LlamaTokenizer):
+        return LlgGrammars(
+            tokenizer.ll_tokenizer(),
+            forward.vocab_size,
+            tokenizer.vocab_bytes,
+            json_format=json_format,
+            stop_token_ids=stop_ids,
+        )
+    return Grammars(tokenizer, forward.vocab_size, json_format=json_format, stop_token_ids=stop_ids)
 
 
 class Engine:
@@ -34,9 +54,8 @@ class Engine:
         forward, tokenizer = loaded.forward, loaded.tokenizer
         self.stop_ids: frozenset[int] = _eos_ids(forward.stop_token_ids, tokenizer)
         """Tokens that end a generation."""
-        self.grammars = Grammars(
-            tokenizer, forward.vocab_size, json_format=json_format, stop_token_ids=self.stop_ids
-        )
+        self.grammars = grammars_for(loaded, json_format, self.stop_ids)
+        """The masks (see :func:`grammars_for`)."""
         self.context_length: int | None = forward.context_length
         self.draft_memory = DraftMemory()
         """How the model wrote each forced text last time, shared by this engine's generations
@@ -101,18 +120,13 @@ class Engine:
                 what = "schema" if spec.kind == "json_schema" else "constraint"
                 raise BackendError(f"the local engine cannot compile the {what}: {exc}") from exc
         try:
-            sampler: Sampler | NumpySampler
-            if self.loaded.runtime == "llama.cpp":  # numpy logits (``_llama_cpp``)
-                sampler = NumpySampler(
-                    temperature=request.temperature, top_p=request.top_p, seed=request.seed
-                )
-            else:
-                sampler = Sampler(
-                    temperature=request.temperature,
-                    top_p=request.top_p,
-                    seed=request.seed,
-                    device=self.loaded.device,
-                )
+            sampler = sampler_for(
+                self.loaded.runtime,
+                temperature=request.temperature,
+                top_p=request.top_p,
+                seed=request.seed,
+                device=self.loaded.device,
+            )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
         return Generation(

@@ -14,7 +14,7 @@ from typing import Any
 
 from sdk._local._deps import require
 
-__all__ = ["NumpySampler", "Sampler", "check_parameters"]
+__all__ = ["NumpySampler", "Sampler", "check_parameters", "sampler_for"]
 
 
 def check_parameters(temperature: float | None, top_p: float | None) -> tuple[bool, float, float]:
@@ -114,3 +114,18 @@ class NumpySampler:
         while weights[index] == 0.0 and index > 0:
             index -= 1
         return int(order[index]) if order is not None else index
+
+
+def sampler_for(
+    runtime: str,
+    *,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    device: str = "cpu",
+) -> Sampler | NumpySampler:
+    """The sampler for the logits ``runtime`` gives: numpy's on ``"llama.cpp"``, torch's
+    (on ``device``) otherwise. ValueError for bad parameters (:func:`check_parameters`)."""
+    if runtime == "llama.cpp":
+        return NumpySampler(temperature=temperature, top_p=top_p, seed=seed)
+    return Sampler(temperature=temperature, top_p=top_p, seed=seed, device=device)

@@ -1,4 +1,5 @@
-"""The llama.cpp runtime's sampler over numpy logits: greedy, temperature, top-p, one draw a pick."""
+"""The llama.cpp runtime's sampler over numpy logits: greedy, temperature, top-p, one draw per
+pick."""
 
 from __future__ import annotations
 

@@ -11,6 +11,9 @@ import partial
 from sdk._backend import Delta, GenerationRequest
 from sdk._constraints import Constraint, Tool
 from sdk._local import LocalBackend
+from sdk._local._engine import Engine
+from sdk._local._grammar import Grammars
+from sdk._local._llama_tokenizer import LlamaTokenizer
 
 PERSON = {
     "type": "object",
@@ -183,3 +186,25 @@ def value_start(text: str, path: tuple[str | int, ...]) -> int:
     offset = find_value(text, path)
     assert offset is not None, f"no value at {path} in {text!r}"
     return offset
+
+
+def special_token_ids(engine: Engine) -> frozenset[int]:
+    """Added/special tokens no grammar may produce, on either runtime: xgrammar's extra mask
+    on torch; on llama.cpp the control tokens llguidance's tokenizer marks (``0xff``)."""
+    tokenizer = engine.loaded.tokenizer
+    if isinstance(tokenizer, LlamaTokenizer):
+        return frozenset(tokenizer.control_ids) - engine.stop_ids
+    assert isinstance(engine.grammars, Grammars)
+    return engine.grammars.special_token_ids
+
+
+def zero_logits(engine: Engine) -> Any:
+    """A 1 x V row of zero logits of the kind the engine's runtime gives (numpy or torch)."""
+    vocab = engine.grammars.vocab_size
+    if engine.loaded.runtime == "llama.cpp":
+        import numpy
+
+        return numpy.zeros((1, vocab), dtype=numpy.float32)
+    import torch
+
+    return torch.zeros(1, vocab)

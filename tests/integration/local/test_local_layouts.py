@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sdk._local import LocalBackend
-from sdk._local._engine import Engine
+from sdk._local._engine import Engine, grammars_for
 from sdk._local._grammar import JSON_FORMATS, Grammars
 
 VALUE = {"name": "Ada", "tags": ["x", "y"], "age": 36}
@@ -49,7 +49,7 @@ def test_each_layout_lets_the_model_write_its_own_spelling(
     grammars = (
         engine.grammars
         if engine.grammars.json_format == json_format
-        else Grammars(tokenizer, engine.grammars.vocab_size, json_format=json_format)  # type: ignore[arg-type]
+        else grammars_for(engine.loaded, json_format, engine.stop_ids)  # type: ignore[arg-type]
     )
     accepted = set()
     for name, text in TEXTS.items():
@@ -64,9 +64,15 @@ def test_each_layout_lets_the_model_write_its_own_spelling(
 @pytest.mark.slow
 def test_bounded_is_the_default_and_uses_llama_cpps_space_rule(engine: Engine) -> None:
     assert engine.grammars.json_format == JSON_FORMATS[0] == "bounded"
-    ebnf = engine.grammars.bounded_ebnf(json.dumps(SCHEMA))
-    assert ebnf is not None  # the installed xgrammar spells gaps as expected (no fallback)
-    assert "fieldstream_space ::=" in ebnf
+    # llama.cpp's space rule: a gap is at most a newline or two and 20 spaces or tabs.
+    tokenizer = engine.loaded.tokenizer
+    head = '{"name": "Ada",\n'
+    assert engine.grammars.constraint(SCHEMA, tokenizer).accept_text(head + " " * 20 + '"tags')
+    assert not engine.grammars.constraint(SCHEMA, tokenizer).accept_text(head + " " * 21 + '"t')
+    if isinstance(engine.grammars, Grammars):  # xgrammar's: through the bounded EBNF
+        ebnf = engine.grammars.bounded_ebnf(json.dumps(SCHEMA))
+        assert ebnf is not None  # the installed xgrammar spells gaps as expected (no fallback)
+        assert "fieldstream_space ::=" in ebnf
 
 
 def test_an_unknown_layout_is_refused() -> None:

@@ -5,23 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
-from _local_support import TEXT, request_for
+from _local_support import TEXT, request_for, special_token_ids, zero_logits
 
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._engine import Engine
-from sdk._local._sampling import Sampler
-
-torch = pytest.importorskip("torch", reason="needs the local extra (torch)")
+from sdk._local._sampling import sampler_for
 
 pytestmark = pytest.mark.slow
 
 
 def test_special_tokens_are_known(engine: Engine) -> None:
     tokenizer = engine.loaded.tokenizer
-    special = engine.grammars.special_token_ids
-    assert tokenizer.convert_tokens_to_ids("<|im_start|>") in special
-    assert tokenizer.convert_tokens_to_ids("<|endoftext|>") in special
-    assert engine.stop_ids == {tokenizer.convert_tokens_to_ids("<|im_end|>")}
+    special = special_token_ids(engine)
+    [start] = tokenizer.encode("<|im_start|>", add_special_tokens=False)
+    [end_of_text] = tokenizer.encode("<|endoftext|>", add_special_tokens=False)
+    [end] = tokenizer.encode("<|im_end|>", add_special_tokens=False)
+    assert start in special and end_of_text in special
+    assert engine.stop_ids == {end}
     assert not special & engine.stop_ids
 
 
@@ -30,7 +30,7 @@ def test_mask_inside_a_string_allows_no_special_token(engine: Engine) -> None:
     assert constraint.accept_text('{"reply":"hello ')
     allowed = constraint.allowed()
     assert len(allowed) > 1000  # ordinary text is allowed
-    assert not allowed & engine.grammars.special_token_ids
+    assert not allowed & special_token_ids(engine)
     assert not allowed & engine.stop_ids
 
 
@@ -44,12 +44,12 @@ def test_masked_logits_never_pick_a_special_token(engine: Engine) -> None:
     """Logits that scream for <|im_start|> inside a string still get ordinary text."""
     constraint = engine.grammars.constraint(TEXT, engine.loaded.tokenizer)
     assert constraint.accept_text('{"reply":"')
-    vocab = engine.grammars.vocab_size
-    for token_id in sorted(engine.grammars.special_token_ids | engine.stop_ids):
-        logits = torch.zeros(1, vocab)
+    special = special_token_ids(engine) | engine.stop_ids
+    for token_id in sorted(special):
+        logits = zero_logits(engine)
         logits[0, token_id] = 1e4
         constraint.mask(logits)
-        assert Sampler().pick(logits) not in engine.grammars.special_token_ids | engine.stop_ids
+        assert sampler_for(engine.loaded.runtime).pick(logits) not in special
 
 
 def test_prompt_pushing_for_chat_markup_inside_a_string(engine: Engine) -> None:
@@ -65,7 +65,7 @@ def test_prompt_pushing_for_chat_markup_inside_a_string(engine: Engine) -> None:
         finish = batch.finish_reason
     assert finish == "stop"
     ids = {p.token_id for p in pieces}
-    assert not ids & (engine.grammars.special_token_ids | engine.stop_ids)
+    assert not ids & (special_token_ids(engine) | engine.stop_ids)
     json.loads("".join(p.text for p in pieces))
 
 
@@ -79,7 +79,7 @@ def test_multibyte_characters_decode_incrementally(engine: Engine) -> None:
     for batch in Generation(
         engine.loaded.forward.sequence(),
         engine.prompt_ids(request),
-        sampler=Sampler(),
+        sampler=sampler_for(engine.loaded.runtime),
         decoded_vocab=engine.grammars.decoded_vocab,
         stop_ids=engine.stop_ids,
         max_tokens=24,

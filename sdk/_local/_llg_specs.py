@@ -96,7 +96,8 @@ def _closed(node: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(node.get("properties"), dict) and "required" not in node:
         return node
     out = {**node, "additionalProperties": False}
-    properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+    given = node.get("properties")
+    properties: dict[str, Any] = given if isinstance(given, dict) else {}
     if isinstance(node.get("required"), list):
         out["required"] = [name for name in node["required"] if name in properties]
     return out

@@ -45,7 +45,7 @@ from sdk._errors import UnsupportedConstraint
 from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._local._tools import tools_structural_tag
 
-__all__ = ["GrammarSpec", "SpecKind", "check", "lark_text", "spec_of"]
+__all__ = ["GrammarSpec", "SpecKind", "check", "check_options", "lark_text", "spec_of"]
 
 SpecKind = Literal["json_schema", "ebnf", "regex", "lark", "structural_tag"]
 
@@ -111,11 +111,10 @@ def _what(request: GenerationRequest) -> str:
     return f"this {type(constraint).__name__}"
 
 
-def check(request: GenerationRequest) -> None:
-    """Raise :class:`~sdk.UnsupportedConstraint` when the local engine cannot constrain
-    ``request`` (see the module docstring). A JSON Schema request is not checked here (its
-    grammar is compiled when the generation starts, as before). Without xgrammar installed
-    nothing is checked: the first generation raises :class:`~sdk.MissingDependencyError`."""
+def check_options(request: GenerationRequest) -> None:
+    """Raise :class:`~sdk.UnsupportedConstraint` for what the local engine refuses whatever its
+    grammar engine: tools with a constraint, tools outside ``mode="tool"``, per-request HTTP
+    options, ``tool_choice`` "auto" or "none"."""
     if request.tools and request.constraint is not None:
         raise UnsupportedConstraint(
             "a request carries tools or a constraint, not both (each tool has its own schema)"
@@ -144,6 +143,14 @@ def check(request: GenerationRequest) -> None:
             f"the local engine decodes tools as calls only: tool_choice={request.tool_choice!r} "
             "(a text answer) is not supported; use 'required' or a named tool, or a server"
         )
+
+
+def check(request: GenerationRequest) -> None:
+    """Raise :class:`~sdk.UnsupportedConstraint` when the local engine cannot constrain
+    ``request`` (see the module docstring). A JSON Schema request is not checked here (its
+    grammar is compiled when the generation starts, as before). Without xgrammar installed
+    nothing is checked: the first generation raises :class:`~sdk.MissingDependencyError`."""
+    check_options(request)
     spec = spec_of(request)
     if spec is None or spec.kind == "json_schema":
         return

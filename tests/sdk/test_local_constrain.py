@@ -31,6 +31,7 @@ from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._local import LocalBackend
 from sdk._local._constrain import GrammarSpec, check, spec_of
 from sdk._local._layout import JSON_FORMATS, JsonFormat, laid_out
+from sdk._local._model import RUNTIMES, Runtime
 from sdk._local._tool_calls import ToolCallSplitter
 from sdk._local._tools import (
     prompt_messages,
@@ -87,9 +88,10 @@ ACCEPTED: list[Constraint] = [
 ]
 
 
+@pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("constraint", ACCEPTED, ids=lambda c: type(c).__name__)
-def test_every_constraint_kind_is_accepted(constraint: Constraint) -> None:
-    backend = LocalBackend()
+def test_every_constraint_kind_is_accepted(constraint: Constraint, runtime: Runtime) -> None:
+    backend = LocalBackend(runtime=runtime)
     backend.check_request(request(constraint))
     check_request(backend, request(constraint))  # what Client.stream calls
 
@@ -119,17 +121,24 @@ def test_json_schema_and_no_constraint_are_accepted() -> None:
 def test_what_xgrammar_cannot_compile_is_refused_with_its_reason(
     constraint: Constraint, reason: str
 ) -> None:
+    """On the torch runtime (xgrammar's masks); the llama.cpp runtime's check is llguidance's
+    (``tests/integration/local/test_llg_grammar.py``)."""
     with pytest.raises(
         UnsupportedConstraint, match=r"local engine \(xgrammar\) cannot compile"
     ) as e:
-        LocalBackend().check_request(request(constraint))
+        LocalBackend(runtime="torch").check_request(request(constraint))
     assert reason in str(e.value)
     assert "/project/" not in str(e.value)  # xgrammar's source location is left out
 
 
 def test_client_stream_refuses_before_any_request() -> None:
-    client = Client.local()
-    with pytest.raises(UnsupportedConstraint, match="Lookahead"):
+    """Each runtime's check is its grammar engine's: llguidance's for llama.cpp (the default
+    on a CPU), xgrammar's for torch."""
+    torch = Client.local(runtime="torch")
+    with pytest.raises(UnsupportedConstraint, match=r"\(xgrammar\).*Lookahead"):
+        torch.stream(messages=MESSAGES, schema=Regex("(?=a)b"))
+    client = Client.local(device="cpu")
+    with pytest.raises(UnsupportedConstraint, match=r"(?s)\(llguidance\).*look-around"):
         client.stream(messages=MESSAGES, schema=Regex("(?=a)b"))
     # Accepted: nothing runs until the stream is iterated.
     client.stream(messages=MESSAGES, schema=Regex("[0-9]+"))

@@ -29,9 +29,10 @@ class ForwardPass(Protocol):
 
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
         """Append ``tokens`` (at least one) and return the logits of the last ``keep`` of
-        them: a float torch tensor of ``keep`` x vocabulary rows, row ``i`` for the position
-        after the ``len(tokens) - keep + i``-th token. The rows are valid until the next call
-        and may be written in place (the masks are applied to them)."""
+        them: ``keep`` x vocabulary float rows (a torch tensor on the torch runtime, a numpy
+        float32 array over llama.cpp's buffer on llama.cpp), row ``i`` for the position after
+        the ``len(tokens) - keep + i``-th token. The rows are valid until the next call and may
+        be written in place (the masks are applied to them)."""
         ...
 
     def truncate(self, length: int) -> None:
@@ -53,7 +54,7 @@ class ForwardModel(Protocol):
     context_length: int | None
     """The most tokens one sequence may hold, or None when the model does not say."""
     device: str
-    """The torch device the logits live on (``"cpu"``, ``"cuda"``, ...)."""
+    """The device the logits live on (``"cpu"``, ``"cuda"``, ...)."""
     stop_token_ids: frozenset[int]
     """End-of-generation tokens the model's own configuration names (may be empty)."""
 

@@ -473,3 +473,40 @@ def test_structural_tags_agree(
         assert not forced, text
         agreed += x_ok
     assert agreed >= 1  # the lone call at least
+
+
+CORPUS_REFUSED = {
+    "circle-ci.json": ("llguidance", "circular references with sibling keys"),
+    "drone-ci.json": ("llguidance", "not present in a registry"),  # a remote $ref
+    "github-actions.json": ("xgrammar", "EBNF lexer error"),
+    "github-workflows.json": ("xgrammar", "EBNF lexer error"),
+    "gitlab-ci.json": ("xgrammar", "minItems"),
+}
+
+
+def test_real_world_schemas_compile_on_both_but_for_known_ones(
+    engines: Any, tokenizer: Any
+) -> None:
+    xgr, llg = engines("compact")
+    paths = sorted((DATA / "schema-corpus").glob("*/*.json"))
+    assert len(paths) == 35
+    for path in paths:
+        spec = GrammarSpec("json_schema", path.read_text(encoding="utf-8"))
+        errors: dict[str, str] = {}
+        for name, grammars in (("xgrammar", xgr), ("llguidance", llg)):
+            try:
+                grammars.compile_spec(spec)
+            except (RuntimeError, ValueError) as exc:
+                errors[name] = str(exc)
+        if path.name in CORPUS_REFUSED:
+            engine, reason = CORPUS_REFUSED[path.name]
+            assert list(errors) == [engine], path.name
+            assert reason in errors[engine], path.name
+            continue
+        assert errors == {}, path.name
+        # Where both force text at the start, it agrees (llguidance may force more).
+        forced = forced_relation(
+            xgr.constraint_for(spec, tokenizer).forced_text(),
+            llg.constraint_for(spec, tokenizer).forced_text(),
+        )
+        assert forced is None, path.name

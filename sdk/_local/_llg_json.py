@@ -37,7 +37,8 @@ _LEAF_KEYS = frozenset(
     | {"maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"})
-_ARRAY_KEYS = frozenset({"type", "items", "minItems", "maxItems"})
+# uniqueItems: llguidance cannot enforce it (nor can xgrammar); fieldstream's tracker checks it.
+_ARRAY_KEYS = frozenset({"type", "items", "minItems", "maxItems", "uniqueItems"})
 _REF_ROOTS = ("#/$defs/", "#/definitions/")
 
 
@@ -145,14 +146,19 @@ class BoundedJson:
         return rule
 
     def _object(self, node: dict[str, Any]) -> str:
-        if node.get("additionalProperties", False) is not False:
-            raise Unknown("additionalProperties other than false")
         properties = node.get("properties", {})
         required = node.get("required", [])
         if not isinstance(properties, dict) or not isinstance(required, list):
             raise Unknown("malformed properties")
         if not set(required) <= set(properties):
             raise Unknown("a required name that is no property")
+        extra = node.get("additionalProperties", True)
+        if extra is not False:
+            if properties:
+                raise Unknown("properties and other properties")
+            # A map (or any object): any names, each value under the one schema.
+            entry = f'%json {{"type": "string"}} ":" GAP? {self._value(extra)}'
+            return self._rule(f'"{{" GAP? {entry} ("," GAP? {entry})* GAP? "}}" | "{{" GAP? "}}"')
         members = [
             (
                 f'{quoted(json.dumps(name, ensure_ascii=False))} ":" GAP? {self._value(s)}',

@@ -32,6 +32,7 @@ from sdk._errors import UnsupportedConstraint
 from sdk._local._constrain import GrammarSpec, check_options, spec_of
 from sdk._local._deps import require
 from sdk._local._layout import JsonFormat
+from sdk._local._llg_json import bounded_lark
 from sdk._local._llg_tags import structural_tag_lark
 
 __all__ = ["BOUNDED_GAP", "check_llg", "layout_options", "llg_grammar", "strict_schema"]
@@ -174,6 +175,23 @@ def laid_out_schema(schema: Any, json_format: JsonFormat) -> dict[str, Any]:
     return {**out, "x-guidance": layout_options(json_format)}
 
 
+def _leaf(node: dict[str, Any], scalar: bool) -> dict[str, Any]:
+    """A value the bounded layout's structure leaves to llguidance's JSON compiler: a scalar
+    (no whitespace in it) or any JSON value (laid out as llguidance lays out ``bounded``)."""
+    return {**node, "x-guidance": layout_options("compact" if scalar else "bounded")}
+
+
+def json_segment(schema: Any, json_format: JsonFormat, prefix: str) -> tuple[str, list[str]]:
+    """A JSON Schema value inside a Lark grammar: its expression and the rules it needs. Under
+    ``bounded`` the structure is written as the xgrammar path lays it out where
+    :mod:`sdk._local._llg_json` knows it; else ``%json`` with the layout's options."""
+    if json_format == "bounded":
+        written = bounded_lark(strict_schema(schema), _leaf, prefix)
+        if written is not None:
+            return written
+    return "%json " + json.dumps(laid_out_schema(schema, json_format), ensure_ascii=False), []
+
+
 def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
     """The llguidance grammar (what ``LLMatcher`` takes) of ``spec`` under ``json_format``;
     not validated (``LLMatcher.validate_grammar`` says what is wrong with it). Raises
@@ -185,6 +203,11 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
         schema = strict_schema(json.loads(spec.text))
         if not isinstance(schema, dict):
             schema = {} if schema else {"not": {}}
+        if json_format == "bounded":
+            written = bounded_lark(schema, _leaf)
+            if written is not None:
+                expr, rules = written
+                return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
         return str(matcher.grammar_from_json_schema(schema, overrides=layout_options(json_format)))
     if spec.kind == "ebnf":
         from llguidance.gbnf_to_lark import any_to_lark
@@ -198,7 +221,9 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
         return str(matcher.grammar_from_regex(spec.text))
     if spec.kind == "lark":
         return str(matcher.grammar_from_lark(spec.text))
-    lark = structural_tag_lark(json.loads(spec.text), lambda s: laid_out_schema(s, json_format))
+    lark = structural_tag_lark(
+        json.loads(spec.text), lambda s, prefix: json_segment(s, json_format, prefix)
+    )
     return lark if lark.startswith("{") else str(matcher.grammar_from_lark(lark))
 
 

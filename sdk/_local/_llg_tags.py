@@ -7,8 +7,8 @@ Each xgrammar format becomes a Lark expression:
 xgrammar format          Lark
 =======================  ===============================================================
 ``const_string``         a string literal
-``json_schema``          ``%json {schema}`` (the schema strict and laid out: the caller's
-                         ``schema`` function)
+``json_schema``          the caller's ``segment``: ``%json {schema}`` (strict, laid out),
+                         or the schema's structure as rules (``bounded``: ``_llg_json``)
 ``regex``                ``/pattern/``
 ``grammar`` (EBNF)       a nested grammar ``@g`` (``gbnf_to_lark``)
 ``sequence`` / ``or``    concatenation / alternation
@@ -36,7 +36,7 @@ from typing import Any
 
 from sdk._grammars import quoted
 
-__all__ = ["structural_tag_lark"]
+__all__ = ["JsonSegment", "structural_tag_lark"]
 
 _ANY = "/(?s:.*)/"
 
@@ -65,9 +65,13 @@ def _regex_literal(pattern: str) -> str:
     return "/" + "".join(out) + "/"
 
 
+JsonSegment = Callable[[Any, str], tuple[str, list[str]]]
+"""``(schema, prefix) -> (Lark expression, rules)``: a JSON Schema segment in the grammar."""
+
+
 class _Builder:
-    def __init__(self, schema: Callable[[Any], dict[str, Any]]) -> None:
-        self.schema = schema
+    def __init__(self, segment: JsonSegment) -> None:
+        self.segment = segment
         self.rules: list[str] = []
         self.grammars: list[dict[str, str]] = []
         self.count = 0
@@ -88,7 +92,9 @@ class _Builder:
         if kind == "json_schema":
             if fmt.get("style", "json") != "json":
                 raise ValueError(f"a json_schema of style {fmt['style']!r} is not supported")
-            return "%json " + json.dumps(self.schema(fmt["json_schema"]), ensure_ascii=False)
+            expr, rules = self.segment(fmt["json_schema"], self.fresh("json"))
+            self.rules.extend(r for r in rules if r not in self.rules)
+            return expr
         if kind == "regex":
             return _regex_literal(str(fmt["pattern"]))
         if kind == "grammar":
@@ -172,13 +178,13 @@ class _Builder:
         return f"({then})* {end}"
 
 
-def structural_tag_lark(tag: Any, schema: Callable[[Any], dict[str, Any]]) -> str:
+def structural_tag_lark(tag: Any, segment: JsonSegment) -> str:
     """The llguidance grammar of the xgrammar structural tag ``tag`` (parsed JSON): a Lark
     grammar, or llguidance's ``{"grammars": [...]}`` JSON when a segment is an EBNF grammar.
-    ``schema`` maps each JSON Schema segment to what ``%json`` reads (strict, laid out)."""
+    ``segment`` writes each JSON Schema segment (strict, laid out)."""
     if not isinstance(tag, dict) or tag.get("type") != "structural_tag" or "format" not in tag:
         raise ValueError("a structural tag is an object {'type': 'structural_tag', 'format': ..}")
-    builder = _Builder(schema)
+    builder = _Builder(segment)
     start = builder.expr(tag["format"]) or '""'
     lark = "\n".join([f"start: {start}", *builder.rules]) + "\n"
     if not builder.grammars:

@@ -131,13 +131,35 @@ def test_the_forced_text_follows_the_layout(
     assert constraint.forced_tokens() == tokenizer.encode(forced, add_special_tokens=False)
 
 
-def test_the_bounded_layout_lets_whitespace_before_a_comma_unlike_xgrammar(
+def test_the_bounded_layout_puts_no_whitespace_before_a_comma_or_a_colon(
     grammars_of: Any, tokenizer: Any
 ) -> None:
-    # A documented difference (docs/local-engine.md): llguidance's whitespace goes between any
-    # two JSON tokens; the xgrammar path allows none before a comma or a colon.
+    grammars = grammars_of("bounded")
+    for text in (
+        '{"name": "Ann" , "age": 31, "tags": []}',
+        '{"name" : "Ann", "age": 31, "tags": []}',
+    ):
+        assert not accepts(grammars.constraint(PERSON, tokenizer), text, tokenizer), text
+    constraint = grammars.constraint(PERSON, tokenizer)
+    assert constraint.accept_text('{\n  "name')
+    assert constraint.forced_text() == '":'  # the colon is forced, as on xgrammar
+    assert constraint.accept_text('": "Ann"')
+    assert constraint.forced_text() == ","  # no gap before it: the comma is forced
+    # Objects without properties: any object, or a map.
+    for schema, text in [
+        ({"type": "object"}, '{\n  "a": [1, {"b": 2}],\n  "c": null\n}'),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, '{"a": 1, "b": 2}'),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, "{ }"),
+    ]:
+        assert accepts(grammars.constraint(schema, tokenizer), text, tokenizer), text
+    map_of_int = {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert not accepts(grammars.constraint(map_of_int, tokenizer), '{"a": "x"}', tokenizer)
+    assert not accepts(grammars.constraint(map_of_int, tokenizer), '{"a" : 1}', tokenizer)
+    # A structure llguidance's own JSON compiler writes (here: allOf) lets a gap before them:
+    # the one difference left (docs/local-engine.md).
+    merged = {"allOf": [PERSON]}
     text = '{"name": "Ann" , "age" : 31, "tags": []}'
-    assert accepts(grammars_of("bounded").constraint(PERSON, tokenizer), text, tokenizer)
+    assert accepts(grammars.constraint(merged, tokenizer), text, tokenizer)
 
 
 def test_strict_mode_no_extra_properties_and_properties_in_schema_order(
@@ -164,6 +186,9 @@ def test_keywords_llguidance_cannot_enforce_are_left_to_the_tracker_as_on_xgramm
     grammars = grammars_of("compact")
     unique = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     assert accepts(grammars.constraint(unique, tokenizer), "[1,1]", tokenizer)
+    assert accepts(
+        grammars_of("bounded").constraint(unique, tokenizer), "[\n  1,\n  1\n]", tokenizer
+    )
     one_of = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
     assert accepts(grammars.constraint(one_of, tokenizer), "1", tokenizer)
     escaped = grammars.constraint({"type": "string"}, tokenizer)

@@ -41,7 +41,7 @@ from sdk._local._grammar import Grammars
 from sdk._local._layout import JsonFormat
 from sdk._local._llg_grammar import LlgGrammars
 from sdk._local._llg_json import bounded_lark
-from sdk._local._llg_specs import strict_schema
+from sdk._local._llg_strict import strict_schema
 from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
 

@@ -28,7 +28,7 @@ from typing import Any
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_specs import llg_grammar, validation_error
+from sdk._local._llg_specs import llg_grammar
 
 __all__ = ["LlgConstraint", "LlgGrammars"]
 
@@ -98,12 +98,11 @@ class LlgGrammars:
                 self._specs.move_to_end(spec)
                 return hit
         grammar = llg_grammar(spec, self.json_format)
-        reason = validation_error(grammar, self.ll_tokenizer)
-        if reason:
-            raise ValueError(f"llguidance cannot compile the {spec.kind}: {reason}")
+        # The matcher compiles the grammar (once); a grammar it refuses leaves it in error.
         matcher = self._llg.LLMatcher(self.ll_tokenizer, grammar, log_level=0)
         if matcher.is_error():
-            raise ValueError(f"llguidance cannot compile the {spec.kind}: {matcher.get_error()}")
+            reason = str(matcher.get_error()).strip()
+            raise ValueError(f"llguidance cannot compile the {spec.kind}: {reason}")
         compiled = _Compiled(grammar, matcher)
         with self._lock:
             self._specs[spec] = compiled

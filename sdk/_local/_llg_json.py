@@ -31,6 +31,11 @@ _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly"}
     | {"writeOnly", "$schema", "$anchor", "format"}
 )
+# Editors' keywords (VS Code's, SchemaStore's), which assert nothing either.
+_EDITOR_ANNOTATIONS = frozenset(
+    {"markdownDescription", "fileMatch", "deprecationMessage", "errorMessage"}
+    | {"markdownEnumDescriptions", "enumDescriptions", "defaultSnippets", "patternErrorMessage"}
+)
 _SCALARS = frozenset({"string", "number", "integer", "boolean", "null"})
 _LEAF_KEYS = frozenset(
     {"type", "enum", "const", "pattern", "minLength", "maxLength", "format", "minimum"}
@@ -84,33 +89,67 @@ class BoundedJson:
             return self._json({}, scalar=False)
         if not isinstance(node, dict):
             raise Unknown("a false schema")
-        keys = set(node) - _ANNOTATIONS - {"$defs", "definitions"}
+        keys = self._asserting(node) - {"$defs", "definitions"}
         if not keys:
             return self._json(node, scalar=False)  # any JSON value
         if "$ref" in keys:
             if keys != {"$ref"}:
                 raise Unknown("$ref beside other keywords")
             return self._ref(node["$ref"])
-        if "anyOf" in keys:
-            if keys != {"anyOf"} or not isinstance(node["anyOf"], list) or not node["anyOf"]:
-                raise Unknown("anyOf beside other keywords")
-            if all(self._is_leaf(branch) for branch in node["anyOf"]):
-                return self._json(node, scalar=True)
-            return "(" + " | ".join(self._value(b) for b in node["anyOf"]) + ")"
+        for union in ("anyOf", "oneOf"):  # oneOf is read as anyOf, as xgrammar reads it
+            if union in keys:
+                branches = node[union]
+                if keys != {union} or not isinstance(branches, list) or not branches:
+                    raise Unknown(f"{union} beside other keywords")
+                if all(self._is_leaf(branch) for branch in branches):
+                    return self._json({"anyOf": branches}, scalar=True)
+                return "(" + " | ".join(self._value(b) for b in branches) + ")"
         if self._is_leaf(node):
             return self._json(node, scalar=True)
         kind = node.get("type")
+        if isinstance(kind, list) and len(kind) > 1:
+            return self._types(node, kind, keys)
         if kind == "object" and keys <= _OBJECT_KEYS:
             return self._object(node)
         if kind == "array" and keys <= _ARRAY_KEYS:
             return self._array(node)
         raise Unknown(f"a schema with {sorted(keys)}")
 
+    def _asserting(self, node: dict[str, Any]) -> set[str]:
+        """The keywords of ``node`` that may assert something (not annotations, not ``x-``
+        extensions; ``$id`` at the root only: one deeper would move what ``#/$defs/..``
+        refers to)."""
+        return {
+            k
+            for k in node
+            if k not in _ANNOTATIONS
+            and k not in _EDITOR_ANNOTATIONS
+            and not k.startswith("x-")
+            and not (k == "$id" and node is self.root)
+        }
+
+    def _types(self, node: dict[str, Any], kinds: list[Any], keys: set[str]) -> str:
+        """A schema of several types: one branch per container type (with that type's
+        keywords), one for the scalar types (with theirs)."""
+        if not keys <= _OBJECT_KEYS | _ARRAY_KEYS | _LEAF_KEYS:
+            raise Unknown(f"a schema with {sorted(keys)}")
+        if not set(kinds) <= _SCALARS | {"object", "array"}:
+            raise Unknown(f"the types {kinds}")
+        branches = []
+        for kind, own in (("object", _OBJECT_KEYS), ("array", _ARRAY_KEYS)):
+            if kind in kinds:
+                branches.append(self._value({k: node[k] for k in keys & own} | {"type": kind}))
+        scalars = [k for k in kinds if k in _SCALARS]
+        if scalars:
+            leaf = {k: node[k] for k in keys & _LEAF_KEYS} | {"type": scalars}
+            branches.append(self._json(leaf, scalar=True))
+        return "(" + " | ".join(branches) + ")"
+
     def _is_leaf(self, node: Any) -> bool:
         """A schema of scalars only, that refers to nothing."""
         if not isinstance(node, dict):
             return False
-        keys = set(node) - _ANNOTATIONS
+        keys = self._asserting(node)
         if not keys or not keys <= _LEAF_KEYS:
             return False
         kind = node.get("type")

@@ -41,7 +41,7 @@ from sdk._local._grammar import Grammars
 from sdk._local._layout import JsonFormat
 from sdk._local._llg_grammar import LlgGrammars
 from sdk._local._llg_json import bounded_lark
-from sdk._local._llg_specs import strict_schema
+from sdk._local._llg_strict import strict_schema
 from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
 
@@ -457,6 +457,34 @@ OWNER_INVALID = [
     {"name": "A", "pets": [{"name": "R", "kind": "cat"}] * 3},
     {"name": "A", "pets": [], "friends": [{"name": "B"}]},
 ]
+NULLABLE = {
+    "type": "object",
+    "properties": {
+        "meta": {
+            "type": ["object", "null"],
+            "properties": {"name": {"type": ["string", "null"], "maxLength": 8}},
+            "required": ["name"],
+        },
+        "sizes": {"type": ["array", "integer"], "items": {"type": "integer"}, "maxItems": 2},
+        "pick": {"oneOf": [{"type": "boolean"}, {"$ref": "#/$defs/point"}]},
+    },
+    "required": ["meta", "sizes", "pick"],
+    "$defs": {
+        "point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    },
+}
+NULLABLE_VALID = [
+    {"meta": None, "sizes": 3, "pick": True},
+    {"meta": {"name": None}, "sizes": [], "pick": {"x": 1.5}},
+    {"meta": {"name": "ab"}, "sizes": [1, 2], "pick": False},
+]
+NULLABLE_INVALID = [
+    {"meta": {}, "sizes": 3, "pick": True},
+    {"meta": None, "sizes": [1, 2, 3], "pick": True},
+    {"meta": None, "sizes": "3", "pick": True},
+    {"meta": None, "sizes": 3, "pick": {"y": 1}},
+    {"meta": {"name": "abcdefghi"}, "sizes": 3, "pick": True},
+]
 OPTIONAL = {
     "type": "object",
     "properties": {p: {"type": "integer"} for p in "abcd"},
@@ -474,10 +502,12 @@ def test_bounded_structure_agrees_with_xgrammar_on_models_and_optional_propertie
 
     assert bounded_lark(strict_schema(OWNER), leaf) is not None  # written by _llg_json
     assert bounded_lark(strict_schema(OPTIONAL), leaf) is not None
+    assert bounded_lark(strict_schema(NULLABLE), leaf) is not None
     subsets = [{k: 1 for k in keys} for n in range(5) for keys in itertools.combinations("abcd", n)]
     cases: list[tuple[dict[str, Any], list[tuple[Any, bool]]]] = [
         (OWNER, [(v, True) for v in OWNER_VALID] + [(v, False) for v in OWNER_INVALID]),
         (OPTIONAL, [(v, "b" in v) for v in subsets]),
+        (NULLABLE, [(v, True) for v in NULLABLE_VALID] + [(v, False) for v in NULLABLE_INVALID]),
     ]
     for schema, documents in cases:
         spec = GrammarSpec("json_schema", json.dumps(schema))
@@ -565,14 +595,17 @@ CORPUS_REFUSED = {
 }
 
 
+@pytest.mark.parametrize("json_format", ["compact", "bounded"])
 def test_real_world_schemas_compile_on_both_but_for_known_ones(
-    engines: Any, tokenizer: Any
+    json_format: JsonFormat, engines: Any, tokenizer: Any
 ) -> None:
-    xgr, llg = engines("compact")
+    xgr, llg = engines(json_format)
     paths = sorted((DATA / "schema-corpus").glob("*/*.json"))
     assert len(paths) == 35
+    written = 0
     for path in paths:
         spec = GrammarSpec("json_schema", path.read_text(encoding="utf-8"))
+        written += bounded_lark(strict_schema(json.loads(spec.text)), lambda n, s: n) is not None
         errors: dict[str, str] = {}
         for name, grammars in (("xgrammar", xgr), ("llguidance", llg)):
             try:
@@ -591,3 +624,4 @@ def test_real_world_schemas_compile_on_both_but_for_known_ones(
             llg.constraint_for(spec, tokenizer).forced_text(),
         )
         assert forced is None, path.name
+    assert written >= 15  # the Kubernetes kinds among them: the bounded layout's own structure

@@ -17,7 +17,8 @@ from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._local._constrain import GrammarSpec, spec_of
 from sdk._local._layout import JSON_FORMATS, JsonFormat
 from sdk._local._llg_grammar import LlgConstraint, LlgGrammars
-from sdk._local._llg_specs import check_llg, strict_schema
+from sdk._local._llg_specs import check_llg
+from sdk._local._llg_strict import strict_schema
 from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
 

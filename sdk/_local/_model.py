@@ -33,6 +33,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ __all__ = [
     "default_gguf_path",
     "gguf_tokenizer",
     "load_model",
+    "no_gpu_possible",
     "pending_conversion",
     "resolve_device",
     "tokenizer_dir",
@@ -167,13 +169,29 @@ def pending_conversion(
 
 def resolve_device(device: str | None) -> str:
     """``device`` as given, or ``"cuda"`` when torch sees a GPU, else ``"cpu"`` (torch not
-    installed included: the llama.cpp runtime needs none)."""
+    installed included: the llama.cpp runtime needs none). Where no GPU can be there (see
+    :func:`no_gpu_possible`) torch is not imported to ask (importing it takes seconds)."""
     if device is not None:
         return device
-    if importlib.util.find_spec("torch") is None:
+    if no_gpu_possible() or importlib.util.find_spec("torch") is None:
         return "cpu"
     torch = require("torch")
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+_GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+"""Linux device files one of which a GPU torch can use needs: NVIDIA's driver, AMD's (ROCm, which
+torch also calls ``"cuda"``), WSL's GPU bridge."""
+
+
+def no_gpu_possible() -> bool:
+    """True where torch could not see a CUDA device whatever is installed: macOS, or Linux
+    without any of :data:`_GPU_DEVICE_FILES`. Elsewhere (Windows) only torch can tell."""
+    if sys.platform == "darwin":
+        return True
+    if sys.platform.startswith("linux"):
+        return not any(os.path.exists(path) for path in _GPU_DEVICE_FILES)
+    return False
 
 
 def _gguf_of(model: str | os.PathLike[str] | None) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,3 +225,33 @@ def test_a_decode_error_is_a_backend_error(forward: LlamaCppForward) -> None:
         sequence.decode([28] * (forward.context_length + 8), 1)
     assert sequence.length == 0
     assert forward.decoded_tokens == before
+
+
+def test_choosing_the_runtime_imports_no_torch_where_no_gpu_can_be() -> None:
+    """On a machine without a GPU's device files, the default load decides "cpu" (and so
+    llama.cpp) without importing torch, which takes seconds; where a GPU may be, torch is
+    asked."""
+    code = (
+        "import sys\n"
+        "from sdk._local._model import choose_runtime\n"
+        "print(choose_runtime(None, None, None), 'torch' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    runtime, imported = out.stdout.split()
+    if _model.no_gpu_possible():
+        assert (runtime, imported) == ("llama.cpp", "False")
+    else:  # a GPU machine (the device tool's): torch decides
+        assert imported == "True"
+
+
+def test_no_gpu_is_possible_without_a_gpu_device_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(_model, "_GPU_DEVICE_FILES", ("/nonexistent/nvidiactl",))
+    assert _model.no_gpu_possible()
+    monkeypatch.setattr(_model, "_GPU_DEVICE_FILES", ("/nonexistent/nvidiactl", "/"))
+    assert not _model.no_gpu_possible()
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert not _model.no_gpu_possible()  # only torch can tell

@@ -102,7 +102,12 @@ MISLAID: dict[str, list[str]] = {
     ],
     "spaced": [json.dumps(VALUE, separators=(",", ":")), json.dumps(VALUE, indent=2)],
     "compact": [json.dumps(VALUE), json.dumps(VALUE, indent=2)],
-    "indented": [json.dumps(VALUE, separators=(",", ":")), json.dumps(VALUE, indent="\t")],
+    "indented": [
+        json.dumps(VALUE, separators=(",", ":")),
+        json.dumps(VALUE, indent="\t"),
+        json.dumps(VALUE, indent=4),  # the depth is kept: two spaces a level
+        '{\n  "name": "Ann",\n  "age": 31,\n  "tags": ["a", "b"]\n}',  # the list too
+    ],
     "any": [" " + json.dumps(VALUE), json.dumps(VALUE) + " "],
 }
 
@@ -122,7 +127,12 @@ def test_each_layout_takes_its_json_and_refuses_other_layouts(
 
 @pytest.mark.parametrize(
     ("json_format", "forced"),
-    [("spaced", '{"name": "'), ("compact", '{"name":"'), ("indented", "{"), ("bounded", "{")],
+    [
+        ("spaced", '{"name": "'),
+        ("compact", '{"name":"'),
+        ("indented", '{\n  "name": "'),
+        ("bounded", "{"),
+    ],
 )
 def test_the_forced_text_follows_the_layout(
     json_format: JsonFormat, forced: str, grammars_of: Any, tokenizer: Any

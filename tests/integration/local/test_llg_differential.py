@@ -553,12 +553,21 @@ WEATHER = {
 SEARCH = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
 
-def test_the_tools_calls_agree(engines: Any, tokenizer: Any) -> None:
-    xgr, llg = engines("bounded")
+TOOL_ARGUMENTS = {
+    "bounded": ('{"city": "Oslo", "days": 2}', '{\n  "q": "x"\n}'),
+    "indented": ('{\n  "city": "Oslo",\n  "days": 2\n}', '{\n  "q": "x"\n}'),
+    "compact": ('{"city":"Oslo","days":2}', '{"q":"x"}'),
+}
+
+
+@pytest.mark.parametrize("json_format", list(TOOL_ARGUMENTS))
+def test_the_tools_calls_agree(json_format: JsonFormat, engines: Any, tokenizer: Any) -> None:
+    xgr, llg = engines(json_format)
     tools = [Tool("get_weather", WEATHER), Tool("search", SEARCH)]
     spec = GrammarSpec("structural_tag", json.dumps(tools_structural_tag(tools)))
-    call = '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}'
-    search = '{"name": "search", "arguments": {\n  "q": "x"\n}}'
+    weather, query = TOOL_ARGUMENTS[json_format]
+    call = f'{{"name": "get_weather", "arguments": {weather}}}'
+    search = f'{{"name": "search", "arguments": {query}}}'
     outputs = {
         f"<tool_call>[\n{call}\n]</tool_call>": True,
         f"<tool_call>[\n{search},\n{call}\n]</tool_call>": True,

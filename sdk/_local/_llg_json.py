@@ -1,17 +1,20 @@
-"""A JSON Schema's structure as llguidance Lark under the ``bounded`` layout, exactly as the
-xgrammar path lays it out: whitespace after ``{``, ``[``, ``,`` and ``:`` and before ``}`` and
-``]``, none before ``,`` or ``:``, each gap ``_layout.BOUNDED_SPACE``.
+"""A JSON Schema's structure as llguidance Lark, laid out exactly as the xgrammar path lays it
+out, for the layouts llguidance's JSON options cannot say: ``bounded`` (whitespace after ``{``,
+``[``, ``,`` and ``:`` and before ``}`` and ``]``, none before ``,`` or ``:``, each gap
+``_layout.BOUNDED_SPACE``) and ``indented`` (``json.dumps(indent=2)``: each member or item on a
+line of its own, indented by its depth; an empty object or array ``{}``/``[]``).
 
 llguidance's own JSON compiler puts its whitespace pattern between any two JSON tokens, a colon
-and a comma included; so, for the schemas whose structure this module knows, it writes the
-objects, arrays, ``anyOf`` and local ``$ref`` (recursion included) itself, each gap where xgrammar
-puts it, and leaves every scalar value (strings with their patterns, formats and lengths,
-numbers with their bounds, enums, consts) to llguidance's compiler as ``%json {...}``: what a
-value may be is llguidance's, where whitespace goes is the layout's. A schema it does not know
-(``allOf``, ``patternProperties``, ``prefixItems``, min/maxProperties, an additionalProperties
-schema, an untyped object...) gives None, and the caller compiles the schema natively.
+and a comma included, and knows no depth; so, for the schemas whose structure this module
+knows, it writes the objects, arrays, ``anyOf``/``oneOf``, type lists and local ``$ref``s
+itself, each gap where xgrammar puts it, and leaves every scalar value (strings with their
+patterns, formats and lengths, numbers with their bounds, enums, consts) and every untyped
+value to llguidance's compiler as ``%json {...}``: what a value may be is llguidance's, where
+whitespace goes is the layout's. A schema it does not know (``allOf``, ``patternProperties``,
+``prefixItems``, min/maxProperties, properties beside an additionalProperties schema, a
+recursion under ``indented``...) gives None, and the caller compiles the schema natively.
 
-The schema comes in already strict (``_llg_specs.strict_schema``): objects closed, types
+The schema comes in already strict (``_llg_strict.strict_schema``): objects closed, types
 inferred.
 """
 
@@ -22,7 +25,7 @@ from typing import Any
 
 from sdk._grammars import quoted
 
-__all__ = ["GAP_RULE", "BoundedJson"]
+__all__ = ["GAP_RULE", "BoundedJson", "bounded_lark", "laid_out_lark"]
 
 GAP_RULE = "GAP: / |\\n\\n?[ \\t]{0,20}/"
 """One whitespace gap of the bounded layout (optional wherever it is used: ``GAP?``)."""
@@ -55,17 +58,60 @@ def _is_scalar_value(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
+_MAX_DEPTH = 12
+"""How deep ``indented`` writes rules (each depth has its own); a recursive schema goes deeper,
+and falls back."""
+
+
+class _Bounded:
+    """Where the ``bounded`` layout lets a gap (the same at every depth)."""
+
+    depths = False
+
+    def open(self, depth: int) -> str:
+        return "GAP?"
+
+    def close(self, depth: int) -> str:
+        return "GAP?"
+
+    def comma(self, depth: int) -> str:
+        return '"," GAP?'
+
+    colon = '":" GAP?'
+    inside_empty = "GAP?"
+
+
+class _Indented:
+    """``json.dumps(indent=2)``'s whitespace, at each depth."""
+
+    depths = True
+
+    def open(self, depth: int) -> str:
+        return quoted("\n" + "  " * (depth + 1))
+
+    def close(self, depth: int) -> str:
+        return quoted("\n" + "  " * depth)
+
+    def comma(self, depth: int) -> str:
+        return quoted(",\n" + "  " * (depth + 1))
+
+    colon = quoted(": ")
+    inside_empty = ""
+
+
 class BoundedJson:
     """Translate one schema (and what its ``$ref``s reach) into Lark rules named
-    ``{prefix}_...``; ``leaf`` maps a scalar schema to what ``%json`` reads (with its
-    ``x-guidance`` options)."""
+    ``{prefix}_...`` under ``layout`` (``"bounded"`` or ``"indented"``); ``leaf(node, scalar)``
+    is the schema ``%json`` reads for a value llguidance writes (``scalar``: it holds no
+    container)."""
 
-    def __init__(self, root: Any, prefix: str, leaf: Any) -> None:
+    def __init__(self, root: Any, prefix: str, leaf: Any, layout: str = "bounded") -> None:
         self.root = root
         self.prefix = prefix
         self.leaf = leaf
+        self.gaps = _Indented() if layout == "indented" else _Bounded()
         self.rules: list[str] = []
-        self._refs: dict[str, str] = {}
+        self._refs: dict[tuple[str, int], str] = {}
         self._count = 0
 
     def _fresh(self) -> str:
@@ -80,11 +126,13 @@ class BoundedJson:
     def translate(self) -> str | None:
         """The Lark expression of the root value (its rules in :attr:`rules`), or None."""
         try:
-            return self._value(self.root)
+            return self._value(self.root, 0)
         except Unknown:
             return None
 
-    def _value(self, node: Any) -> str:
+    def _value(self, node: Any, depth: int) -> str:
+        if depth > _MAX_DEPTH:
+            raise Unknown("too deep")
         if node is True or node == {}:
             return self._json({}, scalar=False)
         if not isinstance(node, dict):
@@ -95,7 +143,7 @@ class BoundedJson:
         if "$ref" in keys:
             if keys != {"$ref"}:
                 raise Unknown("$ref beside other keywords")
-            return self._ref(node["$ref"])
+            return self._ref(node["$ref"], depth)
         for union in ("anyOf", "oneOf"):  # oneOf is read as anyOf, as xgrammar reads it
             if union in keys:
                 branches = node[union]
@@ -103,16 +151,16 @@ class BoundedJson:
                     raise Unknown(f"{union} beside other keywords")
                 if all(self._is_leaf(branch) for branch in branches):
                     return self._json({"anyOf": branches}, scalar=True)
-                return "(" + " | ".join(self._value(b) for b in branches) + ")"
+                return "(" + " | ".join(self._value(b, depth) for b in branches) + ")"
         if self._is_leaf(node):
             return self._json(node, scalar=True)
         kind = node.get("type")
         if isinstance(kind, list) and len(kind) > 1:
-            return self._types(node, kind, keys)
+            return self._types(node, kind, keys, depth)
         if kind == "object" and keys <= _OBJECT_KEYS:
-            return self._object(node)
+            return self._object(node, depth)
         if kind == "array" and keys <= _ARRAY_KEYS:
-            return self._array(node)
+            return self._array(node, depth)
         raise Unknown(f"a schema with {sorted(keys)}")
 
     def _asserting(self, node: dict[str, Any]) -> set[str]:
@@ -128,7 +176,7 @@ class BoundedJson:
             and not (k == "$id" and node is self.root)
         }
 
-    def _types(self, node: dict[str, Any], kinds: list[Any], keys: set[str]) -> str:
+    def _types(self, node: dict[str, Any], kinds: list[Any], keys: set[str], depth: int) -> str:
         """A schema of several types: one branch per container type (with that type's
         keywords), one for the scalar types (with theirs)."""
         if not keys <= _OBJECT_KEYS | _ARRAY_KEYS | _LEAF_KEYS:
@@ -138,7 +186,8 @@ class BoundedJson:
         branches = []
         for kind, own in (("object", _OBJECT_KEYS), ("array", _ARRAY_KEYS)):
             if kind in kinds:
-                branches.append(self._value({k: node[k] for k in keys & own} | {"type": kind}))
+                own_node = {k: node[k] for k in keys & own} | {"type": kind}
+                branches.append(self._value(own_node, depth))
         scalars = [k for k in kinds if k in _SCALARS]
         if scalars:
             leaf = {k: node[k] for k in keys & _LEAF_KEYS} | {"type": scalars}
@@ -165,11 +214,12 @@ class BoundedJson:
         """A value llguidance's JSON compiler writes (``scalar``: it holds no whitespace)."""
         return "%json " + json.dumps(self.leaf(node, scalar), ensure_ascii=False)
 
-    def _ref(self, ref: Any) -> str:
+    def _ref(self, ref: Any, depth: int) -> str:
         if not isinstance(ref, str):
             raise Unknown("a $ref that is not a string")
-        if ref in self._refs:
-            return self._refs[ref]
+        key = (ref, depth if self.gaps.depths else 0)
+        if key in self._refs:
+            return self._refs[key]
         if ref == "#":
             target = self.root
         else:
@@ -180,11 +230,28 @@ class BoundedJson:
                 raise Unknown(f"the $ref {ref!r}")
             target = table[name]
         rule = self._fresh()
-        self._refs[ref] = rule  # before the body: a recursive reference finds it
-        self.rules.append(f"{rule}: {self._value(target)}")
+        self._refs[key] = rule  # before the body: a recursive reference finds it
+        self.rules.append(f"{rule}: {self._value(target, depth)}")
         return rule
 
-    def _object(self, node: dict[str, Any]) -> str:
+    def _container(self, opener: str, closer: str, depth: int, inner: list[str]) -> str:
+        """``opener``, one of the ``inner`` sequences (each starting with its first member or
+        item, its commas its own), ``closer``; ``""`` in ``inner``: the empty one."""
+        gaps = self.gaps
+        filled = [i for i in inner if i]
+        bare = " ".join(p for p in (quoted(opener), gaps.inside_empty, quoted(closer)) if p)
+        options = []
+        if filled:
+            body = filled[0] if len(filled) == 1 else "(" + " | ".join(filled) + ")"
+            options.append(
+                f"{quoted(opener)} {gaps.open(depth)} {body} {gaps.close(depth)} {quoted(closer)}"
+            )
+        if "" in inner:
+            options.append(bare)
+        return self._rule(" | ".join(options))
+
+    def _object(self, node: dict[str, Any], depth: int) -> str:
+        gaps = self.gaps
         properties = node.get("properties", {})
         required = node.get("required", [])
         if not isinstance(properties, dict) or not isinstance(required, list):
@@ -195,12 +262,16 @@ class BoundedJson:
         if extra is not False:
             if properties:
                 raise Unknown("properties and other properties")
-            # A map (or any object): any names, each value under the one schema.
-            entry = f'%json {{"type": "string"}} ":" GAP? {self._value(extra)}'
-            return self._rule(f'"{{" GAP? {entry} ("," GAP? {entry})* GAP? "}}" | "{{" GAP? "}}"')
+            if "additionalProperties" not in node and gaps.depths:
+                return self._json({"type": "object"}, scalar=False)  # xgrammar: any object
+            # A map: any names, each value under the one schema.
+            value = self._value(extra, depth + 1)
+            entry = f'%json {{"type": "string"}} {gaps.colon} {value}'
+            return self._container("{", "}", depth, [f"{entry} ({gaps.comma(depth)} {entry})*", ""])
         members = [
             (
-                f'{quoted(json.dumps(name, ensure_ascii=False))} ":" GAP? {self._value(s)}',
+                f"{quoted(json.dumps(name, ensure_ascii=False))} {gaps.colon} "
+                f"{self._value(s, depth + 1)}",
                 name in required,
             )
             for name, s in properties.items()
@@ -213,7 +284,7 @@ class BoundedJson:
                 return '""'
             if i not in tails:
                 member, is_required = members[i]
-                step = f'"," GAP? {member}'
+                step = f"{gaps.comma(depth)} {member}"
                 tails[i] = self._rule(f"{step if is_required else f'({step})?'} {tail(i + 1)}")
             return tails[i]
 
@@ -222,27 +293,25 @@ class BoundedJson:
             firsts.append(f"{member} {tail(i + 1)}")
             if is_required:
                 break
-        empty = all(not r for _, r in members)
-        filled = f'"{{" GAP? ({" | ".join(firsts)}) GAP? "}}"' if firsts else ""
-        bare = '"{" GAP? "}"'
-        if filled and empty:
-            return self._rule(f"{filled} | {bare}")
-        return self._rule(filled or bare)
+        empty = [""] if all(not r for _, r in members) else []
+        return self._container("{", "}", depth, [*firsts, *empty])
 
-    def _array(self, node: dict[str, Any]) -> str:
+    def _array(self, node: dict[str, Any], depth: int) -> str:
         items = node.get("items", True)
         low, high = node.get("minItems", 0), node.get("maxItems")
         if not isinstance(low, int) or not (high is None or isinstance(high, int)):
             raise Unknown("item bounds that are not integers")
-        bare = '"[" GAP? "]"'
+        if "items" not in node and self.gaps.depths:
+            # xgrammar writes an array of anything on one line, as any value.
+            return self._json({k: node[k] for k in node if k in _ARRAY_KEYS}, scalar=False)
         if items is False or high == 0:
             if low > 0:
                 raise Unknown("an array that cannot be")
-            return self._rule(bare)
+            return self._container("[", "]", depth, [""])
         if high is not None and high < max(low, 1):
             raise Unknown("maxItems below minItems")
-        item = self._value(items)
-        more = f'("," GAP? {item})'
+        item = self._value(items, depth + 1)
+        more = f"({self.gaps.comma(depth)} {item})"
         low_more = max(low - 1, 0)
         if high is None:
             repeat = f"{more}{{{low_more},}}" if low_more else f"{more}*"
@@ -250,14 +319,23 @@ class BoundedJson:
             repeat = f"{more}{{{low_more},{high - 1}}}"
         else:
             repeat = ""
-        filled = f'"[" GAP? {item} {repeat} GAP? "]"'
-        return self._rule(f"{filled} | {bare}" if low == 0 else filled)
+        return self._container("[", "]", depth, [f"{item} {repeat}".strip(), *([""] * (low == 0))])
+
+
+def laid_out_lark(
+    schema: Any, layout: str, leaf: Any, prefix: str = "j"
+) -> tuple[str, list[str]] | None:
+    """``schema``'s root value under ``layout`` (``"bounded"`` or ``"indented"``) as a Lark
+    expression and the rules it needs (:data:`GAP_RULE` included under ``bounded``), or None
+    when its structure is not one this module writes. ``leaf(node, scalar)`` is the schema
+    ``%json`` reads for a value llguidance writes (``scalar``: it holds no container)."""
+    translator = BoundedJson(schema, prefix, leaf, layout)
+    expr = translator.translate()
+    if expr is None:
+        return None
+    return expr, [*translator.rules, *([GAP_RULE] if layout == "bounded" else [])]
 
 
 def bounded_lark(schema: Any, leaf: Any, prefix: str = "j") -> tuple[str, list[str]] | None:
-    """``schema``'s root value as a Lark expression and the rules it needs, :data:`GAP_RULE`
-    included, or None when its structure is not one this module writes. ``leaf(node, scalar)``
-    is the schema ``%json`` reads for a value llguidance writes (``scalar``: no container)."""
-    translator = BoundedJson(schema, prefix, leaf)
-    expr = translator.translate()
-    return None if expr is None else (expr, [*translator.rules, GAP_RULE])
+    """:func:`laid_out_lark` under ``bounded``."""
+    return laid_out_lark(schema, "bounded", leaf, prefix)

@@ -23,6 +23,7 @@ spec kind           llguidance grammar
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sdk._backend import GenerationRequest
@@ -31,7 +32,7 @@ from sdk._errors import UnsupportedConstraint
 from sdk._local._constrain import GrammarSpec, check_options, spec_of
 from sdk._local._deps import require
 from sdk._local._layout import JsonFormat
-from sdk._local._llg_json import bounded_lark
+from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
 
@@ -77,20 +78,39 @@ def laid_out_schema(schema: Any, json_format: JsonFormat) -> dict[str, Any]:
     return {**out, "x-guidance": layout_options(json_format)}
 
 
-def _leaf(node: dict[str, Any], scalar: bool) -> dict[str, Any]:
-    """A value the bounded layout's structure leaves to llguidance's JSON compiler: a scalar
-    (no whitespace in it) or any JSON value (laid out as llguidance lays out ``bounded``)."""
-    return {**node, "x-guidance": layout_options("compact" if scalar else "bounded")}
+_ANY_VALUE: dict[str, dict[str, Any]] = {
+    "bounded": _LAYOUTS["bounded"],
+    # xgrammar writes an untyped value inside indented JSON on one line: "," and ": ".
+    "indented": {"whitespace_flexible": False, "item_separator": ",", "key_separator": ": "},
+}
+"""The options of a value of any type inside a structure ``_llg_json`` writes."""
+
+
+def _leaf_of(json_format: JsonFormat) -> Callable[[dict[str, Any], bool], dict[str, Any]]:
+    """What ``%json`` reads for a value ``_llg_json`` leaves to llguidance's JSON compiler: a
+    scalar (no whitespace in it), or any JSON value (laid out as xgrammar lays it out there)."""
+
+    def leaf(node: dict[str, Any], scalar: bool) -> dict[str, Any]:
+        options = _LAYOUTS["compact"] if scalar else _ANY_VALUE[json_format]
+        return {**node, "x-guidance": {**options, **_COMMON}}
+
+    return leaf
+
+
+def _structure(schema: Any, json_format: JsonFormat, prefix: str) -> tuple[str, list[str]] | None:
+    """The schema's structure written by ``_llg_json`` (``bounded``, ``indented``), or None."""
+    if json_format not in _ANY_VALUE:
+        return None
+    return laid_out_lark(schema, json_format, _leaf_of(json_format), prefix)
 
 
 def json_segment(schema: Any, json_format: JsonFormat, prefix: str) -> tuple[str, list[str]]:
     """A JSON Schema value inside a Lark grammar: its expression and the rules it needs. Under
-    ``bounded`` the structure is written as the xgrammar path lays it out where
-    :mod:`sdk._local._llg_json` knows it; else ``%json`` with the layout's options."""
-    if json_format == "bounded":
-        written = bounded_lark(strict_schema(schema), _leaf, prefix)
-        if written is not None:
-            return written
+    ``bounded`` and ``indented`` the structure is written as the xgrammar path lays it out
+    where :mod:`sdk._local._llg_json` knows it; else ``%json`` with the layout's options."""
+    written = _structure(strict_schema(schema), json_format, prefix)
+    if written is not None:
+        return written
     return "%json " + json.dumps(laid_out_schema(schema, json_format), ensure_ascii=False), []
 
 
@@ -105,11 +125,10 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
         schema = strict_schema(json.loads(spec.text))
         if not isinstance(schema, dict):
             schema = {} if schema else {"not": {}}
-        if json_format == "bounded":
-            written = bounded_lark(schema, _leaf)
-            if written is not None:
-                expr, rules = written
-                return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
+        written = _structure(schema, json_format, "j")
+        if written is not None:
+            expr, rules = written
+            return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
         return str(matcher.grammar_from_json_schema(schema, overrides=layout_options(json_format)))
     if spec.kind == "ebnf":
         from llguidance.gbnf_to_lark import any_to_lark

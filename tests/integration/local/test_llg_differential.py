@@ -40,7 +40,7 @@ from sdk._local._constrain import GrammarSpec
 from sdk._local._grammar import Grammars
 from sdk._local._layout import JsonFormat
 from sdk._local._llg_grammar import LlgGrammars
-from sdk._local._llg_json import bounded_lark
+from sdk._local._llg_json import bounded_lark, laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
@@ -56,6 +56,9 @@ LAYOUTS: dict[str, Callable[[Any], list[str]]] = {
     "bounded": lambda v: [json.dumps(v, indent=2), json.dumps(v, separators=(",", ":"))],
     "any": lambda v: [json.dumps(v, indent=4)],
 }
+INDENTED: Callable[[Any], list[str]] = lambda v: [json.dumps(v, indent=2)]  # noqa: E731
+"""``indented`` is compared where ``_llg_json`` writes the structure (elsewhere llguidance
+only approximates it: docs/local-engine.md)."""
 
 ALL = ("compact", "spaced", "bounded", "any")
 _REMOTE = "a remote $ref: llguidance fetches nothing and refuses it; xgrammar compiles it"
@@ -408,15 +411,16 @@ ENGINE_CASES: list[tuple[dict[str, Any], list[Any], list[Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("json_format", list(LAYOUTS))
+@pytest.mark.parametrize("json_format", [*LAYOUTS, "indented"])
 def test_the_engine_tests_schemas_agree_on_valid_and_invalid_documents(
     json_format: JsonFormat, engines: Any, tokenizer: Any
 ) -> None:
     xgr, llg = engines(json_format)
     for schema, valid, invalid in ENGINE_CASES:
         spec = GrammarSpec("json_schema", json.dumps(schema))
+        lay_out = LAYOUTS.get(json_format, INDENTED)
         for value, expected in [*((v, True) for v in valid), *((v, False) for v in invalid)]:
-            for text in LAYOUTS[json_format](value):
+            for text in lay_out(value):
                 ids = [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]
                 x_ok, l_ok, forced = run(xgr, llg, spec, ids, tokenizer)
                 assert (x_ok, l_ok) == (expected, expected), text
@@ -443,13 +447,24 @@ class Owner(BaseModel):
     friends: list[Owner] = []
 
 
+class Keeper(BaseModel):
+    """Owner without its recursion (``indented`` writes rules per depth: a recursive schema is
+    compiled by llguidance's own JSON compiler there)."""
+
+    name: str
+    age: int | None = None
+    colour: Colour = Colour.RED
+    pets: list[Pet] = Field(max_length=2)
+
+
 OWNER = Owner.model_json_schema()
-OWNER_VALID = [
+KEEPER = Keeper.model_json_schema()
+OWNER_VALID: list[dict[str, Any]] = [
     {"name": "A", "pets": []},
     {"name": "A", "age": None, "colour": "blue", "pets": [{"name": "Rex", "kind": "dog"}]},
     {"name": "A", "age": 3, "pets": [], "friends": [{"name": "B", "pets": [], "friends": []}]},
 ]
-OWNER_INVALID = [
+OWNER_INVALID: list[dict[str, Any]] = [
     {"name": "A"},
     {"pets": [], "name": "A"},
     {"name": "A", "colour": "green", "pets": []},
@@ -492,27 +507,38 @@ OPTIONAL = {
 }
 
 
-def test_bounded_structure_agrees_with_xgrammar_on_models_and_optional_properties(
-    engines: Any, tokenizer: Any
+@pytest.mark.parametrize("json_format", ["bounded", "indented"])
+def test_the_written_structure_agrees_with_xgrammar_on_models_and_optional_properties(
+    json_format: JsonFormat, engines: Any, tokenizer: Any
 ) -> None:
-    xgr, llg = engines("bounded")
+    xgr, llg = engines(json_format)
 
     def leaf(node: Any, scalar: bool) -> Any:
         return node
 
-    assert bounded_lark(strict_schema(OWNER), leaf) is not None  # written by _llg_json
-    assert bounded_lark(strict_schema(OPTIONAL), leaf) is not None
-    assert bounded_lark(strict_schema(NULLABLE), leaf) is not None
+    model = OWNER if json_format == "bounded" else KEEPER
+    for schema in (model, OPTIONAL, NULLABLE):  # written by _llg_json
+        assert laid_out_lark(strict_schema(schema), json_format, leaf) is not None
+    assert (laid_out_lark(strict_schema(OWNER), json_format, leaf) is None) == (
+        json_format == "indented"
+    )
+    flat = [
+        ({k: v for k, v in doc.items() if k != "friends"}, ok)
+        for doc, ok in [*((v, True) for v in OWNER_VALID), *((v, False) for v in OWNER_INVALID)]
+        if json_format == "indented" and doc.get("friends") in (None, [])
+    ]
     subsets = [{k: 1 for k in keys} for n in range(5) for keys in itertools.combinations("abcd", n)]
     cases: list[tuple[dict[str, Any], list[tuple[Any, bool]]]] = [
-        (OWNER, [(v, True) for v in OWNER_VALID] + [(v, False) for v in OWNER_INVALID]),
+        (OWNER, [(v, True) for v in OWNER_VALID] + [(v, False) for v in OWNER_INVALID])
+        if json_format == "bounded"
+        else (KEEPER, flat),
         (OPTIONAL, [(v, "b" in v) for v in subsets]),
         (NULLABLE, [(v, True) for v in NULLABLE_VALID] + [(v, False) for v in NULLABLE_INVALID]),
     ]
     for schema, documents in cases:
         spec = GrammarSpec("json_schema", json.dumps(schema))
         for value, valid in documents:
-            for text in LAYOUTS["bounded"](value):
+            for text in LAYOUTS.get(json_format, INDENTED)(value):
                 ids = [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]
                 x_ok, l_ok, forced = run(xgr, llg, spec, ids, tokenizer)
                 assert (x_ok, l_ok) == (valid, valid), text
@@ -527,12 +553,21 @@ WEATHER = {
 SEARCH = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
 
-def test_the_tools_calls_agree(engines: Any, tokenizer: Any) -> None:
-    xgr, llg = engines("bounded")
+TOOL_ARGUMENTS = {
+    "bounded": ('{"city": "Oslo", "days": 2}', '{\n  "q": "x"\n}'),
+    "indented": ('{\n  "city": "Oslo",\n  "days": 2\n}', '{\n  "q": "x"\n}'),
+    "compact": ('{"city":"Oslo","days":2}', '{"q":"x"}'),
+}
+
+
+@pytest.mark.parametrize("json_format", list(TOOL_ARGUMENTS))
+def test_the_tools_calls_agree(json_format: JsonFormat, engines: Any, tokenizer: Any) -> None:
+    xgr, llg = engines(json_format)
     tools = [Tool("get_weather", WEATHER), Tool("search", SEARCH)]
     spec = GrammarSpec("structural_tag", json.dumps(tools_structural_tag(tools)))
-    call = '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}'
-    search = '{"name": "search", "arguments": {\n  "q": "x"\n}}'
+    weather, query = TOOL_ARGUMENTS[json_format]
+    call = f'{{"name": "get_weather", "arguments": {weather}}}'
+    search = f'{{"name": "search", "arguments": {query}}}'
     outputs = {
         f"<tool_call>[\n{call}\n]</tool_call>": True,
         f"<tool_call>[\n{search},\n{call}\n]</tool_call>": True,
@@ -625,3 +660,30 @@ def test_real_world_schemas_compile_on_both_but_for_known_ones(
         )
         assert forced is None, path.name
     assert written >= 15  # the Kubernetes kinds among them: the bounded layout's own structure
+
+
+def test_indented_agrees_on_the_suite_where_its_structure_is_written(
+    engines: Any, tokenizer: Any
+) -> None:
+    xgr, llg = engines("indented")
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    written = 0
+    for file, group in suite_groups():
+        if laid_out_lark(strict_schema(group["schema"]), "indented", lambda n, s: n) is None:
+            continue
+        spec = GrammarSpec("json_schema", json.dumps(group["schema"]))
+        if not (compiles(xgr, spec) and compiles(llg, spec)):
+            continue
+        written += 1
+        for test in group["tests"]:
+            ids = [
+                *tokenizer.encode(INDENTED(test["data"])[0], add_special_tokens=False),
+                tokenizer.eos_token_id,
+            ]
+            x_ok, l_ok, forced = run(xgr, llg, spec, ids, tokenizer)
+            if x_ok != l_ok:
+                found[(file, group["description"])].add("accept")
+            found[(file, group["description"])].update(forced)
+    assert written >= 80
+    differing = {key for key, kinds in found.items() if kinds}
+    assert differing == {key for key, kinds in KNOWN.items() if _FORMAT in str(kinds)}

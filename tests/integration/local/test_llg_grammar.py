@@ -102,7 +102,12 @@ MISLAID: dict[str, list[str]] = {
     ],
     "spaced": [json.dumps(VALUE, separators=(",", ":")), json.dumps(VALUE, indent=2)],
     "compact": [json.dumps(VALUE), json.dumps(VALUE, indent=2)],
-    "indented": [json.dumps(VALUE, separators=(",", ":")), json.dumps(VALUE, indent="\t")],
+    "indented": [
+        json.dumps(VALUE, separators=(",", ":")),
+        json.dumps(VALUE, indent="\t"),
+        json.dumps(VALUE, indent=4),  # the depth is kept: two spaces a level
+        '{\n  "name": "Ann",\n  "age": 31,\n  "tags": ["a", "b"]\n}',  # the list too
+    ],
     "any": [" " + json.dumps(VALUE), json.dumps(VALUE) + " "],
 }
 
@@ -122,7 +127,12 @@ def test_each_layout_takes_its_json_and_refuses_other_layouts(
 
 @pytest.mark.parametrize(
     ("json_format", "forced"),
-    [("spaced", '{"name": "'), ("compact", '{"name":"'), ("indented", "{"), ("bounded", "{")],
+    [
+        ("spaced", '{"name": "'),
+        ("compact", '{"name":"'),
+        ("indented", '{\n  "name": "'),
+        ("bounded", "{"),
+    ],
 )
 def test_the_forced_text_follows_the_layout(
     json_format: JsonFormat, forced: str, grammars_of: Any, tokenizer: Any
@@ -265,6 +275,32 @@ def test_special_tokens_never_enter_text_and_eos_only_ends(
     assert not constraint.terminated
     constraint.accept(tokenizer.eos_token_id)
     assert constraint.terminated
+
+
+def test_the_generations_stop_tokens_end_it_not_only_llguidances_eos(
+    ll_tokenizer: Any, tokenizer: Any
+) -> None:
+    eos = tokenizer.eos_token_id
+    other = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    assert other != eos
+    both = LlgGrammars(ll_tokenizer, ll_tokenizer.vocab_size, [], stop_token_ids={eos, other})
+    constraint = both.constraint({"type": "integer", "maximum": 5}, tokenizer)
+    constraint.accept(tokenizer.encode("5", add_special_tokens=False)[0])
+    assert constraint.allowed() == {eos, other}
+    constraint.accept(other)
+    assert constraint.terminated
+    constraint.rollback(1)
+    assert not constraint.terminated and constraint.allowed() == {eos, other}
+    # A stop set without llguidance's own EOS: that token is never allowed.
+    only = LlgGrammars(ll_tokenizer, ll_tokenizer.vocab_size, [], stop_token_ids={other})
+    constraint = only.constraint({"type": "integer", "maximum": 5}, tokenizer)
+    constraint.accept(tokenizer.encode("5", add_special_tokens=False)[0])
+    assert constraint.allowed() == {other}
+    logits = np.zeros(only.vocab_size, dtype=np.float32)
+    constraint.mask(logits)
+    assert np.flatnonzero(np.isfinite(logits)).tolist() == [other]
+    with pytest.raises(RuntimeError, match="rejected token"):
+        constraint.accept(eos)
 
 
 def test_rollback_returns_to_the_same_state(grammars_of: Any, tokenizer: Any) -> None:

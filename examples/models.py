@@ -27,7 +27,6 @@ class Person(BaseModel):
     occupation: Annotated[str, Field(max_length=40, description="their job, e.g. nurse")]
     mood: Literal["happy", "calm", "curious", "grumpy"]
     hobbies: list[Annotated[str, Field(max_length=30)]] = Field(
-        min_length=1,
         max_length=3,
         description="what they do for fun, e.g. chess, hiking",
         json_schema_extra={"uniqueItems": True},

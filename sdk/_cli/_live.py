@@ -209,7 +209,10 @@ class LiveView:
         room = height - min(len(self._rows), _LIVE_ROWS + 1) * 2 - 4
         title = Text.assemble(("… ", "yellow"), (self._title, "bold"))
         body: RenderableType
-        if self._snapshot is None:
+        if self._snapshot is None and self._rows and isinstance(self._rows[-1][0], Backtracked):
+            # Until the next tick brings the kept part of the output.
+            body = Text(f"rewound: rewriting {self._rows[-1][0].pointer or '/'}…", style="yellow")
+        elif self._snapshot is None:
             body = Text("waiting for the first token…", style="dim")
         else:
             body = self._json(self._snapshot, tail=max(room, _MIN_SNAPSHOT_LINES))

@@ -574,6 +574,8 @@ def test_live_view_strikes_the_rejected_value_and_marks_the_repair() -> None:
     # The failure is told once, by the repair's row, not also as a plain retry.
     assert "retrying (attempt 2 of 3)" not in text
     assert text.count('"go" repaired') == 1 and '/hobbies/0 "chess" repaired' not in text
+    # While the repair streams, the frame says so (until a tick brings the kept output).
+    assert "rewound: rewriting /hobbies…" in plain(result.out[: result.out.rindex("╭")])
     # Struck through (SGR 9), in red.
     assert re.search(r'\x1b\[[0-9;]*\b9\b[0-9;]*m"chess"', final), final
 

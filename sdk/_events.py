@@ -220,9 +220,11 @@ class Backtracked(_PathEvent):
     ruled out, and it goes on from there as the next attempt (``attempt + 1``): the text
     before ``offset`` is kept, and its fields are not dispatched again. Comes right after the
     :class:`AttemptFailed` (``retrying=True``) of the attempt that wrote the value and before
-    the :class:`AttemptStarted` of the one that rewrites it. The rejected value never had a
-    :class:`FieldEvent`, nor did any container holding it; the rewritten value has its own
-    when it passes. ``path`` is the violation's (for ``uniqueItems``, the array's).
+    the :class:`AttemptStarted` of the one that rewrites it. Under the default
+    ``dispatch="validated"`` the rejected value never had a :class:`FieldEvent`, nor did any
+    value in it or container holding it (with ``"eager"``, values a pydantic validator refused
+    after they went out had theirs); the rewritten value has its own when it passes. ``path``
+    is the violation's (for ``uniqueItems``, the array's).
     """
 
     type: ClassVar[Literal["backtracked"]] = "backtracked"

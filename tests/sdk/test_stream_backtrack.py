@@ -329,6 +329,30 @@ async def test_a_rejected_object_and_its_members_never_had_field_events() -> Non
     ]
 
 
+async def test_under_eager_dispatch_a_member_refused_later_had_its_event() -> None:
+    # The contrast the docs state: "eager" sends /items/0/a = -1 before the item's model
+    # validator refuses the item; the repair then sends the new value, once.
+    first = '{"items": [{"a": -1, "tag": "abc"}]}'
+    gen = Generation(first, ['{"a": 1, "tag": "abc"}]}'])
+    async with stream_structured(
+        lambda attempt: gen,
+        schema=_CheckedItems,
+        retry=Retry(backtrack=True),
+        progress=True,
+        dispatch="eager",
+    ) as s:
+        events = [ev async for ev in s]
+    (back,) = [ev for ev in events if isinstance(ev, Backtracked)]
+    before = [
+        (ev.pointer, ev.value) for ev in events[: events.index(back)] if isinstance(ev, FieldEvent)
+    ]
+    assert ("/items/0/a", -1) in before
+    after = [
+        (ev.pointer, ev.value) for ev in events[events.index(back) :] if isinstance(ev, FieldEvent)
+    ]
+    assert after.count(("/items/0/a", 1)) == 1
+
+
 class _Backend:
     """A backend whose one generation is ``gen`` (a client stream over it can rewind)."""
 

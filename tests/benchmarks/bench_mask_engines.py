@@ -32,12 +32,17 @@ builds its lexer lazily, xgrammar ahead of time).
 Every suite instance is written compactly, its objects' properties in the schema's order (both
 engines fix the order of declared properties: :func:`schema_order`), tokenized as the tokenizer
 writes it, and walked token by token: fill the mask, apply it to a logits row, check the next
-token is allowed, accept it; at the end EOS must be allowed. A valid instance the mask refuses
-is a FALSE REJECTION (valid JSON the model could never write); one accepted in the schema's
-order but refused in the suite's own order is counted apart (order-caused). An invalid
-instance the mask refuses is one the mask already enforces (strictness) before fieldstream's
-validator. Mask cost is the median of fill and of apply (microseconds per token) over the
-walks of accepted valid instances (suite) and of the random walks (real-world).
+token is allowed, accept it; at the end EOS must be allowed. Where that is refused, two other
+writings of the same value are tried: the properties of referenced and combined schemas before
+the schema's own (llguidance's order), then whole floats as integers (``1.0`` -> ``1``). A
+valid instance refused in every writing is a FALSE REJECTION (valid JSON the model could never
+write); "untyped" counts those whose type the schema's root keywords do not name (no ``type``:
+an array under a schema of ``properties``, :func:`other_type`), "spelling" the valid instances
+let through only as integers, "order" those let through but refused in the suite's own key
+order. An invalid instance refused in every writing is one the mask already enforces
+(strictness) before fieldstream's validator. Mask cost is the median of fill and of apply
+(microseconds per token) over the walks of accepted valid instances (suite) and of the random
+walks (real-world).
 """
 
 from __future__ import annotations
@@ -90,6 +95,8 @@ class Instance:
     """Compact JSON, objects' properties in the schema's order."""
     original: str
     """Compact JSON in the suite's own order (equal to ``text`` where nothing moved)."""
+    reordered: str
+    """``text`` with referenced and combined schemas' properties before the schema's own."""
     respelled: str
     """``text`` with whole floats written as integers (equal to ``text`` where none is)."""
     description: str
@@ -185,13 +192,18 @@ def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def schema_order(value: Any, schema: Any, root: Any = None) -> Any:
+def schema_order(value: Any, schema: Any, root: Any = None, *, own_first: bool = True) -> Any:
     """``value`` with every object's keys in the order its schema declares them (the declared
     properties first, in the schema's order, then the others as they were; an object or array
     equal to a ``const`` or an ``enum`` member, in that value's own order), recursively through
-    properties, items and local references. Values are unchanged."""
+    properties, items and local references. Values are unchanged.
+
+    A schema's own ``properties`` come before those of the schemas it references or combines;
+    ``own_first=False`` puts them after (llguidance writes a ``$ref``'s properties first)."""
     root = schema if root is None else root
     parts = list(_parts(schema, root))
+    if not own_first:
+        parts = parts[1:] + parts[:1]
     if isinstance(value, dict | list):
         for part in parts:
             members = [part["const"]] if "const" in part else list(part.get("enum") or ())
@@ -207,7 +219,10 @@ def schema_order(value: Any, schema: Any, root: Any = None) -> Any:
             if extra is True and isinstance(part.get("additionalProperties"), dict):
                 extra = part["additionalProperties"]
         keys = [k for k in subschemas if k in value] + [k for k in value if k not in subschemas]
-        return {k: schema_order(value[k], subschemas.get(k, extra), root) for k in keys}
+        return {
+            k: schema_order(value[k], subschemas.get(k, extra), root, own_first=own_first)
+            for k in keys
+        }
     if isinstance(value, list):
         prefix: list[Any] = []
         rest: Any = True
@@ -218,7 +233,7 @@ def schema_order(value: Any, schema: Any, root: Any = None) -> Any:
             if rest is True and isinstance(items, dict):
                 rest = items
         return [
-            schema_order(item, prefix[i] if i < len(prefix) else rest, root)
+            schema_order(item, prefix[i] if i < len(prefix) else rest, root, own_first=own_first)
             for i, item in enumerate(value)
         ]
     return value
@@ -287,6 +302,7 @@ def suite_cases(drafts: list[str]) -> list[Case]:
                         test["valid"],
                         compact(schema_order(test["data"], schema)),
                         compact(test["data"]),
+                        compact(schema_order(test["data"], schema, own_first=False)),
                         compact(schema_order(integral(test["data"]), schema)),
                         test["description"],
                     )
@@ -516,6 +532,9 @@ def _run(engines: _Engines, engine: str, case: Case, conn: Connection) -> None:
     for instance in case.instances:
         times: list[tuple[float, float]] = []
         ok = _walk(matcher, engines.tokens(instance.text), engines.eos, times)
+        if not ok and instance.reordered != instance.text:
+            times = []
+            ok = _walk(matcher, engines.tokens(instance.reordered), engines.eos, times)
         respelled = False
         if not ok and instance.respelled != instance.text:
             respelled = _walk(matcher, engines.tokens(instance.respelled), engines.eos, [])

@@ -116,3 +116,14 @@ def test_other_type_spots_values_of_a_type_the_keywords_do_not_name() -> None:
     assert other_type('{"items":{"type":"integer"}}', '{"0":1}')
     assert not other_type('{"minimum":1}', '"x"')  # no object or array keyword
     assert not other_type("true", "1")
+
+
+def test_schema_order_can_put_referenced_properties_first() -> None:
+    schema = {
+        "$ref": "#/$defs/bar",
+        "properties": {"foo": {}},
+        "$defs": {"bar": {"properties": {"bar": {}}}},
+    }
+    value = {"foo": 1, "bar": 2}
+    assert list(schema_order(value, schema)) == ["foo", "bar"]
+    assert list(schema_order(value, schema, own_first=False)) == ["bar", "foo"]

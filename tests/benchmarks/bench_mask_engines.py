@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/benchmarks/bench_mask_engines.py [--quick] [--timeout 60] [--list]
 
-Three configurations, each with the packaged SmolLM2 GGUF's tokenizer (read through
+Six configurations, each with the packaged SmolLM2 GGUF's tokenizer (read through
 transformers, as ``sdk/_local/_model.py`` does; ``xgrammar.TokenizerInfo.from_huggingface`` and
 ``llguidance.hf.from_tokenizer`` of the same object, EOS the only stop token):
 
@@ -12,18 +12,25 @@ transformers, as ``sdk/_local/_model.py`` does; ``xgrammar.TokenizerInfo.from_hu
   is ANDed with the special-token mask as the engine does (counted in "apply");
 * ``xgr-loose``: the same with ``strict_mode=False`` (undeclared properties and items allowed
   where the schema does not forbid them, as JSON Schema has it), for comparison;
+* ``xgr-bounded``: the engine's default layout, ``bounded`` (``bounded_ebnf``: the model's own
+  whitespace where pretty-printers put it, each gap bounded), ``strict_mode=True``;
 * ``llguidance``: ``LLMatcher.grammar_from_json_schema`` with compact separators and no
   flexible whitespace, every other option at its default (unimplemented keywords and ``oneOf``
   refused);
 * ``llg-lenient``: the same plus ``lenient`` (unimplemented keywords ignored, as xgrammar
-  ignores them) and ``coerce_one_of`` (``oneOf`` read as ``anyOf``).
+  ignores them) and ``coerce_one_of`` (``oneOf`` read as ``anyOf``);
+* ``llg-bounded``: ``llg-lenient`` with flexible whitespace, each gap the bounded layout's
+  (:data:`LLG_BOUNDED_SPACE`; llguidance allows it before ``,`` and ``:`` too).
+
+The instances are compact, which every layout allows; the bounded ones show what the
+whitespace choices cost in compile time and mask time.
 
 Corpora: (a) the official JSON-Schema-Test-Suite (``tests/data/json-schema-test-suite``, the
 main files of every draft, ``optional/`` left out), each schema given its draft's ``$schema``;
 (b) the real-world schemas of ``tests/data/schema-corpus`` (no instances: a seeded random walk
 of up to 64 tokens through each compiled grammar stands in for them).
 
-Each schema compiles in a worker process that holds all three configurations (so they are timed
+Each schema compiles in a worker process that holds all six configurations (so they are timed
 in one process, in rotating order, schema by schema); a compile that takes longer than
 ``--timeout`` seconds, or a worker that dies, is recorded as such and the worker restarted.
 "ready" is the time until the first mask is filled (compile, matcher, first mask: llguidance
@@ -75,11 +82,29 @@ DRAFTS = {
     "draft2019-09": "2019-09",
     "draft2020-12": "2020-12",
 }
-ENGINES = ("xgrammar", "xgr-loose", "llguidance", "llg-lenient")
+ENGINES = ("xgrammar", "xgr-loose", "xgr-bounded", "llguidance", "llg-lenient", "llg-bounded")
+SHORT = {
+    "xgrammar": "xgr",
+    "xgr-loose": "xgr-l",
+    "xgr-bounded": "xgr-b",
+    "llguidance": "llg",
+    "llg-lenient": "llg-l",
+    "llg-bounded": "llg-b",
+}
+"""Each configuration's name in the per-keyword table."""
+LLG_BOUNDED_SPACE = "( |\\n\\n?[ \\t]{0,20})?"
+"""One whitespace gap of the ``bounded`` layout (``BOUNDED_SPACE``) as llguidance's regex."""
 _COMPACT = {"item_separator": ",", "key_separator": ":", "whitespace_flexible": False}
 LLG_OPTIONS: dict[str, dict[str, Any]] = {
     "llguidance": _COMPACT,
     "llg-lenient": {**_COMPACT, "lenient": True, "coerce_one_of": True},
+    "llg-bounded": {
+        **_COMPACT,
+        "lenient": True,
+        "coerce_one_of": True,
+        "whitespace_flexible": True,
+        "whitespace_pattern": LLG_BOUNDED_SPACE,
+    },
 }
 """llguidance's JSON options (x-guidance) of each llguidance configuration."""
 WALK_TOKENS = 64
@@ -335,11 +360,11 @@ def corpus_cases(limit: int | None) -> list[Case]:
     ]
 
 
-# --- the worker: all three configurations in one process ------------------------------------
+# --- the worker: every configuration in one process -----------------------------------------
 
 
 class _Engines:
-    """The tokenizer and the three configurations (built once per worker)."""
+    """The tokenizer and every configuration (built once per worker)."""
 
     def __init__(self) -> None:
         import llguidance
@@ -350,7 +375,7 @@ class _Engines:
         import xgrammar as xgr
 
         from sdk._local._grammar import Grammars
-        from sdk._local._layout import layout_options
+        from sdk._local._layout import bounded_ebnf, layout_options
         from sdk._local._model import default_gguf_path, gguf_tokenizer
 
         self.np, self.torch, self.xgr, self.llg = np, torch, xgr, llguidance
@@ -362,6 +387,7 @@ class _Engines:
         self.xgr_compiler = xgr.GrammarCompiler(grammars.info, cache_enabled=False)
         self.xgr_allowed = grammars.allowed_mask
         self.xgr_options = layout_options("compact")
+        self.layout_options, self.bounded_ebnf = layout_options, bounded_ebnf
         self.ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, eos_token=self.eos)
         # xgrammar's C++ warnings go to file descriptor 2: into a file, read after each compile.
         self._stderr = tempfile.TemporaryFile()
@@ -380,6 +406,14 @@ class _Engines:
         return ids
 
     def matcher(self, engine: str, schema_text: str) -> _Matcher:
+        if engine == "xgr-bounded":  # as Grammars._compile_schema, without its cache
+            ebnf = self.bounded_ebnf(schema_text)
+            if ebnf is not None:
+                return _XgrMatcher(self, self.xgr_compiler.compile_grammar(ebnf))
+            grammar = self.xgr_compiler.compile_json_schema(
+                schema_text, strict_mode=True, **self.layout_options("bounded")
+            )
+            return _XgrMatcher(self, grammar)
         if engine in ("xgrammar", "xgr-loose"):
             grammar = self.xgr_compiler.compile_json_schema(
                 schema_text, strict_mode=engine == "xgrammar", **self.xgr_options
@@ -726,8 +760,7 @@ def _by_keyword(
                 else:
                     cell[3] += 1
                     cell[4] += not ok
-    short = {"xgrammar": "xgr", "xgr-loose": "xgr-l", "llguidance": "llg", "llg-lenient": "llg-l"}
-    heads = [" ".join(f"{short[e]:>{w}}" for e in ENGINES) for w in (5, 7, 7)]
+    heads = [" ".join(f"{SHORT[e]:>{w}}" for e in ENGINES) for w in (5, 7, 7)]
     print(
         "\nper keyword (suite file), each engine over its compiled schemas:\n"
         f"{'':22} | {'schemas refused':^{len(heads[0])}} | "

@@ -7,6 +7,7 @@ benchmark itself needs the local extra and minutes; these need neither).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from bench_mask_engines import (
@@ -21,7 +22,7 @@ from bench_mask_engines import (
 
 
 def test_schema_order_puts_declared_properties_first_in_the_schemas_order() -> None:
-    schema = {"properties": {"b": {}, "a": {}}}
+    schema: dict[str, Any] = {"properties": {"b": {}, "a": {}}}
     value = {"z": 0, "a": 1, "b": 2}
     assert list(schema_order(value, schema)) == ["b", "a", "z"]
     assert schema_order(value, schema) == value  # the same value, only reordered
@@ -103,7 +104,7 @@ def test_suite_cases_read_every_test_of_a_draft_with_its_schema() -> None:
 
 @pytest.mark.parametrize("value", [{"b": 1, "a": [1.0, {"d": 2, "c": 3}]}, [], "x", None])
 def test_schema_order_keeps_the_value(value: object) -> None:
-    schema = {"properties": {"a": {"items": {"properties": {"c": {}}}}}}
+    schema: dict[str, Any] = {"properties": {"a": {"items": {"properties": {"c": {}}}}}}
     assert json.loads(compact(schema_order(value, schema))) == value
 
 

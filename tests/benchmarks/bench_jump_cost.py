@@ -1,9 +1,11 @@
-"""What jump-forward costs on the llama.cpp runtime, counted rather than timed (a script).
+"""What jump-forward costs on a runtime, counted rather than timed (a script).
 
-    .venv/bin/python tests/benchmarks/bench_jump_cost.py [--max-tokens 64] [--reps 15]
+    .venv/bin/python tests/benchmarks/bench_jump_cost.py [--runtime llama.cpp] [--max-tokens 64]
+        [--reps 15]
 
 The machine is shared, so this reads no wall clock. Part 1: the CPU time of the calling thread
-(``time.thread_time``: llama.cpp's one thread at ``threads=1``) of one pass of k tokens at the
+(``time.thread_time``: llama.cpp's one thread at ``threads=1``, or torch's with one intra-op
+thread for ``--runtime torch``) of one pass of k tokens at the
 same position, asking for the logits of the last row only or of all k rows (what a pass with
 k - 1 draft tokens asks for), medians of ``--reps``. Part 2: each case of ``bench_local.py``
 (user, book, team: its schemas and prompts, greedy, the engine's layout), decoded with jump-
@@ -13,8 +15,8 @@ again), then the same two drafting from the memory only ("mem": no canonical spl
 the model has not written yet; ``Constraint.canonical_tokens`` returns nothing for those runs):
 forward passes, the tokens each fed, drafts proposed / confirmed / rejected, tokens run
 through ``llama_decode`` after the prompt (rejected drafts included), logits rows, tokens cut
-from the sequence, rewinds, and the CPU time of the decode calls. The KV cache is emptied
-before each run, so each decodes its prompt alike.
+from the sequence, rewinds, and the CPU time of the decode calls. llama.cpp's KV cache is
+emptied before each run, so each decodes its prompt alike (torch keeps none between requests).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_local import CASES, run_once
@@ -37,7 +41,7 @@ from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._grammar import Constraint
 from sdk._local._llama_cpp import LlamaCppForward
-from sdk._local._model import load_model
+from sdk._local._model import RUNTIMES, load_model
 
 RUNS = (
     ("off", False),
@@ -67,7 +71,7 @@ class Log:
 class CountingSequence:
     """A llama.cpp sequence that logs every pass and truncation."""
 
-    def __init__(self, inner: Any, forward: LlamaCppForward, log: Log) -> None:
+    def __init__(self, inner: Any, forward: Any, log: Log) -> None:
         self._inner, self._forward, self._log = inner, forward, log
 
     @property
@@ -75,11 +79,12 @@ class CountingSequence:
         return int(self._inner.length)
 
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
-        before = self._forward.decoded_tokens
+        before = _decoded(self._forward)
         cpu = time.thread_time()
         rows = self._inner.decode(tokens, keep)
         cpu = time.thread_time() - cpu
-        self._log.passes.append(Pass(len(tokens), keep, self._forward.decoded_tokens - before, cpu))
+        decoded = _decoded(self._forward) - before if before >= 0 else len(tokens)
+        self._log.passes.append(Pass(len(tokens), keep, decoded, cpu))
         return rows
 
     def truncate(self, length: int) -> None:
@@ -90,7 +95,12 @@ class CountingSequence:
         self._inner.close()
 
 
-def pass_cost(forward: LlamaCppForward, tokenizer: Any, reps: int) -> None:
+def _decoded(forward: Any) -> int:
+    """Tokens llama.cpp has decoded so far; -1 on torch, which decodes every token fed."""
+    return forward.decoded_tokens if isinstance(forward, LlamaCppForward) else -1
+
+
+def pass_cost(forward: Any, tokenizer: Any, reps: int) -> None:
     prompt = tokenizer.encode(
         "Describe a classic novel as a catalogue entry.", add_special_tokens=False
     )
@@ -109,21 +119,21 @@ def pass_cost(forward: LlamaCppForward, tokenizer: Any, reps: int) -> None:
                 sequence.truncate(base)
                 sequence.decode([filler[-1]], 1)
                 sequence.truncate(base)
-                before = forward.decoded_tokens
+                before = _decoded(forward)
                 started = time.thread_time()
                 sequence.decode(filler[:k], rows)
                 samples.append(time.thread_time() - started)
-                assert forward.decoded_tokens - before == k
+                assert before < 0 or _decoded(forward) - before == k
             ms = statistics.median(samples) * 1e3
             single = ms if k == 1 else single
             print(f"{k:6} {rows:4} {ms:11.1f} {ms / k:9.1f} {ms / (k * single):13.2f}x")
     sequence.close()
 
 
-def cases(engine: Engine, forward: LlamaCppForward, max_tokens: int) -> None:
+def cases(engine: Engine, forward: Any, max_tokens: int) -> None:
     log = Log()
     opened = forward.sequence
-    forward.sequence = lambda: CountingSequence(opened(), forward, log)  # type: ignore[method-assign,assignment,return-value]
+    forward.sequence = lambda: CountingSequence(opened(), forward, log)
     try:
         for name, schema, prompt in CASES:
             memories = {"": DraftMemory(), "mem": DraftMemory()}
@@ -131,7 +141,8 @@ def cases(engine: Engine, forward: LlamaCppForward, max_tokens: int) -> None:
             for label, jump in RUNS:
                 log.passes.clear()
                 log.cut = 0
-                forward.forget()
+                if isinstance(forward, LlamaCppForward):
+                    forward.forget()
                 memory = memories["mem" if label.startswith("mem") else ""]
                 canonical = Constraint.canonical_tokens
                 if label.startswith("mem"):  # no canonical split: drafts from the memory only
@@ -157,22 +168,23 @@ def cases(engine: Engine, forward: LlamaCppForward, max_tokens: int) -> None:
                 print(f"{'':16}tokens fed per pass: {dict(sorted(fed.items()))}")
             print(f"{'':16}same text in every run: {len(texts) == 1}")
     finally:
-        forward.sequence = opened  # type: ignore[method-assign]
+        forward.sequence = opened
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runtime", default="llama.cpp", choices=RUNTIMES)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args()
-    loaded = load_model(None, "cpu", runtime="llama.cpp", threads=1)
+    torch.set_num_threads(1)
+    loaded = load_model(None, "cpu", runtime=args.runtime, threads=1)
     forward = loaded.forward
-    assert isinstance(forward, LlamaCppForward)
     engine = Engine(loaded)
     run_once(engine, None, "Hi", 4, jump_forward=False)  # warm up
-    print("Part 1: one pass of k tokens, CPU time of llama.cpp's thread (medians)")
+    print(f"Part 1 ({loaded.runtime}): one pass of k tokens, CPU time of one thread (medians)")
     pass_cost(forward, loaded.tokenizer, args.reps)
-    print(f"\nPart 2: the bench_local cases, {args.max_tokens} tokens, greedy")
+    print(f"\nPart 2 ({loaded.runtime}): the bench_local cases, {args.max_tokens} tokens, greedy")
     cases(engine, forward, args.max_tokens)
 
 

@@ -1,4 +1,5 @@
-"""The helpers of ``bench_mask_engines.py``: how instances are written and refusals grouped.
+"""The helpers of ``bench_mask_engines.py`` (``mask_engine_cases.py``): how instances are written
+and refusals grouped.
 
 These decide what the benchmark calls a false rejection, so they are checked on their own (the
 benchmark itself needs the local extra and minutes; these need neither).
@@ -10,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from bench_mask_engines import (
+from mask_engine_cases import (
     compact,
     integral,
     other_type,

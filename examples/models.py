@@ -18,11 +18,19 @@ Name = Annotated[str, Field(min_length=1, max_length=40)]
 class Person(BaseModel):
     """A fictional person."""
 
-    name: Name
+    # The docstring and the descriptions go to the model with the schema: the descriptions
+    # steer a small model away from writing the name again as a job or a hobby. uniqueItems is
+    # a check it does trip (it repeats a hobby), which --backtrack repairs in place
+    # (examples/demo.sh).
+    name: Annotated[Name, Field(description="first and last name")]
     age: int = Field(ge=0, le=120)
-    occupation: Annotated[str, Field(max_length=40)]
+    occupation: Annotated[str, Field(max_length=40, description="their job, e.g. nurse")]
     mood: Literal["happy", "calm", "curious", "grumpy"]
-    hobbies: list[Annotated[str, Field(max_length=30)]] = Field(max_length=3)
+    hobbies: list[Annotated[str, Field(max_length=30)]] = Field(
+        max_length=3,
+        description="what they do for fun, e.g. chess, hiking",
+        json_schema_extra={"uniqueItems": True},
+    )
 
 
 Country = Literal[

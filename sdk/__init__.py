@@ -63,6 +63,7 @@ from sdk._errors import (
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Backtracked,
     Event,
     FieldEvent,
     ReasoningDelta,
@@ -126,6 +127,7 @@ __all__ = [
     "AuthenticationError",
     "Backend",
     "BackendError",
+    "Backtracked",
     "BadRequestError",
     "BatchRequest",
     "BatchResult",

@@ -12,10 +12,12 @@ tracker). Events of a tool call's arguments say which call (``tool_call``, ``too
 
 Progress events come from the stream itself, when asked for (``progress=True``): an attempt
 started (:class:`AttemptStarted`), failed (:class:`AttemptFailed`, with whether it will be
-retried), the backend reported token usage (:class:`UsageReported`), and the stream ended
-(:class:`StreamEnded`). A reasoning model's thoughts stream as :class:`ReasoningDelta` when asked
-for (``reasoning=True``). A plain ``async for event in stream`` yields field events only:
-:class:`FieldEvent`, and :class:`TextDelta` under a text constraint (or ``deltas=True``).
+retried), a value was taken back in place and is being rewritten (:class:`Backtracked`, under
+``Retry(backtrack=True)``), the backend reported token usage (:class:`UsageReported`), and the
+stream ended (:class:`StreamEnded`). A reasoning model's thoughts stream as
+:class:`ReasoningDelta` when asked for (``reasoning=True``). A plain ``async for event in
+stream`` yields field events only: :class:`FieldEvent`, and :class:`TextDelta` under a text
+constraint (or ``deltas=True``).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from sdk._backend import Usage
-from sdk._errors import Path, pointer
+from sdk._errors import Path, SchemaViolation, pointer
 
 __all__ = [
     "AttemptFailed",
     "AttemptStarted",
+    "Backtracked",
     "Event",
     "FieldEvent",
     "ReasoningDelta",
@@ -208,6 +211,41 @@ class AttemptFailed(StreamEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class Backtracked(_PathEvent):
+    """A value broke the schema and is being rewritten in place (``progress=True``, under
+    ``Retry(backtrack=True)`` on a generation that can go back on its output: the local
+    engine's).
+
+    The generation was rewound to where the value began (``offset``), what it wrote there is
+    ruled out, and it goes on from there as the next attempt (``attempt + 1``): the text
+    before ``offset`` is kept, and its fields are not dispatched again. Comes right after the
+    :class:`AttemptFailed` (``retrying=True``) of the attempt that wrote the value and before
+    the :class:`AttemptStarted` of the one that rewrites it. Under the default
+    ``dispatch="validated"`` the rejected value never had a :class:`FieldEvent`, nor did any
+    value in it or container holding it (with ``"eager"``, values a pydantic validator refused
+    after they went out had theirs); the rewritten value has its own when it passes. ``path``
+    is the violation's (for ``uniqueItems``, the array's).
+    """
+
+    type: ClassVar[Literal["backtracked"]] = "backtracked"
+    """``"backtracked"``: what this event is (narrows the :data:`Event` union)."""
+
+    text: str
+    """The rejected value as the model wrote it, from its first character to the one at which
+    the violation became certain (``'"Fantasy"'``; a string cut off where it broke a
+    ``maxLength`` or ``pattern``: ``'"Fantasy Adventu'``)."""
+    error: SchemaViolation
+    """Why it was rejected: the violation (``keyword``, ``message``, ``value``, ``start``,
+    ``offset``)."""
+    offset: int
+    """The character offset in the output that the generation was rewound to: the output
+    is now its first ``offset`` characters (the last token boundary at or before
+    ``error.start``), and the rewritten text goes on from there."""
+    attempt: int
+    """The attempt (1-based) that wrote the rejected value; the rewrite is ``attempt + 1``."""
+
+
+@dataclass(frozen=True, slots=True)
 class UsageReported(StreamEvent):
     """The backend reported the token usage of the attempt in progress (``progress=True``)."""
 
@@ -239,6 +277,7 @@ Event: TypeAlias = (
     | ReasoningDelta
     | AttemptStarted
     | AttemptFailed
+    | Backtracked
     | UsageReported
     | StreamEnded
 )

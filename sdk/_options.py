@@ -108,7 +108,8 @@ class StreamConfig:
     """Also yield :class:`~sdk.TextDelta` events as string fields stream."""
     progress: bool = False
     """Also yield progress events: :class:`~sdk.AttemptStarted`, :class:`~sdk.AttemptFailed`,
-    :class:`~sdk.UsageReported`, :class:`~sdk.StreamEnded`."""
+    :class:`~sdk.Backtracked` (a value repaired in place), :class:`~sdk.UsageReported`,
+    :class:`~sdk.StreamEnded`."""
     reasoning: bool = False
     """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
     formats: Formats = "annotate"

@@ -30,6 +30,7 @@ from sdk._errors import StreamError, TransportError, pointer
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Backtracked,
     FieldEvent,
     ReasoningDelta,
     StreamEnded,
@@ -114,6 +115,9 @@ def format_sse(event: StreamEvent, *, error_details: bool = False) -> str:
     - [`AttemptFailed`][sdk.AttemptFailed]: `attempt_failed`, with `attempt`, `retrying`,
       `error` (`type`, `message`; `pointer`, `keyword`, `offset` for a violation; `status` for
       a transport error; `request_id` for an error that is not about the output) and `usage`;
+    - [`Backtracked`][sdk.Backtracked]: `backtracked`, with `path`, `pointer`, `text` (the
+      rejected value as written), `offset` (where the output was rewound to), `attempt` and
+      `error` (as in `attempt_failed`);
     - [`UsageReported`][sdk.UsageReported]: `usage`, with `attempt`, `usage`;
     - [`StreamEnded`][sdk.StreamEnded]: `end`, with `attempts`, `usage`.
 
@@ -153,6 +157,13 @@ def format_sse(event: StreamEvent, *, error_details: bool = False) -> str:
         return _message("attempt", {"attempt": event.attempt})
     if isinstance(event, AttemptFailed):
         return _attempt_failed(event, error_data(event.error, details=error_details))
+    if isinstance(event, Backtracked):
+        data = {"path": list(event.path), "pointer": pointer(event.path), "text": event.text}
+        error = error_data(event.error, details=error_details)
+        return _message(
+            "backtracked",
+            {**data, "offset": event.offset, "attempt": event.attempt, "error": error},
+        )
     if isinstance(event, UsageReported):
         return _message("usage", {"attempt": event.attempt, "usage": asdict(event.usage)})
     if isinstance(event, StreamEnded):
@@ -190,7 +201,8 @@ async def sse_events(stream: Stream[Any], *, error_details: bool = False) -> Asy
     (`async with`) and closes it when the stream ends, fails, or the iterator is closed (a
     browser that goes away cancels the response, which closes the generation). Create the
     stream with `progress=True` for the page to see each attempt start and fail
-    (`attempt`, `attempt_failed`: a violation, a retry) and the usage.
+    (`attempt`, `attempt_failed`: a violation, a retry; `backtracked`: a value rewritten in
+    place, under `Retry(backtrack=True)`) and the usage.
 
     A page is shown to visitors, so an error that is not about the model's output (an HTTP
     status error, whose message holds the upstream's body and the server's URL; a connection

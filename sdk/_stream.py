@@ -24,6 +24,7 @@ from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
     AttemptStarted,
+    Backtracked,
     Event,
     FieldEvent,
     StreamEnded,
@@ -467,14 +468,18 @@ class Stream(Generic[T]):
         except Exception:  # no continuation left, or an offset the engine refuses
             logger.debug("could not rewind; starting afresh", exc_info=True)
             return False
-        kept = attempt.text[: rewound.offset]
+        assert isinstance(exc, SchemaViolation)
+        text = attempt.text
+        kept = text[: rewound.offset]
         info = self._ledger.record(exc)
         number = self._ledger.resume(kept, info)
         if self._trace is not None:
             self._trace.attempt_ended(info, retrying=True)
             self._trace.attempt_started(number)
         if self._progress:
+            rejected = _rejected(text, start, exc.offset)
             self._events.append(AttemptFailed(info.number, exc, True, info.usage))
+            self._events.append(Backtracked(exc.path, rejected, exc, rewound.offset, info.number))
             self._events.append(AttemptStarted(number))
         return True
 
@@ -491,3 +496,14 @@ class Stream(Generic[T]):
             self._error = error
             # No callback of a failed stream is still running when it raises.
             await self._dispatcher.settle(cancel=self._config.pending_callbacks == "cancel")
+
+
+def _rejected(text: str, start: int, offset: int | None) -> str:
+    """The offending value's text in the output ``text``: from ``start`` to the character at
+    ``offset`` where the violation became certain. A number (or ``true``...) is final only at
+    the character after it: that delimiter is not the value's."""
+    end = len(text) if offset is None else min(len(text), offset + 1)
+    piece = text[start:end]
+    if piece[:1] not in ('"', "[", "{"):
+        piece = piece.rstrip(" \t\r\n,]}") or piece
+    return piece

@@ -20,6 +20,7 @@ import anyio
 import httpx
 
 from sdk import Client, Delta, GenerationRequest
+from sdk._backend import Rewound
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "web" / "app.py"
@@ -62,6 +63,56 @@ class PacedBackend:
             self.sent[-1] += 1
             yield Delta(text=piece)
         yield Delta(finish_reason="stop")
+
+    async def aclose(self) -> None:
+        pass
+
+
+# A repeated hobby (uniqueItems), and what the model writes after the rewind to where it began.
+REPEATED = GOOD.replace('"poetry"]}', '"chess"]}')
+REPAIR = '"poetry"]}'
+
+
+class RewindingGeneration:
+    """Writes ``first`` a piece every ``pace`` seconds; rewound, it writes ``redo`` from where it
+    was rewound to. Rewindable, as the local engine's generations are."""
+
+    def __init__(self, first: str, redo: str, pace: float) -> None:
+        self.todo, self.redo, self.pace = pieces(first), redo, pace
+        self.rewinds: list[int] = []
+        self.finished = False
+
+    def __aiter__(self) -> RewindingGeneration:
+        return self
+
+    async def __anext__(self) -> Delta:
+        await anyio.sleep(self.pace)
+        if self.finished:
+            raise StopAsyncIteration
+        if not self.todo:
+            self.finished = True
+            return Delta(finish_reason="stop")
+        return Delta(text=self.todo.pop(0))
+
+    async def rewind(self, offset: int, *, ban: bool = True) -> Rewound:
+        self.rewinds.append(offset)
+        self.todo, self.finished = pieces(self.redo), False
+        return Rewound(offset, offset, 1, self.redo[:1])
+
+    async def aclose(self) -> None:
+        pass
+
+
+class RewindingBackend:
+    """A backend whose one generation repeats a hobby and, rewound, writes another."""
+
+    def __init__(self, pace: float) -> None:
+        self.generation = RewindingGeneration(REPEATED, REPAIR, pace)
+        self.requests = 0
+
+    def generate(self, request: GenerationRequest) -> RewindingGeneration:
+        self.requests += 1
+        return self.generation
 
     async def aclose(self) -> None:
         pass

@@ -13,9 +13,11 @@ from _web_support import (
     BAD,
     GOOD,
     INTERNAL_URL,
+    REPEATED,
     REQUEST_ID,
     SECRET,
     PacedBackend,
+    RewindingBackend,
     echoing_client,
     import_app,
 )
@@ -44,6 +46,33 @@ async def test_the_page_and_its_event_stream() -> None:
     assert messages[4][1]["error"]["pointer"] == "/mood"
     assert names[5] == "attempt" and names[-2:] == ["end", "result"]
     assert messages[-1][1] == app_module.Person.model_validate_json(GOOD).model_dump(mode="json")
+
+
+async def test_a_repair_in_place_is_a_backtracked_event() -> None:
+    app_module = import_app()
+    backend = RewindingBackend(pace=0)
+    app = app_module.create_app(Client.from_backend(backend))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as http:
+        response = await http.get("/stream")
+    messages = []
+    for block in response.text.split("\n\n")[:-1]:
+        name, data = block.split("\n")
+        messages.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    names = [name for name, _ in messages]
+    i = names.index("backtracked")
+    assert names[i - 1 : i + 2] == ["attempt_failed", "backtracked", "attempt"]
+    assert names.count("backtracked") == 1 and backend.requests == 1
+    back = messages[i][1]
+    assert (back["pointer"], back["text"], back["offset"]) == (
+        "/hobbies",
+        '"chess"',
+        REPEATED.rindex('"chess"'),
+    )
+    assert back["error"]["keyword"] == "uniqueItems"
+    fields = [(d["pointer"], d["value"]) for n, d in messages if n == "field"]
+    assert ("/hobbies/1", "chess") not in fields and ("/hobbies/1", "poetry") in fields
+    assert messages[-1] == ("result", app_module.Person.model_validate_json(GOOD).model_dump())
 
 
 async def test_an_upstream_error_reaches_the_page_without_its_details(

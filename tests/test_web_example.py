@@ -31,10 +31,12 @@ from _web_support import (
     BAD,
     FIELDS,
     GOOD,
+    REPEATED,
     REQUEST_ID,
     ROOT,
     SECRET,
     PacedBackend,
+    RewindingBackend,
     chromium,
     echoing_client,
     import_app,
@@ -153,6 +155,42 @@ def test_the_page_fills_field_by_field_shows_the_violation_and_the_result(
     assert result == person
     assert _form(browser) == person
     assert "Valid" in browser.find_element("id", "status").text
+
+
+def test_the_page_strikes_a_value_repaired_in_place(browser: Any, tmp_path: Path) -> None:
+    # The local engine's repair (Retry(backtrack=True)): the second hobby repeats the first,
+    # the generation is rewound to it, and the model writes another in the same request.
+    backend = RewindingBackend(pace=0.03)
+    with served(import_app().create_app(Client.from_backend(backend))) as url:
+        browser.get(url + "/?autostart=1")
+        _watch(browser, timeout=60)
+        time.sleep(0.5)
+        browser.save_screenshot(str(tmp_path / "web-example-repair.png"))
+    assert backend.requests == 1 and backend.generation.rewinds == [REPEATED.rindex('"chess"')]
+    [violation] = browser.execute_script("return window.violations")
+    assert violation["error"]["keyword"] == "uniqueItems"
+    assert violation["backtracked"] == {
+        "pointer": "/hobbies",
+        "text": '"chess"',
+        "offset": REPEATED.rindex('"chess"'),
+    }
+    shown = browser.find_element("css selector", "#violations li")
+    assert shown.find_element("css selector", "s").text == '"chess"'  # struck through
+    assert shown.text.startswith('Attempt 1: "chess" at /hobbies rejected: ')
+    assert shown.text.endswith("(rewound to where it began; rewriting it in place)")
+    # What came before stayed, sent once; the repair is attempt 2's.
+    log = browser.execute_script("return window.fieldLog")
+    assert [(e["pointer"], e["value"], e["attempt"]) for e in log[:6]] == [
+        ("/name", "Ada Lovelace", 1),
+        ("/age", 36, 1),
+        ("/occupation", "mathematician", 1),
+        ("/mood", "curious", 1),
+        ("/hobbies/0", "chess", 1),
+        ("/hobbies/1", "poetry", 2),
+    ]
+    person = import_app().Person.model_validate_json(GOOD).model_dump(mode="json")
+    assert json.loads(browser.find_element("id", "result").text) == person
+    assert _form(browser) == person
 
 
 @pytest.fixture

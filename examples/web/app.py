@@ -10,10 +10,12 @@ OpenAI-compatible server; needs the ``web`` extra (Starlette, uvicorn)::
 ``GET /`` is the page; ``GET /stream?prompt=...`` streams a structured answer (a
 :class:`Person`) as server-sent events with :func:`sdk.sse_events`: one ``field`` event per
 value the moment it is final and valid, ``attempt``/``attempt_failed`` when an attempt starts
-or breaks the schema (and is retried at once), then ``result`` (the validated value) or
-``failed``. The page (``index.html``) puts each field into the form as it arrives, shows a
-violation and the retry, and replaces the form with the validated result at the end;
-``/?autostart`` asks at once, with the default prompt.
+or breaks the schema (and is retried at once), ``backtracked`` when the local engine repairs the
+offending value in place (``Retry(backtrack=True)``: a repeated hobby, say), then ``result``
+(the validated value) or ``failed``. The page (``index.html``) puts each field into the form as
+it arrives, shows a violation and the retry (or the rejected value struck through, and the
+repair), and replaces the form with the validated result at the end; ``/?autostart`` asks at
+once, with the default prompt.
 
 A failure that is not about the model's output (the server refused the key, the connection
 broke) reaches the page as a generic message, the HTTP status and a request id; the whole error
@@ -50,7 +52,9 @@ class Person(BaseModel):
     age: int = Field(ge=0, le=120)
     occupation: Annotated[str, Field(max_length=40)]
     mood: Literal["happy", "calm", "curious", "grumpy"]
-    hobbies: list[Annotated[str, Field(max_length=30)]] = Field(max_length=3)
+    hobbies: list[Annotated[str, Field(max_length=30)]] = Field(
+        max_length=3, json_schema_extra={"uniqueItems": True}
+    )
 
 
 def create_app(client: Client, *, max_tokens: int = 160, max_attempts: int = 3) -> Starlette:
@@ -65,7 +69,9 @@ def create_app(client: Client, *, max_tokens: int = 160, max_attempts: int = 3) 
         structured = client.stream(
             messages=[{"role": "user", "content": prompt}],
             schema=Person,
-            retry=Retry(max_attempts=max_attempts),
+            # The local engine repairs a value that breaks the schema in place; a server gets
+            # a fresh attempt, with the violation fed back.
+            retry=Retry(max_attempts=max_attempts, backtrack=True),
             progress=True,  # the page shows each attempt, and a violation when one happens
             max_tokens=max_tokens,
         )

@@ -30,7 +30,8 @@ output format:
   Otherwise, or with --json: JSON Lines on stdout, one {"event": "field", "path": [...],
   "pointer": "...", "value": ..., "attempt": n, "t": seconds} per final value, then
   {"event": "result", "value": ...} or {"event": "error", "exit_code": n, "error": {...}}.
-  A failed attempt that is retried adds {"event": "attempt_failed", ...}.
+  A failed attempt that is retried adds {"event": "attempt_failed", ...}; with --backtrack,
+  a value repaired in place adds {"event": "backtracked", "pointer": ..., "text": ...}.
   A batch job (--input/--output) writes its outcomes to --output and shows a progress bar on
   a terminal; otherwise one {"event": "item", ...} line per request, then {"event": "batch"}.
 
@@ -161,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="new answers after one that fails, and retries of a transport failure "
         f"(default: {DEFAULT_MAX_RETRIES})",
     )
+    gen.add_argument(
+        "--backtrack",
+        action="store_true",
+        help="local engine: repair a value that breaks the schema in place (the output is "
+        "rewound to where it began, what was written there is ruled out, and the model writes "
+        "it again; each repair counts against --retries) instead of starting a new answer",
+    )
 
     batch = parser.add_argument_group("batch jobs (a file of requests instead of one prompt)")
     batch.add_argument(
@@ -229,6 +237,8 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("a batch job needs both --input and --output")
     if args.input is not None and (args.prompt is not None or args.prompt_option is not None):
         raise UsageError("the prompts of a batch job are in --input: give no prompt too")
+    if args.backtrack and not args.retries:
+        raise UsageError("--backtrack repairs a failed answer: it needs --retries 1 or more")
     if args.input is not None and args.input != "-" and args.input == args.output:
         raise UsageError("--input and --output must be different files")
     if args.provider is not None and args.local:
@@ -244,6 +254,8 @@ def check_combinations(args: argparse.Namespace) -> None:
             raise UsageError("--no-jump-forward is for the local engine, not a server")
         if args.runtime is not None:
             raise UsageError("--runtime is for the local engine, not a server")
+        if args.backtrack:
+            raise UsageError("--backtrack is for the local engine: a server cannot rewind")
 
 
 def _positive_int(text: str) -> int:

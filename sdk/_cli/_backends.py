@@ -31,7 +31,9 @@ def uses_server(args: argparse.Namespace) -> bool:
 def request_options(args: argparse.Namespace) -> RequestOptions:
     """What every request of the run is sent with, and its retry policy."""
     options: dict[str, Any] = {
-        "retry": Retry(max_attempts=args.retries + 1) if args.retries else None,
+        "retry": (
+            Retry(max_attempts=args.retries + 1, backtrack=args.backtrack) if args.retries else None
+        ),
         "max_retries": args.retries,  # transport failures in a row: the same count
         "max_tokens": args.max_tokens,
         "temperature": args.temperature,

@@ -1,5 +1,7 @@
 """The command's live terminal view (rich): the partial object as it grows, each field ticked
-when final with the time it became final, failed attempts and retries, tokens per second.
+when final with the time it became final, failed attempts and retries, values repaired in place
+(``--backtrack``: the rejected text struck through, with the reason, then the value written
+instead, marked "repaired"), tokens per second.
 
 :class:`LiveView` is a :class:`~sdk._cli._report.Report`. It redraws on every event and on the
 command's periodic ticks (it never refreshes on its own thread, so everything it reads belongs
@@ -26,7 +28,8 @@ from rich.table import Table
 from rich.text import Text
 
 from sdk._cli._report import RunSummary, jsonable
-from sdk._events import AttemptFailed, FieldEvent
+from sdk._errors import Path
+from sdk._events import AttemptFailed, Backtracked, FieldEvent
 
 __all__ = ["LiveView"]
 
@@ -59,8 +62,11 @@ class LiveView:
         self._snapshot: Any = None
         self._attempt = 1
         self._t = 0.0
-        # What happened, in order: fields that became final and attempts that failed.
-        self._rows: list[tuple[FieldEvent | AttemptFailed, float]] = []
+        # What happened, in order: fields that became final, attempts that failed, values
+        # rejected and rewritten in place.
+        self._rows: list[tuple[FieldEvent | AttemptFailed | Backtracked, float]] = []
+        self._repairing: list[Path] = []  # rewound places whose new value is still to come
+        self._repaired: set[int] = set()  # ids of the field events that repaired one
         self._final: RenderableType | None = None
         self._live: Live | None = None
         self._highlight = JSONHighlighter()
@@ -116,6 +122,12 @@ class LiveView:
         self._t = t
         if event.path:  # the root is the result, shown at the end
             self._rows.append((event, t))
+            # The first value written where the output was rewound is the repair.
+            for where in self._repairing:
+                if event.path[: len(where)] == where:
+                    self._repairing.remove(where)
+                    self._repaired.add(id(event))
+                    break
         self._refresh()
 
     def attempt_failed(self, event: AttemptFailed, t: float) -> None:
@@ -124,6 +136,17 @@ class LiveView:
         if event.retrying:
             self._attempt = event.attempt + 1
             self._snapshot = None
+        self._refresh()
+
+    def backtracked(self, event: Backtracked, t: float) -> None:
+        self._t = t
+        rows = self._rows
+        # This row tells the failure of its attempt: it takes the place of the plain one.
+        if rows and isinstance(rows[-1][0], AttemptFailed) and rows[-1][0].attempt == event.attempt:
+            rows.pop()
+        rows.append((event, t))
+        self._repairing.append(event.path)
+        self._attempt = event.attempt + 1
         self._refresh()
 
     def tick(self, snapshot: Any, attempt: int, t: float) -> None:
@@ -186,7 +209,10 @@ class LiveView:
         room = height - min(len(self._rows), _LIVE_ROWS + 1) * 2 - 4
         title = Text.assemble(("… ", "yellow"), (self._title, "bold"))
         body: RenderableType
-        if self._snapshot is None:
+        if self._snapshot is None and self._rows and isinstance(self._rows[-1][0], Backtracked):
+            # Until the next tick brings the kept part of the output.
+            body = Text(f"rewound: rewriting {self._rows[-1][0].pointer or '/'}…", style="yellow")
+        elif self._snapshot is None:
             body = Text("waiting for the first token…", style="dim")
         else:
             body = self._json(self._snapshot, tail=max(room, _MIN_SNAPSHOT_LINES))
@@ -218,6 +244,23 @@ class LiveView:
             rows = rows[-last:]
         for row, t in rows:
             when = f"{t:6.2f} s"
+            if isinstance(row, Backtracked):
+                error = row.error
+                reason = f"{error.keyword}: {error.message}" if error.keyword else error.message
+                message = Text.assemble(
+                    (row.text, "red strike"),
+                    "  ",
+                    (reason, "red"),
+                    (
+                        f" → rewound, rewriting in place (attempt {row.attempt + 1} of "
+                        f"{self._max_attempts})",
+                        "yellow",
+                    ),
+                )
+                table.add_row(
+                    Text("↺", style="yellow"), Text(row.pointer or "/", style="red"), message, when
+                )
+                continue
             if isinstance(row, AttemptFailed):
                 then = (
                     f" → retrying (attempt {row.attempt + 1} of {self._max_attempts})"
@@ -237,6 +280,8 @@ class LiveView:
             if row.attempt > 1:
                 when += f" (attempt {row.attempt})"
             value = Text(_short(row.value), no_wrap=True, overflow="ellipsis")
+            if id(row) in self._repaired:
+                value = Text.assemble(value, ("  repaired", "yellow"))
             table.add_row(Text("✓", style="green"), row.pointer, value, when)
         return table
 

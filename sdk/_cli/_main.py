@@ -55,7 +55,7 @@ from sdk._cli._schema_source import SchemaSourceError, load_schema
 from sdk._cli._signals import terminate_on_sigterm, until_sigterm
 from sdk._client import Client
 from sdk._errors import SchemaError, StreamError
-from sdk._events import AttemptFailed, FieldEvent
+from sdk._events import AttemptFailed, Backtracked, FieldEvent
 from sdk._schema import compile_schema
 from sdk._stream import Stream
 
@@ -300,6 +300,8 @@ async def _consume(stream: Stream[Any], report: Report, clock: _Clock) -> int:
                             report.field(event, clock())
                         elif isinstance(event, AttemptFailed):
                             report.attempt_failed(event, clock())
+                        elif isinstance(event, Backtracked):
+                            report.backtracked(event, clock())
                     value = await stream.result()
                 except StreamError as exc:
                     error = exc

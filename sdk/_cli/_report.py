@@ -10,6 +10,8 @@ The JSON Lines a script can rely on (``t`` is seconds since the request was sent
     {"event": "field", "path": ["items", 0], "pointer": "/items/0", "value": ..., "attempt": 1,
      "t": 0.412}
     {"event": "attempt_failed", "attempt": 1, "retrying": true, "error": {...}, "t": 0.9}
+    {"event": "backtracked", "attempt": 1, "path": ["hobbies"], "pointer": "/hobbies",
+     "text": "\"reading\"", "offset": 118, "error": {...}, "t": 0.9}
     {"event": "result", "value": ..., "attempts": 2, "usage": {...}, "tokens": 57,
      "tokens_per_s": 41.3, "t": 1.42}
     {"event": "error", "exit_code": 1, "error": {...}, "t": 1.42}
@@ -38,7 +40,7 @@ from sdk._errors import (
     TruncatedError,
     pointer,
 )
-from sdk._events import AttemptFailed, FieldEvent
+from sdk._events import AttemptFailed, Backtracked, FieldEvent
 
 __all__ = ["JsonLinesReport", "Report", "RunSummary", "error_info", "jsonable"]
 
@@ -114,6 +116,10 @@ class Report(Protocol):
     def attempt_failed(self, event: AttemptFailed, t: float) -> None:
         """An attempt failed with ``event.error``; ``event.retrying`` when another follows."""
 
+    def backtracked(self, event: Backtracked, t: float) -> None:
+        """The value ``event.text`` was rejected and is being rewritten in place (``--backtrack``):
+        comes right after the ``attempt_failed`` of ``event.attempt``."""
+
     def tick(self, snapshot: Any, attempt: int, t: float) -> None:
         """Periodically while the output streams: the partial value now."""
 
@@ -172,6 +178,20 @@ class JsonLinesReport:
                 "event": "attempt_failed",
                 "attempt": event.attempt,
                 "retrying": event.retrying,
+                "error": error_info(event.error),
+                "t": round(t, 4),
+            }
+        )
+
+    def backtracked(self, event: Backtracked, t: float) -> None:
+        self._write(
+            {
+                "event": "backtracked",
+                "attempt": event.attempt,
+                "path": list(event.path),
+                "pointer": event.pointer,
+                "text": event.text,
+                "offset": event.offset,
                 "error": error_info(event.error),
                 "t": round(t, 4),
             }

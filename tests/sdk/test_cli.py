@@ -22,7 +22,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._backend import Delta, GenerationRequest, Rewound, Usage
+from sdk._cli._backends import request_options
 from sdk._cli._exit import exit_code_for
 from sdk._cli._main import build_parser, run
 from sdk._cli._schema_source import SchemaSourceError, load_schema
@@ -164,6 +165,11 @@ def test_help_documents_the_exit_codes() -> None:
         ),
         (["-s", PERSON_JSON, "--base-url", "http://h/v1", "--runtime", "torch", "hi"], "--runtime"),
         (["-s", PERSON_JSON, "--runtime", "onnx", "hi"], "invalid choice"),
+        (["-s", PERSON_JSON, "--backtrack", "--retries", "0", "hi"], "needs --retries 1"),
+        (
+            ["-s", PERSON_JSON, "--base-url", "http://h/v1", "--backtrack", "hi"],
+            "--backtrack is for the local engine",
+        ),
     ],
 )
 def test_bad_arguments_exit_2(argv: list[str], message: str) -> None:
@@ -438,6 +444,92 @@ def test_backend_that_cannot_be_made_exits_3() -> None:
     assert json.loads(out.getvalue())["error"]["type"] == "MissingDependencyError"
 
 
+# -- --backtrack: a value repaired in place ----------------------------------------------------
+
+# The demo's case: the second hobby repeats the first; rewound, the model writes another.
+REPEATED = '{"name":"Ada","age":36,"occupation":"engineer","mood":"calm","hobbies":["chess",'
+REPEAT = '"chess","go"]}'
+REPAIR = '"go"]}'
+
+
+class RewindingGeneration:
+    """Plays ``first`` three characters a delta; a rewind plays ``redo`` from the offset asked
+    for. Rewindable, as the local engine's generations are."""
+
+    def __init__(self, first: str, redo: str) -> None:
+        self.text, self.redo = first, redo
+        self.todo = [first[i : i + 3] for i in range(0, len(first), 3)]
+        self.rewinds: list[int] = []
+        self.finished = False
+
+    def __aiter__(self) -> RewindingGeneration:
+        return self
+
+    async def __anext__(self) -> Delta:
+        await anyio.lowlevel.checkpoint()
+        if self.finished:
+            raise StopAsyncIteration
+        if not self.todo:
+            self.finished = True
+            return Delta(finish_reason="stop", usage=Usage(20, 30))
+        return Delta(self.todo.pop(0), tokens=1)
+
+    async def rewind(self, offset: int, *, ban: bool = True) -> Rewound:
+        self.rewinds.append(offset)
+        self.todo, self.finished = [self.redo], False
+        return Rewound(offset, offset, 2, '"chess"')
+
+    async def aclose(self) -> None:
+        pass
+
+
+class RewindingBackend(FakeBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = RewindingGeneration(REPEATED + REPEAT, REPAIR)
+
+    def generate(self, request: GenerationRequest) -> Any:
+        self.requests.append(request)
+        return self.generation
+
+
+def test_backtrack_repairs_in_place_and_says_so_in_json_lines() -> None:
+    backend = RewindingBackend()
+    result = cli("-s", PERSON_PY, "--backtrack", "hi", backend=backend)
+    assert result.code == 0, result.err
+    assert len(backend.requests) == 1  # rewound, never asked again
+    assert backend.generation.rewinds == [len(REPEATED)]
+    events = [line["event"] for line in result.lines]
+    i = events.index("backtracked")
+    assert events[i - 1] == "attempt_failed"
+    back = result.lines[i]
+    assert (back["attempt"], back["pointer"], back["path"], back["text"], back["offset"]) == (
+        1,
+        "/hobbies",
+        ["hobbies"],
+        '"chess"',
+        len(REPEATED),
+    )
+    assert back["error"]["keyword"] == "uniqueItems" and back["error"]["value"] == "chess"
+    fields = [
+        (f["pointer"], f["value"], f["attempt"]) for f in result.lines if f["event"] == "field"
+    ]
+    assert ("/hobbies/1", "chess", 1) not in fields  # the rejected value never went out
+    assert ("/hobbies/1", "go", 2) in fields
+    assert ("/hobbies", ["chess", "go"], 2) in fields
+    assert result.lines[-1]["value"]["hobbies"] == ["chess", "go"]
+    assert result.lines[-1]["attempts"] == 2
+
+
+def test_backtrack_is_off_unless_asked_for() -> None:
+    def retry_of(*argv: str) -> Any:
+        return request_options(build_parser().parse_args(["-s", PERSON_PY, *argv, "hi"]))["retry"]
+
+    assert retry_of().backtrack is False
+    assert retry_of("--backtrack").backtrack is True
+    assert retry_of("--backtrack", "--retries", "5").max_attempts == 6
+
+
 # -- the live view -----------------------------------------------------------------------------
 
 
@@ -464,6 +556,28 @@ def test_live_view_shows_fields_retries_and_the_result() -> None:
     ):
         assert text in final, text
     assert "130" in final  # the failed attempt's value, in its message
+
+
+def test_live_view_strikes_the_rejected_value_and_marks_the_repair() -> None:
+    backend = RewindingBackend()
+    result = cli("-s", PERSON_PY, "--backtrack", "--live", "hi", backend=backend)
+    assert result.code == 0, result.err
+    final = result.out[result.out.rindex("╭") :]  # the last frame
+    text = plain(final)
+    for shown in (
+        '↺ /hobbies "chess" uniqueItems: expected unique items',
+        "rewound, rewriting in place (attempt 2 of 3)",
+        '✓ /hobbies/1 "go" repaired',
+        "2 attempts",
+    ):
+        assert shown in text, shown
+    # The failure is told once, by the repair's row, not also as a plain retry.
+    assert "retrying (attempt 2 of 3)" not in text
+    assert text.count('"go" repaired') == 1 and '/hobbies/0 "chess" repaired' not in text
+    # While the repair streams, the frame says so (until a tick brings the kept output).
+    assert "rewound: rewriting /hobbies…" in plain(result.out[: result.out.rindex("╭")])
+    # Struck through (SGR 9), in red.
+    assert re.search(r'\x1b\[[0-9;]*\b9\b[0-9;]*m"chess"', final), final
 
 
 def test_live_view_reports_failure() -> None:

@@ -21,6 +21,7 @@ from sdk import (
     AttemptFailed,
     AttemptStarted,
     BackendError,
+    Backtracked,
     Client,
     FieldEvent,
     InternalServerError,
@@ -80,6 +81,7 @@ def test_every_progress_event_has_its_name() -> None:
         "reasoning": ReasoningDelta("hmm"),
         "attempt": AttemptStarted(2),
         "attempt_failed": AttemptFailed(1, error, True, usage),
+        "backtracked": Backtracked(("mood",), '"sad"', error, 9, 1),
         "usage": UsageReported(1, usage),
         "end": StreamEnded(2, usage),
     }
@@ -95,6 +97,15 @@ def test_every_progress_event_has_its_name() -> None:
         "offset": 4,
     }
     assert failed["usage"]["completion_tokens"] == 7 and failed["retrying"] is True
+    _, back = parse(format_sse(events["backtracked"]))
+    assert back == {
+        "path": ["mood"],
+        "pointer": "/mood",
+        "text": '"sad"',
+        "offset": 9,
+        "attempt": 1,
+        "error": failed["error"],
+    }
 
 
 def test_something_else_is_a_type_error() -> None:

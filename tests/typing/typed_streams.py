@@ -8,6 +8,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from sdk import (
     AttemptFailed,
+    Backtracked,
     BatchResult,
     Choice,
     Client,
@@ -15,6 +16,7 @@ from sdk import (
     FieldEvent,
     FieldPath,
     Partial,
+    SchemaViolation,
     Stream,
     SyncClient,
     SyncStream,
@@ -52,6 +54,9 @@ async def client_streams(client: Client) -> None:
             match event:
                 case AttemptFailed():
                     assert_type(event.error, BaseException)
+                case Backtracked():
+                    assert_type(event.error, SchemaViolation)
+                    assert_type(event.text, str)
                 case _:
                     pass
             print(event.pointer)  # type: ignore[union-attr]  # not every event has a path

@@ -3,17 +3,33 @@ offending value began and the same generation goes on; what came before is kept.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field, model_validator
 
-from sdk import Client, Retry, SchemaViolation
-from sdk._backend import GenerationRequest
+from sdk import (
+    AttemptFailed,
+    AttemptStarted,
+    Backtracked,
+    Client,
+    FieldEvent,
+    Retry,
+    SchemaViolation,
+    StreamEnded,
+    compile_schema,
+)
+from sdk._backend import GenerationRequest, Message
+from sdk._cli._main import _DEFAULT_SYSTEM
+from sdk._cli._schema_source import load_schema
 from sdk._local import LocalBackend
 from sdk._local._model import Runtime
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 class Tags(BaseModel):
@@ -85,3 +101,72 @@ async def test_a_violation_is_repaired_in_the_same_generation(
     kept = s.attempts[-1].text
     assert kept[: start - 8] == first.text[: start - 8]
     assert not s.usage.estimated  # the engine counts every token, rewound ones included
+
+
+def _demo_person() -> Any:
+    """The demo's schema (examples/models.py: Person, with unique hobbies), loaded as the
+    command loads it."""
+    return load_schema(f"{EXAMPLES / 'models.py'}:Person")
+
+
+DEMO_PROMPT = (
+    "Invent a fictional person who loves reading: name, age, occupation, mood and three hobbies."
+)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "schema"),
+    [("List five fruits that are red.", Tags), (DEMO_PROMPT, None)],
+    ids=["fruits", "demo"],
+)
+async def test_each_repair_is_one_backtracked_event(
+    local_backend: LocalBackend, prompt: str, schema: Any
+) -> None:
+    messages: list[Message] = [{"role": "user", "content": prompt}]
+    if schema is None:  # the demo's request, as the command sends it
+        schema = _demo_person()
+        schema_json = json.dumps(compile_schema(schema).json_schema, separators=(",", ":"))
+        messages.insert(
+            0, {"role": "system", "content": _DEFAULT_SYSTEM.format(schema=schema_json)}
+        )
+    backend = Counting(local_backend.runtime)
+    async with Client.from_backend(backend, max_retries=0) as client:
+        async with client.stream(
+            messages=messages,
+            schema=schema,
+            retry=Retry(max_attempts=6, backtrack=True),
+            progress=True,
+            max_tokens=160,
+            temperature=0,
+        ) as s:
+            events = [ev async for ev in s]
+            await s.result()
+    back = [ev for ev in events if isinstance(ev, Backtracked)]
+    assert back, "the model wrote no repeated item this time"
+    assert backend.requests == 1  # every repair was in place
+    assert len(back) == len(s.attempts) - 1  # one event per rewind
+    fields = [ev for ev in events if isinstance(ev, FieldEvent)]
+    for b in back:
+        i = events.index(b)
+        assert isinstance(events[i - 1], AttemptFailed) and events[i - 1].attempt == b.attempt
+        assert isinstance(events[i + 1], AttemptStarted) and events[i + 1].attempt == b.attempt + 1
+        failed = s.attempts[b.attempt - 1]
+        assert b.error is failed.error and b.path == b.error.path
+        start = b.error.start
+        assert start is not None and b.offset <= start
+        # The rejected text is what the model wrote there; the rewrite kept what came before.
+        assert failed.text[start:].startswith(b.text)
+        if b.error.keyword == "uniqueItems":
+            assert json.loads(b.text) == b.error.value
+        assert s.attempts[b.attempt].text[: b.offset] == failed.text[: b.offset]
+        # Neither the rejected value nor a container holding it had a field event.
+        assert all(ev.offset < start for ev in fields if ev.attempt == b.attempt)
+    # Exactly once: each place in the document has one event.
+    assert len({ev.path for ev in fields}) == len(fields)
+    # Usage: every token decoded, counted once, split between the attempts.
+    ended = events[-1]
+    assert isinstance(ended, StreamEnded) and ended.usage == s.usage
+    assert not s.usage.estimated
+    assert s.usage.completion_tokens == sum(a.usage.completion_tokens for a in s.attempts)
+    assert backend.last_stats is not None
+    assert s.usage.completion_tokens == backend.last_stats.completion_tokens

@@ -1,10 +1,12 @@
 """Shared fixtures and markers.
 
 Every ``@pytest.mark.anyio`` test runs on asyncio and on trio. A test that needs the ``local``
-extra (torch, transformers, xgrammar) carries the ``local`` marker (every test under
-``tests/integration/local/`` has it implicitly); where the extra is not installed, those tests
-are skipped with the reason, so a contributor without it (or a Python without a torch wheel)
-still runs everything else.
+extra (the local engine's llama.cpp runtime: xllamacpp, llguidance, numpy, jinja2) carries the
+``local`` marker (every test under ``tests/integration/local/`` has it implicitly); one that
+needs the ``torch`` extra (the torch runtime: torch, transformers, xgrammar, gguf) carries the
+``torch`` marker (every test parametrised with ``runtime="torch"`` has it implicitly). Where an
+extra is not installed, its tests are skipped with the reason, so a contributor without it (or
+a Python without a torch wheel) still runs everything else.
 
 Each test marked ``slow`` (the real model, the real server, the browser) is named as it ends,
 with its time (its fixtures' setup included, so a model load shows where it happens), even
@@ -25,26 +27,45 @@ from typing import Any
 
 import pytest
 
-LOCAL_MODULES = ("torch", "transformers", "xgrammar")
+LOCAL_MODULES = ("xllamacpp", "llguidance", "numpy", "jinja2")
+TORCH_MODULES = ("torch", "transformers", "xgrammar", "gguf")
 LOCAL_DIR = Path(__file__).parent / "integration" / "local"
 
 
-def local_missing() -> str | None:
-    """Why the local-engine tests cannot run here, or ``None`` when they can."""
-    missing = [m for m in LOCAL_MODULES if importlib.util.find_spec(m) is None]
+def _missing(extra: str, modules: tuple[str, ...]) -> str | None:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return f"needs the local extra ({', '.join(missing)} not installed): pip install -e '.[local]'"
+    return f"needs the {extra} extra ({', '.join(missing)} not installed): pip install -e '.[{extra}]'"
+
+
+def local_missing() -> str | None:
+    """Why the local engine's (llama.cpp runtime's) tests cannot run here, or ``None``."""
+    return _missing("local", LOCAL_MODULES)
+
+
+def torch_missing() -> str | None:
+    """Why the torch runtime's tests cannot run here, or ``None`` when they can."""
+    return _missing("torch", TORCH_MODULES)
+
+
+def _on_torch(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("runtime") == "torch"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = local_missing()
+    local_reason, torch_reason = local_missing(), torch_missing()
     for item in items:
         if LOCAL_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.local)
-        if reason and item.get_closest_marker("local"):
-            item.add_marker(pytest.mark.skip(reason=reason))
+        if _on_torch(item):
+            item.add_marker(pytest.mark.torch)
+        if local_reason and item.get_closest_marker("local"):
+            item.add_marker(pytest.mark.skip(reason=local_reason))
+        elif torch_reason and item.get_closest_marker("torch"):
+            item.add_marker(pytest.mark.skip(reason=torch_reason))
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -7,14 +7,15 @@
 # prints the 15 slowest at the end (--durations=15; a later --durations=N wins).
 #
 #   VENV, PYTHON  the virtualenv and the interpreter that creates it (see .ci/bootstrap)
-#   EXTRAS        the extras to install (default dev,local,cli,docs); without `local`, the
-#                 tests that need it are skipped, each with the reason
+#   EXTRAS        the extras to install (default dev,local,torch,cli,docs); without `local` (the
+#                 local engine's llama.cpp runtime) or `torch` (its torch runtime), the tests
+#                 that need it are skipped, each with the reason
 #   CHECKS=0      skip ruff, mypy and the site build (e.g. when the same tree was checked on
 #                 another Python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${VENV:-.venv}
-VENV=$venv bash .ci/bootstrap "${EXTRAS:-dev,local,cli,docs}"
+VENV=$venv bash .ci/bootstrap "${EXTRAS:-dev,local,torch,cli,docs}"
 say() { printf 'run.sh: %s\n' "$*" >&2; }
 step() { # step "what" command...: run it, say how long it took
     local what=$1 start=$SECONDS

@@ -166,6 +166,7 @@ def test_a_missing_symbol_fails_the_load_check(
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_a_failed_check_falls_back_to_torch_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

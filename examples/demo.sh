@@ -6,7 +6,7 @@
 # result. The schema's hobbies must be unique, a check the 135M model trips (it repeats a
 # hobby); with --backtrack the engine rewinds to the repeated item, rules it out and writes
 # another, in the same generation: the live view strikes the rejected value through and marks
-# the repair. The first run converts the model once (about a minute); later runs load in seconds.
+# the repair. The first run installs ~150 MB (no torch); later runs take a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/bootstrap local,cli

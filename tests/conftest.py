@@ -36,7 +36,9 @@ def _missing(extra: str, modules: tuple[str, ...]) -> str | None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return f"needs the {extra} extra ({', '.join(missing)} not installed): pip install -e '.[{extra}]'"
+    return (
+        f"needs the {extra} extra ({', '.join(missing)} not installed): pip install -e '.[{extra}]'"
+    )
 
 
 def local_missing() -> str | None:

@@ -30,6 +30,7 @@ from sdk._ecma_regex import portable
 __all__ = [
     "choice_gbnf",
     "grammar_text",
+    "lark_regex_literal",
     "legacy_structural_tag",
     "quoted",
     "regex_lark",
@@ -66,7 +67,7 @@ def choice_gbnf(choice: Choice) -> str:
     return "root ::= " + " | ".join(quoted(c) for c in choice.choices) + "\n"
 
 
-def _regex_literal(pattern: str) -> str:
+def lark_regex_literal(pattern: str) -> str:
     """``/pattern/`` with every unescaped ``/`` escaped (a Lark regex ends at one)."""
     out: list[str] = []
     escaped = False
@@ -88,7 +89,7 @@ def _regex_literal(pattern: str) -> str:
 
 def regex_lark(regex: Regex) -> str:
     """An llguidance grammar whose whole output matches ``regex``."""
-    return f"{LLGUIDANCE}start: {_regex_literal(portable(regex.pattern))}\n"
+    return f"{LLGUIDANCE}start: {lark_regex_literal(portable(regex.pattern))}\n"
 
 
 def grammar_text(grammar: Grammar) -> str:

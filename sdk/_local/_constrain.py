@@ -45,7 +45,15 @@ from sdk._errors import UnsupportedConstraint
 from sdk._grammars import choice_gbnf, xgrammar_structural_tag
 from sdk._local._tools import tools_structural_tag
 
-__all__ = ["GrammarSpec", "SpecKind", "check", "check_options", "lark_text", "spec_of"]
+__all__ = [
+    "GrammarSpec",
+    "SpecKind",
+    "check",
+    "check_options",
+    "describe",
+    "lark_text",
+    "spec_of",
+]
 
 SpecKind = Literal["json_schema", "ebnf", "regex", "lark", "structural_tag"]
 
@@ -100,9 +108,12 @@ def spec_of(request: GenerationRequest) -> GrammarSpec | None:
     )
 
 
-def _what(request: GenerationRequest) -> str:
+def describe(request: GenerationRequest) -> str:
+    """What ``request`` is constrained by, for an error message ("the JSON Schema", "Regex(..)")."""
     if request.tools:
         return f"the tools' grammar ({', '.join(t.name for t in request.tools)})"
+    if request.mode != "none" and request.constraint is None:
+        return "the JSON Schema"
     constraint = request.constraint
     if isinstance(constraint, Regex):
         return f"Regex({constraint.pattern!r})"
@@ -170,5 +181,5 @@ def check(request: GenerationRequest) -> None:
     except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
         reason = _XGRAMMAR_WHERE.sub("", str(exc).strip())
         raise UnsupportedConstraint(
-            f"the local engine (xgrammar) cannot compile {_what(request)}: {reason}"
+            f"the local engine (xgrammar) cannot compile {describe(request)}: {reason}"
         ) from exc

@@ -27,9 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._constraints import Grammar, Regex
 from sdk._errors import UnsupportedConstraint
-from sdk._local._constrain import GrammarSpec, check_options, spec_of
+from sdk._local._constrain import GrammarSpec, check_options, describe, spec_of
 from sdk._local._deps import require
 from sdk._local._layout import JsonFormat
 from sdk._local._llg_json import laid_out_lark
@@ -155,19 +154,6 @@ def validation_error(grammar: str, tokenizer: Any = None) -> str:
     return str(messages[0]).strip() if is_error and messages else ""
 
 
-def _what(request: GenerationRequest, spec: GrammarSpec) -> str:
-    if request.tools:
-        return f"the tools' grammar ({', '.join(t.name for t in request.tools)})"
-    if spec.kind == "json_schema":
-        return "the JSON Schema"
-    constraint = request.constraint
-    if isinstance(constraint, Regex):
-        return f"Regex({constraint.pattern!r})"
-    if isinstance(constraint, Grammar):
-        return f"this Grammar ({constraint.syntax})"
-    return f"this {type(constraint).__name__}"
-
-
 def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine's llguidance masks cannot
     constrain ``request``, with llguidance's reason: the twin of ``_constrain.check`` for the
@@ -190,5 +176,5 @@ def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -
         reason = str(exc)
     if reason:
         raise UnsupportedConstraint(
-            f"the local engine (llguidance) cannot compile {_what(request, spec)}: {reason}"
+            f"the local engine (llguidance) cannot compile {describe(request)}: {reason}"
         )

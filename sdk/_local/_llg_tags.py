@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sdk._grammars import quoted
+from sdk._grammars import lark_regex_literal, quoted
 
 __all__ = ["JsonSegment", "structural_tag_lark"]
 
@@ -44,25 +44,6 @@ _ANY = "/(?s:.*)/"
 def _regex_escape(text: str) -> str:
     """``text`` as a regex matching it literally (ASCII punctuation as ``\\x{..}`` escapes)."""
     return "".join(c if c.isalnum() or ord(c) > 0x7F else f"\\x{{{ord(c):02x}}}" for c in text)
-
-
-def _regex_literal(pattern: str) -> str:
-    out: list[str] = []
-    escaped = False
-    for c in pattern:
-        if escaped:
-            out.append(c)
-            escaped = False
-        elif c == "\\":
-            out.append(c)
-            escaped = True
-        elif c == "/":
-            out.append("\\/")
-        elif c == "\n":
-            out.append("\\n")
-        else:
-            out.append(c)
-    return "/" + "".join(out) + "/"
 
 
 JsonSegment = Callable[[Any, str], tuple[str, list[str]]]
@@ -96,7 +77,7 @@ class _Builder:
             self.rules.extend(r for r in rules if r not in self.rules)
             return expr
         if kind == "regex":
-            return _regex_literal(str(fmt["pattern"]))
+            return lark_regex_literal(str(fmt["pattern"]))
         if kind == "grammar":
             from llguidance.gbnf_to_lark import any_to_lark
 

@@ -171,10 +171,10 @@ class LocalBackend:
 
         It takes JSON Schema, every constraint (:class:`~sdk.Choice`, :class:`~sdk.Regex`,
         :class:`~sdk.Grammar` in GBNF/EBNF or Lark, :class:`~sdk.StructuralTag`) and several
-        tools; it refuses what xgrammar cannot compile (a regex with lookaround or
-        backreferences, a grammar xgrammar's parser rejects), with xgrammar's reason. See
-        ``sdk._local._constrain``. On the llama.cpp runtime the masks are llguidance's, and
-        so is the check (``sdk._local._llg_specs``), with llguidance's reason.
+        tools; it refuses what the runtime's grammar engine cannot compile, with that
+        engine's reason: llguidance on the llama.cpp runtime (``sdk._local._llg_specs``),
+        xgrammar on torch (``sdk._local._constrain``: a regex with lookaround or
+        backreferences, a grammar its parser rejects).
         """
         if self._runtime_ahead() == "llama.cpp":
             check_llg(request, self.json_format)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -155,16 +156,21 @@ def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
     return anyio.run(run)
 
 
-_greedy: dict[tuple[int, str], list[Delta]] = {}
+_greedy: weakref.WeakKeyDictionary[LocalBackend, dict[str, list[Delta]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each live backend's greedy deltas by case. Keyed by the backend itself, not its ``id()``:
+once a session fixture's backend is gone (the llama.cpp one, when the torch runtime's tests
+begin), a new backend may get its address, and must not get its deltas."""
 
 
 def greedy_case(backend: LocalBackend, case: str) -> list[Delta]:
-    """The greedy deltas of ``CASES[case]`` on ``backend``, computed once per session."""
-    key = (id(backend), case)
-    if key not in _greedy:
+    """The greedy deltas of ``CASES[case]`` on ``backend``, computed once per backend."""
+    cases = _greedy.setdefault(backend, {})
+    if case not in cases:
         schema, prompt = CASES[case]
-        _greedy[key] = collect(backend, request_for(prompt, schema))
-    return _greedy[key]
+        cases[case] = collect(backend, request_for(prompt, schema))
+    return cases[case]
 
 
 def text_of(deltas: Sequence[Delta]) -> str:

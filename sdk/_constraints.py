@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
+from sdk._ecma_regex import EcmaRegex, EcmaRegexError, PatternTooLarge, compile_ecma
 from sdk._errors import SchemaError
 from sdk._schema import CompiledSchema, compile_schema
 
@@ -112,7 +112,10 @@ class Regex:
 
     Servers read the pattern with their own regex engine (Rust ``regex`` for llguidance,
     xgrammar's for vLLM): keep to the common subset (classes, groups, alternation,
-    repetition, ``{m,n}``), without lookaround or backreferences.
+    repetition, ``{m,n}``), without lookaround or backreferences. A pattern whose counted
+    repetitions multiply past 100,000 elements (``(a{1000}){1000}``: see
+    ``compile_schema``'s ``max_pattern_size``) is refused, a SchemaError, before any time is
+    spent compiling it.
     """
 
     pattern: str
@@ -124,6 +127,10 @@ class Regex:
         pattern = _constraint_name("Regex pattern", pattern)
         try:
             compiled = compile_ecma(pattern)
+        except PatternTooLarge as exc:
+            raise SchemaError(
+                f"Regex({pattern!r}) is too large to check: {exc}", keyword="pattern"
+            ) from exc
         except EcmaRegexError as exc:
             raise SchemaError(
                 f"Regex({pattern!r}) is not a valid regular expression: {exc}", keyword="pattern"

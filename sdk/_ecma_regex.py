@@ -47,6 +47,7 @@ check goes to RE2 where it decides the pattern exactly (:mod:`sdk._linear_regex`
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import regex
@@ -55,7 +56,29 @@ from sdk import _regex_budget as _budget
 from sdk._ecma_properties import property_class
 from sdk._linear_regex import LinearProgram, compile_linear
 
-__all__ = ["EcmaRegex", "EcmaRegexError", "compile_ecma", "no_wider_elsewhere", "portable"]
+__all__ = [
+    "MAX_PATTERN_SIZE",
+    "EcmaRegex",
+    "EcmaRegexError",
+    "PatternTooLarge",
+    "compile_ecma",
+    "no_wider_elsewhere",
+    "pattern_limit",
+    "pattern_size",
+    "portable",
+]
+
+MAX_PATTERN_SIZE = 100_000
+"""The default limit on a pattern's size (:func:`pattern_size`): what the ``regex`` package
+compiles in well under a second (``a{100000}`` 0.04 s, ``(a|b){100000}`` 0.6 s, measured), far
+above any real schema's (``[a-z]{1,65535}`` is 2). ``compile_schema(max_pattern_size=...)``
+sets another for one schema."""
+
+pattern_limit: ContextVar[int | None] = ContextVar(
+    "fieldstream_pattern_limit", default=MAX_PATTERN_SIZE
+)
+"""The limit the schema compiler applies to the patterns it meets (``None``: none); set by
+:func:`sdk.compile_schema` for the duration of one compilation."""
 
 _DIGIT = "0-9"
 _WORD = "A-Za-z0-9_"
@@ -104,6 +127,22 @@ class EcmaRegexError(ValueError):
         self.position = position
 
 
+class PatternTooLarge(EcmaRegexError):
+    """A valid ECMA-262 pattern too large to compile in reasonable time: its repetitions
+    expand to ``size`` elements (:func:`pattern_size`), more than ``limit``; ``position`` is
+    the quantifier where the size first passes the limit."""
+
+    def __init__(self, pattern: str, position: int, size: int, limit: int) -> None:
+        super().__init__(
+            f"its repetitions expand to {size:,} elements when compiled, more than the limit "
+            f"of {limit:,}",
+            pattern,
+            position,
+        )
+        self.size = size
+        self.limit = limit
+
+
 def _char(code: int) -> str:
     """One code point as an escape both inside and outside a class of the ``regex`` package."""
     c = chr(code)
@@ -146,6 +185,9 @@ class _Reader:
         self.open: list[int] = []  # the groups being read (0: not capturing)
         self.behind = False  # inside a lookbehind (the regex package matches it backwards)
         self.marks = 0  # position marks emitted (see repeat())
+        self.size = 0  # what the regex package expands the pattern to (see term())
+        self.max_size: int | None = None  # where the size first passes it, ``over`` says
+        self.over: int | None = None
         # Constructs Python's and Rust's engines read more widely than ECMA-262 does.
         self.unicode_sets = False  # \d \w \s \b (and negations), ``.``, (?i:)
         self.dollar = False
@@ -214,14 +256,25 @@ class _Reader:
     def term(self) -> None:
         out = self.out
         mark, loose_mark, first = len(out.exact), len(out.loose), self.opened + 1
+        before = self.size
         quantifiable = self.atom()
+        # The size: an atom counts 1, a group what the terms inside it count, and a quantifier
+        # multiplies by its least count (plus one copy for the optional rest): the regex
+        # package writes out the required repetitions when it compiles (a{1000000} takes half
+        # a second, ((a{1000}){1000}){1000} does not finish) and loops over the rest.
+        atom_size = max(self.size - before, 1)
+        self.size = before + atom_size
         at = self.i
         quant = self.quantifier()
         if quant is None:
+            self._check_size(at)
             return
         if not quantifiable:
             raise self.fail("nothing to repeat", at)
         text, lazy = quant
+        low, high = _bounds(text)
+        self.size = before + atom_size * max(low, 1) + (atom_size if high != low else 0)
+        self._check_size(at)
         out.loose.append(text)  # greedy or lazy: the same matches exist
         if self.has_backrefs and self.opened >= first:
             atom = "".join(out.exact[mark:])
@@ -229,6 +282,10 @@ class _Reader:
             out.exact[mark:] = [self.repeat(atom, loose, first, text, "?" if lazy else "")]
         else:
             out.exact.append(text + ("?" if lazy else ""))
+
+    def _check_size(self, at: int) -> None:
+        if self.over is None and self.max_size is not None and self.size > self.max_size:
+            self.over = at
 
     def repeat(self, atom: str, loose: str, first: int, quant: str, lazy: str) -> str:
         """A repeated atom holding groups ``first``... in a pattern with backreferences, as
@@ -588,12 +645,28 @@ class EcmaRegex:
         return loose is None or _budget.could(loose, prefix, whole=True, linear=self._linear)
 
 
+def _read(pattern: str, max_size: int | None = None) -> _Reader:
+    reader = _Reader(pattern)
+    reader.max_size = max_size
+    reader.pattern()
+    return reader
+
+
 def translate(pattern: str) -> tuple[str, str | None]:
     """The ``regex``-package pattern with ECMA-262's meaning, and the relaxed one for prefixes
     (``None`` when prefixes cannot be checked: a backreference). Raises :class:`EcmaRegexError`."""
-    reader = _Reader(pattern)
-    out = reader.pattern()
+    reader = _read(pattern)
+    out = reader.out
     return "".join(out.exact), None if reader.backrefs else "".join(out.loose)
+
+
+def pattern_size(pattern: str) -> int:
+    """What the ``regex`` package expands ``pattern`` (valid ECMA-262) to when it compiles it,
+    which is what its compile time and memory grow with: each atom counts 1, a group what the
+    terms inside it count, alternatives add up, and a quantifier multiplies what it repeats by
+    its least count, plus one copy when more may follow (``\\d{4}-\\d{2}`` is 7,
+    ``[a-z]{1,65535}`` 2, ``(a{1000}){1000}`` a million). Raises :class:`EcmaRegexError`."""
+    return _read(pattern).size
 
 
 def no_wider_elsewhere(pattern: str, *, python_re: bool = False) -> bool:
@@ -639,14 +712,20 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
     return False
 
 
-def compile_ecma(pattern: str) -> EcmaRegex:
+def compile_ecma(pattern: str, *, max_size: int | None = MAX_PATTERN_SIZE) -> EcmaRegex:
     """Compile an ECMA-262 pattern. Raises :class:`EcmaRegexError` (a ``ValueError``) for one
     that is not valid ECMA-262 (its ``position`` says where), or, should one ever be, that the
     ``regex`` package cannot compile (every property of ECMA-262's table compiles: a test
-    checks each spelling)."""
+    checks each spelling); :class:`PatternTooLarge` (one too) for a valid one whose
+    :func:`pattern_size` is over ``max_size`` (``None``: no limit), before any time is spent
+    compiling it."""
     if not isinstance(pattern, str):
         raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
-    exact, loose = translate(pattern)
+    reader = _read(pattern, max_size)
+    if reader.over is not None and max_size is not None:
+        raise PatternTooLarge(pattern, reader.over, reader.size, max_size)
+    exact = "".join(reader.out.exact)
+    loose = None if reader.backrefs else "".join(reader.out.loose)
     try:
         return EcmaRegex(
             pattern,

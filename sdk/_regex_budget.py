@@ -24,8 +24,8 @@ immutable and one stream's option never leaks into another's. Outside a tracker,
 :data:`DEFAULT_REGEX_TIMEOUT` applies.
 
 A pattern the *model* wrote (``format: "regex"``) is compiled, not matched, and the ``regex``
-package expands counted repetitions when it compiles: :func:`expansion` bounds what that costs
-before the format check compiles one.
+package writes counted repetitions out when it compiles: the format check compiles one only
+when its size (:func:`sdk._ecma_regex.pattern_size`) is at most :data:`MAX_EXPANSION`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ __all__ = [
     "BudgetSpent",
     "could",
     "enter",
-    "expansion",
     "fullmatch",
     "leave",
     "search",
@@ -59,66 +58,11 @@ backtracking comes near it, and a stream blocks its event loop at most this long
 
 
 MAX_EXPANSION = 20_000
-"""The most characters a pattern's counted repetitions may expand to (:func:`expansion`) for
-the ``regex`` package to compile it from a model's text (``format: "regex"``): it expands them
-when it compiles, ~0.02 s for 27,000 and ~2 s for a million (``(a{1000}){1000}``), and
-``((a{1000}){1000}){1000}`` does not finish."""
-
-
-def expansion(pattern: str) -> int:
-    """An upper bound on what ``pattern``'s counted repetitions expand to: each atom counts 1,
-    a group the sum of its branches, and ``{n}``/``{n,}``/``{n,m}`` multiply what they repeat by
-    their largest bound. Read on the pattern as written, without parsing it fully (a malformed
-    pattern still gets a number; the parser says what is wrong with it)."""
-    stack: list[list[int]] = [[0, 0]]  # per open group: [sum of closed branches, this branch]
-    last = 0  # what the previous atom counts, for a quantifier after it
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            last = 1
-        elif c == "[":
-            i += 1
-            while i < n and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
-            i += 1
-            last = 1
-        elif c == "(":
-            stack.append([0, 0])
-            i += 1
-            last = 0
-            continue
-        elif c == ")" and len(stack) > 1:
-            done, branch = stack.pop()
-            last = done + branch
-            i += 1
-        elif c == "|":
-            stack[-1][0] += stack[-1][1]
-            stack[-1][1] = 0
-            i += 1
-            last = 0
-            continue
-        elif c == "{":
-            j = i + 1
-            while j < n and (pattern[j].isdigit() or pattern[j] == ","):
-                j += 1
-            bounds = [int(b) for b in pattern[i + 1 : j].split(",") if b.isdigit()]
-            if j < n and pattern[j] == "}" and bounds:
-                stack[-1][1] += last * (max(bounds) - 1)
-                last = last * max(bounds)
-                i = j + 1
-                continue
-            i += 1
-            last = 1
-        else:
-            i += 1
-            last = 1 if c not in "*+?^$" else 0
-        stack[-1][1] += last
-    while len(stack) > 1:  # unclosed groups: count them as closed
-        done, branch = stack.pop()
-        stack[-1][1] += done + branch
-    return stack[0][0] + stack[0][1]
+"""The largest pattern (:func:`sdk._ecma_regex.pattern_size`) the ``regex`` package compiles
+from a model's text (``format: "regex"``); a larger valid one is judged on its syntax. The
+package writes counted repetitions out when it compiles: ~0.5 s for a million elements
+(``a{1000000}``), and ``((a{1000}){1000}){1000}`` does not finish. A developer's schema has a
+limit of its own (``sdk._ecma_regex.MAX_PATTERN_SIZE``)."""
 
 
 class BudgetSpent(Exception):

@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple
 
 import pydantic
 
+from sdk._ecma_regex import MAX_PATTERN_SIZE, pattern_limit
 from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._conj import Conj, Conjs
 from sdk._schema._dialects import canonical
@@ -215,6 +216,7 @@ def compile_schema(
     dialect: str | None = None,
     registry: Any = None,
     unknown: Unknown = "ignore",
+    max_pattern_size: int | None = MAX_PATTERN_SIZE,
 ) -> CompiledSchema:
     """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
     type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema
@@ -234,6 +236,14 @@ def compile_schema(
     for which formats); the default leaves it an annotation, as Draft 2020-12 does. A pydantic
     type's formats are pydantic's to judge either way.
 
+    ``max_pattern_size`` bounds every ``pattern`` and ``patternProperties`` name: what the
+    regex engine writes a pattern out to when it compiles it, which its compile time grows with
+    (counted repetitions multiply: ``(a{1000}){1000}`` is a million, and
+    ``((a{1000}){1000}){1000}`` would never finish compiling). A larger one is a
+    :class:`~sdk.SchemaError` naming it and its place, at once; ``None`` lifts the limit. The
+    default, 100,000, compiles in well under a second and is far above any real pattern's size
+    (``[a-z]{1,65535}`` is 2).
+
     Equal inputs may share one compilation (see the module docstring); the result is never
     stale. Raises :class:`~sdk.SchemaError` when the schema cannot be used.
     """
@@ -248,12 +258,18 @@ def compile_schema(
         raise ValueError(f"formats must be 'annotate' or 'assert', not {formats!r}")
     if unknown not in ("ignore", "refuse"):
         raise ValueError(f"unknown must be 'ignore' or 'refuse', not {unknown!r}")
-    options = _Options(formats, dialect, registry, unknown)
+    if max_pattern_size is not None and (
+        isinstance(max_pattern_size, bool)
+        or not isinstance(max_pattern_size, int)
+        or max_pattern_size < 1
+    ):
+        raise ValueError(f"max_pattern_size must be an int >= 1 or None, not {max_pattern_size!r}")
+    options = _Options(formats, dialect, registry, unknown, max_pattern_size)
     key = _cache_key(schema)
     registry_key = _registry_key(registry)
     if key is None or registry_key is None:
         return _compile(schema, options)
-    key = (formats, dialect, unknown, registry_key, key)
+    key = (formats, dialect, unknown, max_pattern_size, registry_key, key)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -274,6 +290,7 @@ class _Options(NamedTuple):
     dialect: str | None
     registry: Any
     unknown: Unknown
+    max_pattern_size: int | None
 
 
 def _registry_key(registry: Any) -> Hashable | None:
@@ -306,7 +323,15 @@ def _cache_key(schema: Any) -> Hashable | None:
 
 
 def _compile(schema: Any, options: _Options) -> CompiledSchema:
-    formats, dialect, registry, unknown = options
+    token = pattern_limit.set(options.max_pattern_size)
+    try:
+        return _compile_with(schema, options)
+    finally:
+        pattern_limit.reset(token)
+
+
+def _compile_with(schema: Any, options: _Options) -> CompiledSchema:
+    formats, dialect, registry, unknown, _ = options
     if isinstance(schema, (Mapping, bool)):
         title = schema.get("title") if isinstance(schema, Mapping) else None
         return CompiledSchema(

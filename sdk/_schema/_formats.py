@@ -36,8 +36,8 @@ from collections.abc import Callable
 
 import regex
 
-from sdk._ecma_regex import EcmaRegexError, compile_ecma, translate
-from sdk._regex_budget import MAX_EXPANSION, expansion
+from sdk._ecma_regex import EcmaRegexError, PatternTooLarge, compile_ecma
+from sdk._regex_budget import MAX_EXPANSION
 from sdk._schema._vocabulary import VOCABULARIES
 
 __all__ = ["CHECKED", "FormatCheck", "format_check"]
@@ -244,13 +244,11 @@ _URI_TEMPLATE = re.compile(
 
 def _regex_format(value: str) -> bool:
     try:
-        if expansion(value) > MAX_EXPANSION:
-            # A valid pattern the regex package would take seconds to hours to compile: the
-            # model's text must not stall the loop. Its syntax is read; only an unknown
-            # \p{...} name, which the compile would find, goes unnoticed.
-            translate(value)
-        else:
-            compile_ecma(value)
+        compile_ecma(value, max_size=MAX_EXPANSION)
+    except PatternTooLarge:
+        # A valid pattern the regex package would take seconds to hours to compile: the
+        # model's text must not stall the loop. It was read in full (property names too).
+        return True
     except EcmaRegexError:
         return False
     return True

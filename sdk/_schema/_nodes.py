@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sdk._ecma_regex import EcmaRegex, EcmaRegexError, compile_ecma
+from sdk._ecma_regex import (
+    EcmaRegex,
+    EcmaRegexError,
+    PatternTooLarge,
+    compile_ecma,
+    pattern_limit,
+)
 from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
 from sdk._schema._validators import SubschemaJudge
@@ -375,7 +381,14 @@ def _anything(raw: Any) -> bool:
 
 def _regex(pattern: str, where: str) -> EcmaRegex:
     try:
-        return compile_ecma(pattern)
+        return compile_ecma(pattern, max_size=pattern_limit.get())
+    except PatternTooLarge as exc:
+        raise SchemaError(
+            f"the pattern {pattern!r} at {where} is too large to check: {exc} (a larger "
+            "compile_schema(max_pattern_size=...) lets it through, at that compile's cost)",
+            keyword="pattern",
+            pointer=where,
+        ) from None
     except EcmaRegexError as exc:
         raise SchemaError(
             f"the pattern {pattern!r} at {where} is not a valid regular expression: {exc}",

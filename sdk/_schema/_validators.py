@@ -26,7 +26,7 @@ import jsonschema  # type: ignore[import-untyped]
 from jsonschema import _keywords, _utils
 from jsonschema import exceptions as _exceptions
 
-from sdk._ecma_regex import EcmaRegexError, compile_ecma
+from sdk._ecma_regex import EcmaRegexError, compile_ecma, pattern_limit
 from sdk._errors import SchemaError
 from sdk._schema._vocabulary import VOCABULARIES
 
@@ -35,13 +35,16 @@ __all__ = ["SubschemaJudge", "check_schema"]
 # The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
 # sdk._ecma_regex, so that is what decides whether one is valid.
 _META_CHECKER = jsonschema.FormatChecker(formats=())
-_META_CHECKER.checks("regex", raises=EcmaRegexError)(lambda value: bool(compile_ecma(value)))
+_META_CHECKER.checks("regex", raises=EcmaRegexError)(
+    lambda value: bool(compile_ecma(value, max_size=pattern_limit.get()))
+)
 
 
 _NO_FORMATS = jsonschema.FormatChecker(formats=())
 
 _judging: ContextVar[bool] = ContextVar("fieldstream_judging", default=False)
-_ecma = functools.lru_cache(maxsize=512)(compile_ecma)
+# The judge's patterns were vetted (and sized) when the schema was compiled.
+_ecma = functools.lru_cache(maxsize=512)(functools.partial(compile_ecma, max_size=None))
 
 
 def _judge_search(pattern: str, string: str, flags: int = 0) -> Any:

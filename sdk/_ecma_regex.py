@@ -62,6 +62,7 @@ __all__ = [
     "EcmaRegexError",
     "PatternTooLarge",
     "compile_ecma",
+    "loosen_counts",
     "no_wider_elsewhere",
     "pattern_limit",
     "pattern_size",
@@ -106,6 +107,7 @@ _LENIENT_ESCAPES = frozenset(
     c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum() and c not in _SYNTAX and c != "-"
 )
 _FLAGS = regex.V1  # nested sets: [\D] is [[^0-9]]
+_COUNTED = regex.compile(r"\{(\d+)(,(\d*))?\}")
 
 
 def _bounds(quant: str) -> tuple[int, int | None]:
@@ -185,6 +187,7 @@ class _Reader:
         self.open: list[int] = []  # the groups being read (0: not capturing)
         self.behind = False  # inside a lookbehind (the regex package matches it backwards)
         self.marks = 0  # position marks emitted (see repeat())
+        self.counted: list[tuple[int, int]] = []  # where each {n}, {n,}, {n,m} is written
         self.size = 0  # what the regex package expands the pattern to (see term())
         self.max_size: int | None = None  # where the size first passes it, ``over`` says
         self.over: int | None = None
@@ -320,13 +323,14 @@ class _Reader:
             self.i += 1
             text = c
         elif c == "{":
-            m = regex.match(r"\{(\d+)(,(\d*))?\}", self.src[self.i :])
+            m = _COUNTED.match(self.src, self.i)
             if m is None:
                 return None  # a literal brace, read by atom()
             low, high = int(m.group(1)), m.group(3)
             if high and int(high) < low:
                 raise self.fail("numbers out of order in {} quantifier")
-            self.i += m.end()
+            self.counted.append((self.i, m.end()))
+            self.i = m.end()
             text = m.group(0)
         else:
             return None
@@ -658,6 +662,23 @@ def translate(pattern: str) -> tuple[str, str | None]:
     reader = _read(pattern)
     out = reader.out
     return "".join(out.exact), None if reader.backrefs else "".join(out.loose)
+
+
+def loosen_counts(pattern: str, max_count: int) -> str:
+    """``pattern`` (valid ECMA-262) with every counted repetition whose bound passes
+    ``max_count`` loosened to ``{k,}`` (``k``: its least count, at most ``max_count``): a pattern
+    that matches every string ``pattern`` matches, for an engine that pays for large counts
+    (xgrammar's JSON-schema compile grows with the square of each count). Raises
+    :class:`EcmaRegexError` for an invalid pattern."""
+    reader = _read(pattern)
+    out: list[str] = []
+    done = 0
+    for start, end in reader.counted:
+        low, _, high = pattern[start + 1 : end - 1].partition(",")
+        if max(int(low), int(high or 0)) > max_count:
+            out += (pattern[done:start], f"{{{min(int(low), max_count)},}}")
+            done = end
+    return "".join(out) + pattern[done:] if out else pattern
 
 
 def pattern_size(pattern: str) -> int:

@@ -33,6 +33,7 @@ from sdk._local._layout import (
     laid_out,
     layout_options,
 )
+from sdk._local._xgr_schema import loosened_text
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
@@ -108,7 +109,7 @@ class Grammars:
             if ebnf is not None:
                 return self._compiler.compile_grammar(ebnf)
         options = layout_options(self.json_format)
-        return self._compiler.compile_json_schema(text, strict_mode=True, **options)
+        return self._compiler.compile_json_schema(loosened_text(text), strict_mode=True, **options)
 
     def compile_spec(self, spec: GrammarSpec) -> _Compiled:
         """Compile what a request is decoded under (see ``_constrain``), cached by the spec (the

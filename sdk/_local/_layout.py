@@ -11,6 +11,7 @@ import json
 from typing import Any, Literal
 
 from sdk._local._deps import require
+from sdk._local._xgr_schema import loosened, loosened_text
 
 __all__ = [
     "BOUNDED_SPACE",
@@ -82,7 +83,9 @@ def bounded_ebnf(schema_text: str) -> str | None:
     :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does not spell gaps the way this expects
     (then the layout bounds characters instead: :func:`layout_options`)."""
     xgr = require("xgrammar")
-    grammar = xgr.Grammar.from_json_schema(schema_text, any_whitespace=True, strict_mode=True)
+    grammar = xgr.Grammar.from_json_schema(
+        loosened_text(schema_text), any_whitespace=True, strict_mode=True
+    )
     ebnf = str(grammar)
     if _ANY_SPACE not in ebnf or "fieldstream_space" in ebnf:
         return None
@@ -101,7 +104,9 @@ def schema_ebnf(schema_text: str, json_format: JsonFormat) -> str:
             return ebnf
     xgr = require("xgrammar")
     options = layout_options(json_format)
-    return str(xgr.Grammar.from_json_schema(schema_text, strict_mode=True, **options))
+    return str(
+        xgr.Grammar.from_json_schema(loosened_text(schema_text), strict_mode=True, **options)
+    )
 
 
 def laid_out(node: Any, json_format: JsonFormat) -> Any:
@@ -109,16 +114,15 @@ def laid_out(node: Any, json_format: JsonFormat) -> Any:
     replaced by ``grammar`` contents: each schema's EBNF under ``json_format``. xgrammar's own
     JSON content can only bound whitespace characters (``max_whitespace_cnt``), not say where
     whitespace goes, so this is how a segment's JSON follows the layout. Contents with other
-    options (another ``style``, ``any_order``...) are left as they are."""
+    options (another ``style``, ``any_order``...) keep them, their schema's patterns loosened
+    (``_xgr_schema``) like every schema xgrammar is given."""
     if isinstance(node, list):
         return [laid_out(item, json_format) for item in node]
     if not isinstance(node, dict):
         return node
-    if (
-        node.get("type") == "json_schema"
-        and set(node) <= {"type", "json_schema", "style"}
-        and node.get("style", "json") == "json"
-    ):
-        text = json.dumps(node["json_schema"], separators=(",", ":"))
-        return {"type": "grammar", "grammar": schema_ebnf(text, json_format)}
+    if node.get("type") == "json_schema" and "json_schema" in node:
+        if set(node) <= {"type", "json_schema", "style"} and node.get("style", "json") == "json":
+            text = json.dumps(node["json_schema"], separators=(",", ":"))
+            return {"type": "grammar", "grammar": schema_ebnf(text, json_format)}
+        return {**node, "json_schema": loosened(node["json_schema"])}
     return {key: laid_out(value, json_format) for key, value in node.items()}

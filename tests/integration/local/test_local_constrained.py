@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -68,3 +69,23 @@ def test_unconstrained_mode_writes_prose(local_backend: LocalBackend) -> None:
     assert text_of(deltas).strip()
     assert not any(d.forced for d in deltas)
     assert deltas[-1].usage is not None and deltas[-1].usage.forced_tokens == 0
+
+
+@pytest.mark.timeout(60)  # a regression is a hang (two minutes in xgrammar), not a slow figure
+def test_a_pattern_with_a_huge_count_compiles_at_once_and_still_holds(
+    local_backend: LocalBackend,
+) -> None:
+    # xgrammar's compile of a pattern grows with the square of each count (this one took 114 s
+    # alone); the torch runtime gives it the count loosened, llguidance reads it lazily.
+    schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^[a-z]{1,32768}$"}},
+        "required": ["code"],
+        "additionalProperties": False,
+    }
+    text = text_of(
+        collect(local_backend, request_for("Invent a code word.", schema, max_tokens=16))
+    )
+    value = re.search(r'"code":\s*"([^"]*)', text)
+    assert value is not None, text
+    assert re.fullmatch("[a-z]*", value.group(1)), text  # the mask still allows letters only

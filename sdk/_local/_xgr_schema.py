@@ -1,0 +1,88 @@
+"""What xgrammar (the torch runtime's masks) is given of a JSON Schema: each ``pattern`` with
+its large counted repetitions loosened.
+
+xgrammar's JSON-schema compile of a ``pattern`` grows with the square of each counted
+repetition's bound (measured with xgrammar 0.2.9 here: ``^.{0,1000}$`` 0.4 s, ``^.{0,5000}$``
+9 s, ``^[a-z]{1,20000}$`` 26 s, ``^[a-z]{1,32768}$`` 114 s), which stalls the first generation
+of such a schema. A repetition whose bound passes :data:`MAX_MASK_COUNT` is written
+``{k,}`` for the mask (:func:`sdk._ecma_regex.loosen_counts`): the mask lets through a superset,
+and the client still checks the exact pattern as the text streams (a string that runs past the
+bound is a violation at its first extra character, retried or rewound like any other).
+llguidance (the llama.cpp runtime) reads large counts lazily and is given the schema as is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sdk._ecma_regex import EcmaRegexError, loosen_counts
+
+__all__ = ["MAX_MASK_COUNT", "loosened", "loosened_text"]
+
+MAX_MASK_COUNT = 1000
+"""The largest repetition count given to xgrammar as written (RE2's own limit on a count):
+``^.{0,1000}$`` compiles in 0.4 s."""
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = (
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+
+
+def loosened(schema: Any) -> Any:
+    """``schema`` with every ``pattern`` loosened (see the module docstring); the schema's data
+    (``const``, ``enum``, ``default``, ``examples``...) and anything else untouched. Returns
+    ``schema`` itself when nothing changes."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] | None = None
+
+    def put(key: str, value: Any) -> None:
+        nonlocal out
+        if value is not schema[key]:
+            if out is None:
+                out = dict(schema)
+            out[key] = value
+
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            put("pattern", loosen_counts(pattern, MAX_MASK_COUNT))
+        except EcmaRegexError:
+            pass  # not the client's to fix: xgrammar says what is wrong with it
+    for key in _SCHEMA_MAPS:
+        members = schema.get(key)
+        if isinstance(members, dict):
+            new = {name: loosened(member) for name, member in members.items()}
+            if any(new[name] is not members[name] for name in members):
+                put(key, new)
+    for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
+        value = schema.get(key)
+        if isinstance(value, list):  # also draft-04's array form of items
+            new_list = [loosened(member) for member in value]
+            if any(a is not b for a, b in zip(new_list, value, strict=True)):
+                put(key, new_list)
+        elif isinstance(value, dict):
+            put(key, loosened(value))
+    return schema if out is None else out
+
+
+def loosened_text(schema_text: str) -> str:
+    """:func:`loosened` over a schema's JSON text (the text itself when nothing changes)."""
+    if '"pattern"' not in schema_text:
+        return schema_text
+    schema = json.loads(schema_text)
+    new = loosened(schema)
+    return schema_text if new is schema else json.dumps(new, separators=(",", ":"))

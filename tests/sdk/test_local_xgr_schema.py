@@ -1,0 +1,105 @@
+"""What xgrammar is given of a schema: large counted repetitions in patterns loosened, in
+schema positions only (``sdk/_local/_xgr_schema.py``), and a loosened pattern matches every
+string the original does (``sdk._ecma_regex.loosen_counts``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdk._ecma_regex import compile_ecma, loosen_counts
+from sdk._local._xgr_schema import MAX_MASK_COUNT, loosened, loosened_text
+
+HUGE = "^[a-z]{1,65535}$"
+LOOSE = "^[a-z]{1,}$"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (HUGE, LOOSE),
+        ("^.{0,5000}$", "^.{0,}$"),
+        ("a{2000}", "a{1000,}"),  # an exact count: at least as many as the mask may count
+        ("a{1001,}", "a{1000,}"),
+        ("(?:ab){3,99999}?", "(?:ab){3,}?"),  # lazy stays lazy
+        ("a{1,1000}b{1000}", "a{1,1000}b{1000}"),  # at the limit: as written
+        ("x\\{5000}", "x\\{5000}"),  # an escaped brace is no quantifier
+        ("[{]{5,9999}", "[{]{5,}"),  # nor a brace in a class
+        ("(a{99999}){2}", "(a{1000,}){2}"),
+    ],
+)
+def test_counts_over_the_limit_are_loosened(pattern: str, expected: str) -> None:
+    assert loosen_counts(pattern, MAX_MASK_COUNT) == expected
+
+
+_ATOMS = st.sampled_from(["a", "b", "[ab]", "(?:ab)", "(a|bb)", "."])
+_QUANTS = st.sampled_from(["", "?", "*", "+", "{0}", "{2}", "{1,3}", "{4}", "{2,}", "{0,5}"])
+
+
+@st.composite
+def _patterns(draw: st.DrawFn, depth: int = 2) -> str:
+    terms = []
+    for _ in range(draw(st.integers(1, 3))):
+        atom = draw(_ATOMS)
+        if depth and draw(st.booleans()):
+            atom = f"(?:{draw(_patterns(depth=depth - 1))})"
+        terms.append(atom + draw(_QUANTS))
+    return "".join(terms)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_patterns(), st.lists(st.text("ab", max_size=12), min_size=1, max_size=8))
+def test_a_loosened_pattern_matches_every_string_the_original_does(
+    pattern: str, texts: list[str]
+) -> None:
+    loose = loosen_counts(pattern, 2)  # a small limit, so that most counts are loosened
+    exact, wider = compile_ecma(pattern), compile_ecma(loose)
+    for text in texts:
+        if exact.fullmatch(text):
+            assert wider.fullmatch(text), (pattern, loose, text)
+        if exact.search(text):
+            assert wider.search(text), (pattern, loose, text)
+
+
+def test_every_schema_position_is_loosened_and_no_data_is() -> None:
+    data = {"pattern": HUGE}  # a value the schema describes, not a schema
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": HUGE},
+            "pattern": {"type": "string", "pattern": HUGE},  # a property called "pattern"
+            "tags": {"type": "array", "items": {"type": "string", "pattern": HUGE}},
+            "pair": {"prefixItems": [{"pattern": HUGE}, {"type": "integer"}]},
+            "either": {"anyOf": [{"pattern": HUGE}, {"type": "null"}]},
+            "fixed": {"const": data, "enum": [data], "default": data, "examples": [data]},
+        },
+        "additionalProperties": {"pattern": HUGE},
+        "$defs": {"id": {"pattern": HUGE}},
+    }
+    before = json.dumps(schema)
+    out = loosened(schema)
+    assert json.dumps(schema) == before  # the caller's schema is not changed
+    props = out["properties"]
+    assert props["code"]["pattern"] == LOOSE
+    assert props["pattern"]["pattern"] == LOOSE
+    assert props["tags"]["items"]["pattern"] == LOOSE
+    assert props["pair"]["prefixItems"][0]["pattern"] == LOOSE
+    assert props["either"]["anyOf"][0]["pattern"] == LOOSE
+    assert out["additionalProperties"]["pattern"] == LOOSE
+    assert out["$defs"]["id"]["pattern"] == LOOSE
+    assert props["fixed"] == schema["properties"]["fixed"]  # data stays exactly as written
+    assert props["fixed"]["const"]["pattern"] == HUGE
+
+
+def test_a_schema_with_nothing_to_loosen_is_given_as_it_is() -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^a{3}$"}}}
+    assert loosened(schema) is schema
+    text = json.dumps(schema, separators=(",", ":"))
+    assert loosened_text(text) is text
+    assert loosened_text('{"type":"string"}') == '{"type":"string"}'
+    huge = json.dumps({"type": "string", "pattern": HUGE}, separators=(",", ":"))
+    assert json.loads(loosened_text(huge)) == {"type": "string", "pattern": LOOSE}

@@ -53,11 +53,11 @@ from dataclasses import dataclass, field
 import regex
 
 from sdk import _regex_budget as _budget
+from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
 from sdk._ecma_properties import property_class
 from sdk._linear_regex import LinearProgram, compile_linear
 
 __all__ = [
-    "MAX_PATTERN_SIZE",
     "EcmaRegex",
     "EcmaRegexError",
     "PatternTooLarge",
@@ -69,14 +69,8 @@ __all__ = [
     "portable",
 ]
 
-MAX_PATTERN_SIZE = 100_000
-"""The default limit on a pattern's size (:func:`pattern_size`): what the ``regex`` package
-compiles in well under a second (``a{100000}`` 0.04 s, ``(a|b){100000}`` 0.6 s, measured), far
-above any real schema's (``[a-z]{1,65535}`` is 2). ``compile_schema(max_pattern_size=...)``
-sets another for one schema."""
-
 pattern_limit: ContextVar[int | None] = ContextVar(
-    "fieldstream_pattern_limit", default=MAX_PATTERN_SIZE
+    "fieldstream_pattern_limit", default=DEFAULT_MAX_PATTERN_SIZE
 )
 """The limit the schema compiler applies to the patterns it meets (``None``: none); set by
 :func:`sdk.compile_schema` for the duration of one compilation."""
@@ -733,7 +727,7 @@ def _set_syntax_elsewhere(pattern: str) -> bool:
     return False
 
 
-def compile_ecma(pattern: str, *, max_size: int | None = MAX_PATTERN_SIZE) -> EcmaRegex:
+def compile_ecma(pattern: str, *, max_size: int | None = DEFAULT_MAX_PATTERN_SIZE) -> EcmaRegex:
     """Compile an ECMA-262 pattern. Raises :class:`EcmaRegexError` (a ``ValueError``) for one
     that is not valid ECMA-262 (its ``position`` says where), or, should one ever be, that the
     ``regex`` package cannot compile (every property of ECMA-262's table compiles: a test

@@ -62,7 +62,7 @@ MAX_EXPANSION = 20_000
 from a model's text (``format: "regex"``); a larger valid one is judged on its syntax. The
 package writes counted repetitions out when it compiles: ~0.5 s for a million elements
 (``a{1000000}``), and ``((a{1000}){1000}){1000}`` does not finish. A developer's schema has a
-limit of its own (``sdk._ecma_regex.MAX_PATTERN_SIZE``)."""
+limit of its own (``sdk._constants.DEFAULT_MAX_PATTERN_SIZE``)."""
 
 
 class BudgetSpent(Exception):

@@ -26,7 +26,8 @@ from typing import Any, Literal, NamedTuple
 
 import pydantic
 
-from sdk._ecma_regex import MAX_PATTERN_SIZE, pattern_limit
+from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
+from sdk._ecma_regex import pattern_limit
 from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._conj import Conj, Conjs
 from sdk._schema._dialects import canonical
@@ -216,7 +217,7 @@ def compile_schema(
     dialect: str | None = None,
     registry: Any = None,
     unknown: Unknown = "ignore",
-    max_pattern_size: int | None = MAX_PATTERN_SIZE,
+    max_pattern_size: int | None = DEFAULT_MAX_PATTERN_SIZE,
 ) -> CompiledSchema:
     """Compile ``schema`` — a pydantic ``BaseModel`` subclass, a ``pydantic.TypeAdapter``, any
     type pydantic can adapt (``list[Item]``, a ``TypedDict``, a dataclass...), or a JSON Schema

@@ -11,8 +11,10 @@ from sdk import _constants
 from sdk._batch import run_batch
 from sdk._cli._args import build_parser
 from sdk._dispatch import Dispatcher
+from sdk._ecma_regex import compile_ecma, pattern_limit
 from sdk._http._transport import DEFAULT_TIMEOUT, LIMITS
 from sdk._options import StreamConfig
+from sdk._schema._compile import compile_schema
 
 
 def default(func: object, name: str) -> object:
@@ -48,6 +50,9 @@ def test_the_other_defaults_read_the_constants() -> None:
     assert default(Dispatcher, "max_concurrency") == _constants.DEFAULT_CALLBACK_CONCURRENCY
     assert default(sdk.Client.batch, "concurrency") == _constants.DEFAULT_BATCH_CONCURRENCY
     assert default(run_batch, "concurrency") == _constants.DEFAULT_BATCH_CONCURRENCY
+    assert default(compile_schema, "max_pattern_size") == _constants.DEFAULT_MAX_PATTERN_SIZE
+    assert default(compile_ecma, "max_size") == _constants.DEFAULT_MAX_PATTERN_SIZE
+    assert pattern_limit.get() == _constants.DEFAULT_MAX_PATTERN_SIZE
     assert (DEFAULT_TIMEOUT.read, DEFAULT_TIMEOUT.connect) == (
         _constants.DEFAULT_TIMEOUT,
         _constants.DEFAULT_CONNECT_TIMEOUT,
@@ -63,7 +68,15 @@ def test_the_other_defaults_read_the_constants() -> None:
     )
 
 
-SHARED = {"max_retries", "concurrency", "max_concurrency", "max_attempts", "max_delay"}
+SHARED = {
+    "max_retries",
+    "concurrency",
+    "max_concurrency",
+    "max_attempts",
+    "max_delay",
+    "max_pattern_size",
+    "max_size",
+}
 # Numbers that are not a shared default: the live view draws one answer when no Retry is given;
 # a stream over a caller's own source (no client, no transport) retries no transport.
 NOT_SHARED = {"_cli/_live.py max_attempts=1", "_options.py max_retries=0"}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from sdk import Regex, SchemaError
-from sdk._ecma_regex import MAX_PATTERN_SIZE, EcmaRegexError, PatternTooLarge, compile_ecma
+from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
+from sdk._ecma_regex import EcmaRegexError, PatternTooLarge, compile_ecma
 from sdk._ecma_regex import pattern_size as size
 from sdk._schema._compile import compile_schema
 from sdk._tracker import FieldTracker
@@ -52,7 +53,7 @@ def test_a_pattern_too_large_is_refused_before_it_is_compiled() -> None:
         compile_ecma(NEVER_COMPILES)
     error = info.value
     assert isinstance(error, EcmaRegexError)  # a ValueError, like every bad pattern
-    assert (error.size, error.limit) == (10**9, MAX_PATTERN_SIZE)
+    assert (error.size, error.limit) == (10**9, DEFAULT_MAX_PATTERN_SIZE)
     assert error.position == NEVER_COMPILES.index("){1000}){1000}") + 1  # where it passed
     assert "1,000,000,000 elements" in str(error) and "100,000" in str(error)
     assert compile_ecma(MILLION, max_size=None).fullmatch("a" * 10**6)

@@ -27,8 +27,9 @@ from sdk._errors import (
     UnsupportedConstraint,
 )
 from sdk._http.ollama._backend import OllamaBackend, ollama_host
+from sdk._http.ollama._lines import OllamaDecoder
 from sdk._http.ollama._messages import ollama_messages
-from sdk._http.ollama._request import check_ollama_request, ollama_body
+from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
 
 ollama_types = pytest.importorskip("ollama._types", reason="the ollama package is a dev dependency")
 from ollama._client import _parse_host  # noqa: E402
@@ -145,6 +146,12 @@ BODIES = {
         ),
     ),
     "extra": request(extra={"think": True, "keep_alive": "5m"}),
+    "forced, the one schema": request(mode="tool"),
+    "forced, one tool named": request(
+        mode="tool",
+        tool_choice={"type": "function", "function": {"name": "look"}},
+        tools=tools_of([Tool("look", {"type": "object"}), Tool("other", {"type": "object"})]),
+    ),
 }
 
 
@@ -305,8 +312,6 @@ async def test_a_tool_call_comes_whole() -> None:
 
 async def test_what_ollama_cannot_do_is_refused_before_sending() -> None:
     server = Server()
-    with pytest.raises(UnsupportedConstraint, match="cannot force a tool call"):
-        await result(server, mode="tool")
     with pytest.raises(UnsupportedConstraint, match="Regex"):
         async with (
             server.client() as client,
@@ -379,3 +384,215 @@ def test_named_parameters_it_has_no_equivalent_for_are_refused(
 ) -> None:
     with pytest.raises(UnsupportedConstraint, match=said):
         check_ollama_request(request(parameters=given))
+
+
+# ---------------------------------------------------------------- a forced call, as the answer
+
+
+class Country(BaseModel):
+    code: str
+
+
+LOOK = Tool("look", {"type": "object", "properties": {"q": {"type": "integer"}}, "required": ["q"]})
+TWO = tools_of([LOOK, Tool("City", City)])
+NAMED_CITY = {"type": "function", "function": {"name": "City"}}
+
+
+@pytest.mark.parametrize(
+    ("given", "name", "schema"),
+    [
+        ({"mode": "tool"}, "response", SCHEMA),  # the one schema, no name given
+        ({"mode": "tool", "schema_name": "City"}, "City", SCHEMA),
+        ({"mode": "tool", "tools": tools_of([LOOK])}, "look", LOOK.schema),
+        ({"mode": "tool", "tools": tools_of([LOOK]), "tool_choice": "required"}, "look", None),
+        ({"mode": "tool", "tools": TWO, "tool_choice": NAMED_CITY}, "City", SCHEMA),
+    ],
+)
+def test_a_forced_call_is_sent_as_format_and_no_tools(
+    given: dict[str, Any], name: str, schema: dict[str, Any] | None
+) -> None:
+    forced = request(**given)
+    check_ollama_request(forced)
+    assert forced_call(forced) == name
+    body = ollama_body(forced, model="qwen3")
+    assert "tools" not in body and "tool_choice" not in body
+    assert body["format"] == (schema or LOOK.schema)
+    # The messages are those of any other request.
+    assert body["messages"] == ollama_body(request(), model="qwen3")["messages"]
+    assert model_errors(as_the_sdk_holds_it(body), ollama_types.ChatRequest) == []
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"mode": "json_schema"},
+        {"mode": "tool", "tools": TWO, "tool_choice": "auto"},
+        {"mode": "tool", "tool_choice": "auto"},
+        {"mode": "tool", "tools": tools_of([LOOK]), "tool_choice": "none"},
+    ],
+)
+def test_what_forces_no_call_is_no_forced_call(given: dict[str, Any]) -> None:
+    assert forced_call(request(**given)) is None
+
+
+@pytest.mark.parametrize("choice", [None, "required"])
+def test_a_forced_choice_among_several_tools_is_refused(choice: Any) -> None:
+    several = request(mode="tool", tools=TWO, tool_choice=choice)
+    assert forced_call(several) is None
+    with pytest.raises(UnsupportedConstraint, match="one of several tools") as info:
+        check_ollama_request(several)
+    said = str(info.value)
+    assert "'look', 'City'" in said and "tool_choice='auto'" in said and "'name'" in said
+
+
+def forced_lines(*pieces: str, reason: str = "stop") -> list[bytes]:
+    """Ollama's answer to a request with ``format``: the arguments as content, then done."""
+    return [*(line(p) for p in pieces), done(reason)]
+
+
+def test_the_lines_are_ollamas_and_read_as_one_call_of_the_tool() -> None:
+    pieces = ["{", '"name": "Par', "is", '",', " ", '"population": 2100000', "\n", "}"]
+    lines = forced_lines(*pieces)
+    for each in lines:  # the shape Ollama sends (its own package's response model)
+        assert model_errors(json.loads(each), ollama_types.ChatResponse) == []
+    decoder = OllamaDecoder(call="City")
+    deltas = [d for each in lines for d in decoder.decode("", each.decode().strip())]
+    texts = [d for d in deltas if d.text]
+    assert "".join(d.text for d in texts) == "".join(pieces)  # whitespace kept
+    assert [(d.tool_call, d.tool_name, d.tool_call_id) for d in texts] == [
+        (0, "City", None),
+        *[(0, None, None)] * (len(pieces) - 1),
+    ]
+    last = deltas[-1]
+    assert last.finish_reason == "tool_calls"
+    assert last.usage is not None and (last.usage.prompt_tokens, last.usage.completion_tokens) == (
+        11,
+        6,
+    )
+    assert decoder.done and decoder.end() == []
+
+
+def test_a_forced_call_cut_off_by_the_limit_ends_with_length() -> None:
+    decoder = OllamaDecoder(call="City")
+    deltas = [
+        d
+        for each in forced_lines('{"name"', reason="length")
+        for d in decoder.decode("", each.decode().strip())
+    ]
+    assert deltas[-1].finish_reason == "length"
+
+
+async def test_a_forced_call_through_the_client() -> None:
+    server = Server(forced_lines(*CITY))
+    seen: list[tuple[tuple[str | int, ...], Any]] = []
+    async with (
+        server.client() as client,
+        client.stream(
+            messages=MESSAGES,
+            schema=City,
+            mode="tool",
+            on_field=lambda ev: seen.append((ev.path, ev.value)),
+        ) as s,
+    ):
+        events = [ev async for ev in s.fields()]
+        assert await s.result() == City(name="Paris", population=2100000)
+    assert [ev.path for ev in events] == [("name",), ("population",), ()]
+    assert {(ev.tool_call, ev.tool_name) for ev in events} == {(0, "City")}
+    assert seen == [
+        (("name",), "Paris"),
+        (("population",), 2100000),
+        ((), {"name": "Paris", "population": 2100000}),
+    ]
+    assert s.called_tools is True
+    info = s.attempts[-1]
+    assert info.finish_reason == "tool_calls" and (
+        info.usage.prompt_tokens,
+        info.usage.completion_tokens,
+    ) == (11, 6)
+    assert [(c.index, c.name, c.arguments) for c in info.tool_calls] == [(0, "City", "".join(CITY))]
+    body = json.loads(server.requests[0].content)
+    assert "tools" not in body and body["format"] == SCHEMA
+    assert body["messages"] == MESSAGES
+
+
+async def test_one_named_tool_of_several_is_a_typed_call() -> None:
+    server = Server(forced_lines(*CITY))
+    async with (
+        server.client() as client,
+        client.stream(
+            messages=MESSAGES,
+            tools=[Tool("Country", Country), Tool("City", City)],
+            tool_choice=NAMED_CITY,
+        ) as s,
+    ):
+        assert await s.results() == [City(name="Paris", population=2100000)]
+    assert s.assistant_message()["tool_calls"] == [
+        {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "City", "arguments": "".join(CITY)},
+        }
+    ]
+    body = json.loads(server.requests[0].content)
+    assert "tools" not in body and body["format"] == City.model_json_schema()
+    # The next turn of a tool loop is one Ollama takes: the call, then its answer by name.
+    turns = ollama_messages(
+        [
+            *MESSAGES,
+            s.assistant_message(),
+            {"role": "tool", "tool_call_id": "call_0", "content": "ok"},
+        ]
+    )
+    assert turns[-2]["tool_calls"] == [
+        {"function": {"name": "City", "arguments": {"name": "Paris", "population": 2100000}}}
+    ]
+    assert turns[-1] == {"role": "tool", "content": "ok", "tool_name": "City"}
+    for i, turn in enumerate(turns):
+        assert model_errors(turn, ollama_types.Message, f"messages[{i}]") == []
+
+
+async def test_a_forced_call_cut_off_is_truncation() -> None:
+    server = Server(forced_lines(CITY[0], reason="length"))
+    with pytest.raises(TruncatedError) as info:
+        await result(server, mode="tool", max_retries=0)
+    assert info.value.reason == "length"
+
+
+async def test_several_tools_forced_are_refused_before_sending() -> None:
+    server = Server()
+    async with server.client() as client:
+        for choice in (None, "required"):
+            with pytest.raises(UnsupportedConstraint, match="one of several tools"):
+                async with client.stream(
+                    messages=MESSAGES,
+                    tools=[Tool("Country", Country), Tool("City", City)],
+                    tool_choice=choice,
+                ) as s:
+                    await s.result()
+    assert server.requests == []
+
+
+async def test_a_violation_in_a_forced_call_is_retried_with_feedback_ollama_takes() -> None:
+    bad = [line('{"name": 3'), line(', "population": 1}'), *(line(" ") for _ in range(5)), done()]
+    server = Server(bad, forced_lines(*CITY))
+    async with (
+        server.client() as client,
+        client.stream(
+            messages=MESSAGES, schema=City, mode="tool", retry=Retry(max_attempts=2)
+        ) as s,
+    ):
+        assert await s.result() == City(name="Paris", population=2100000)
+    assert server.bodies[0].closed and server.bodies[0].pulled < len(bad)
+    error = s.attempts[0].error
+    assert isinstance(error, SchemaViolation) and error.tool_call == 0
+    assert [(c.name, c.arguments) for c in s.attempts[0].tool_calls] == [("City", '{"name": 3')]
+    second = json.loads(server.requests[1].content)
+    assert "tools" not in second and second["format"] == SCHEMA
+    turns = second["messages"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
+    assert turns[1]["content"] == '{"name": 3'
+    assert "/name" in turns[2]["content"]
+    held = as_the_sdk_holds_it(second)
+    assert model_errors(held, ollama_types.ChatRequest) == []
+    for i, turn in enumerate(turns):
+        assert model_errors(turn, ollama_types.Message, f"messages[{i}]") == []

@@ -28,7 +28,7 @@ from sdk._http._transport import (
     estimate_tokens,
 )
 from sdk._http.ollama._lines import OllamaDecoder
-from sdk._http.ollama._request import check_ollama_request, ollama_body
+from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
 from sdk._merge import merge_headers
 
 __all__ = ["OLLAMA_HOST", "OllamaBackend", "OllamaOptions", "ollama_host"]
@@ -130,7 +130,7 @@ class OllamaBackend:
         failures and error lines, :class:`~sdk.StreamUsageError` for messages Ollama cannot be
         sent."""
         body = ollama_body(request, model=request.model or self.model)
-        decoder = OllamaDecoder(tools=bool(body.get("tools")))
+        decoder = OllamaDecoder(tools=bool(body.get("tools")), call=forced_call(request))
         payload = encode_body(body)
         return stream_deltas(
             lambda: self._transport.open(payload, request),

@@ -8,9 +8,14 @@ Each line is one JSON object. :class:`OllamaDecoder` has the face of every provi
 - ``message.tool_calls``: Ollama sends each call whole, its ``arguments`` an object; each is
   one delta, ``Delta(text=<the arguments' JSON text>, tool_call=k, tool_name=name)`` (``k``
   counts the calls), so its field events come together.
+- A call forced as the answer (``call=``, :func:`~sdk._http.ollama._request.forced_call`):
+  ``message.content`` is that call's arguments, every piece of it (whitespace too) reported
+  as ``Delta(text=..., tool_call=0)``, the tool's name on the first; Ollama sends no id, so
+  the call's id is ``"call_0"`` where one is needed, as for any call without one.
 - ``done: true`` ends the stream: ``done_reason`` ``"stop"`` (``"tool_calls"`` when the model
-  called a tool), ``"length"`` (a :class:`~sdk.TruncatedError` when the document is
-  unfinished), others as they are; usage from ``prompt_eval_count`` and ``eval_count``.
+  called a tool, a forced call included), ``"length"`` (a :class:`~sdk.TruncatedError` when the
+  document is unfinished), others as they are; usage from ``prompt_eval_count`` and
+  ``eval_count``.
 - ``{"error": "..."}`` raises :class:`~sdk.TransportError` (retryable: a server failing
   mid-generation); a line that is not a JSON object raises it too (not retryable).
 """
@@ -29,10 +34,13 @@ __all__ = ["OllamaDecoder"]
 
 class OllamaDecoder:
     """Turns the lines of one streamed chat into deltas. ``tools``: tools were offered, so text
-    that is only whitespace is not the answer."""
+    that is only whitespace is not the answer. ``call``: the tool whose call the answer is
+    (a forced call sent as ``format``), its text read as that call's arguments."""
 
-    def __init__(self, *, tools: bool = False) -> None:
+    def __init__(self, *, tools: bool = False, call: str | None = None) -> None:
         self._tools = tools
+        self._call_name = call
+        self._answered = False
         self._calls = 0
         self._finish: str | None = None
         self._usage: Usage | None = None
@@ -67,7 +75,9 @@ class OllamaDecoder:
             if isinstance(thinking, str) and thinking:
                 out.append(Delta(reasoning=thinking))
             content = message.get("content")
-            if isinstance(content, str) and content and not (self._tools and content.isspace()):
+            if isinstance(content, str) and content and self._call_name is not None:
+                out.append(self._answer(content))
+            elif isinstance(content, str) and content and not (self._tools and content.isspace()):
                 if not out and not message.get("tool_calls") and not line.get("done"):
                     return content  # the common line: text alone
                 out.append(Delta(text=content))
@@ -77,9 +87,9 @@ class OllamaDecoder:
         if line.get("done"):
             self.done = True
             reason = line.get("done_reason")
-            self._finish = (
-                "tool_calls" if self._calls else (reason if isinstance(reason, str) else "stop")
-            )
+            reason = reason if isinstance(reason, str) else "stop"
+            # A cut-off forced call's arguments are unfinished: "length" says so.
+            self._finish = "tool_calls" if self._calls and reason != "length" else reason
             self._usage = Usage(
                 prompt_tokens=_int(line.get("prompt_eval_count")),
                 completion_tokens=_int(line.get("eval_count")),
@@ -93,6 +103,13 @@ class OllamaDecoder:
             return []
         self._ended = True
         return [Delta(finish_reason=self._finish, usage=self._usage)]
+
+    def _answer(self, text: str) -> Delta:
+        """A piece of the forced call's arguments: call 0, named on its first piece."""
+        first = not self._answered
+        self._answered = True
+        self._calls = max(self._calls, 1)
+        return Delta(text=text, tool_call=0, tool_name=self._call_name if first else None)
 
     def _call(self, call: Mapping[str, Any]) -> Delta:
         function = call.get("function")

@@ -6,10 +6,17 @@ How the schema travels, by ``request.mode``:
   llama.cpp's JSON-Schema-to-grammar converter, which ignores what it does not know); the
   answer is the message's ``content``, and fieldstream checks the whole schema.
 - ``"json_object"``: ``format: "json"`` (some JSON value; fieldstream checks the schema).
-- ``"tool"`` with ``tool_choice="auto"`` (or several tools): ``tools``, each a function with
-  its schema as ``parameters``; the model decides whether to call. Ollama cannot force a call
-  (it has no ``tool_choice``) and does not constrain arguments, so a forced call is refused
-  before sending (:func:`check_ollama_request`); ``tool_choice="none"`` sends no tools.
+- ``"tool"`` with ``tool_choice="auto"``: ``tools``, each a function with its schema as
+  ``parameters``; the model decides whether to call (Ollama does not constrain a call's
+  arguments; fieldstream checks them). ``tool_choice="none"`` sends no tools.
+- ``"tool"`` forcing exactly one tool's call (the one schema sent as a tool; a ``tool_choice``
+  naming a tool; one tool with ``"required"`` or no choice): Ollama has no ``tool_choice``, so
+  the call is asked for as the answer (:func:`forced_call`): no ``tools``, ``format: <that
+  tool's arguments schema>`` (which Ollama applies, as for ``"json_schema"``), and the
+  decoder reads the answer's ``content`` as that call's arguments
+  (:class:`~sdk._http.ollama._lines.OllamaDecoder`), as for llama.cpp's OpenAI-compatible
+  server (:func:`sdk._http.openai._flavours.emulated_call`). A forced choice among several
+  tools cannot be one ``format`` and is refused before sending (:func:`check_ollama_request`).
 - ``"none"``: nothing (fieldstream checks the output).
 
 ``max_tokens`` (or ``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``, ``stop``,
@@ -23,13 +30,16 @@ How the schema travels, by ``request.mode``:
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import GenerationRequest
+from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
 from sdk._http.ollama._messages import ollama_messages
+from sdk._schema import schema_name
 
-__all__ = ["check_ollama_request", "ollama_body"]
+__all__ = ["check_ollama_request", "forced_call", "ollama_body"]
 
 _OPTIONS = ("stop", "frequency_penalty", "presence_penalty")
 _TOP = ("logprobs", "top_logprobs")
@@ -41,7 +51,8 @@ _THINK = {"none": False, "low": "low", "medium": "medium", "high": "high"}
 
 def check_ollama_request(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` for what ``/api/chat`` cannot be sent: a
-    constraint other than JSON Schema (unless ``mode="none"``), a forced tool call."""
+    constraint other than JSON Schema (unless ``mode="none"``), a named parameter it has no
+    equivalent for, a forced call of one of several tools (:func:`forced_call`)."""
     if request.constraint is not None and request.mode != "none":
         kind = type(request.constraint).__name__
         raise UnsupportedConstraint(
@@ -60,12 +71,38 @@ def check_ollama_request(request: GenerationRequest) -> None:
             f"reasoning_effort={effort!r} has no equivalent in Ollama's think (it takes "
             f"{', '.join(map(repr, _THINK))})"
         )
-    if request.mode == "tool" and request.tool_choice not in ("auto", "none"):
+    if (
+        request.mode == "tool"
+        and request.tool_choice not in ("auto", "none")
+        and forced_call(request) is None
+    ):
+        names = ", ".join(repr(t.name) for t in request.tools)
         raise UnsupportedConstraint(
-            "Ollama cannot force a tool call (it has no tool_choice, and does not constrain a "
-            "call's arguments): use mode='json_schema' (sent as format, which it applies), or "
-            "tool_choice='auto'"
+            f"Ollama cannot force a call of one of several tools ({names}): it has no "
+            "tool_choice, and a forced call is sent as the answer's format, which holds one "
+            "tool's arguments schema. Name the tool to call (tool_choice={'type': 'function', "
+            "'function': {'name': ...}}), or pass tool_choice='auto' to let the model choose"
         )
+
+
+def forced_call(request: GenerationRequest) -> str | None:
+    """The one tool whose call Ollama is asked to write as its whole answer, or ``None``.
+
+    Ollama's ``/api/chat`` has no ``tool_choice``, but applies ``format``. So when exactly one
+    tool must be called (``mode="tool"`` with the one schema, a ``tool_choice`` naming a tool,
+    or one tool with ``"required"`` or no choice) that tool's arguments schema is sent as
+    ``format`` and no ``tools``, and the answer is read as the call. ``None`` for anything else,
+    ``"required"`` (or no choice) among several tools included (refused by
+    :func:`check_ollama_request`).
+    """
+    if request.mode != "tool" or request.tool_choice in ("auto", "none"):
+        return None
+    if not request.tools:
+        return schema_name(request.schema_name)
+    named = chosen_tool(request.tool_choice)
+    if named is not None:
+        return named
+    return request.tools[0].name if len(request.tools) == 1 else None
 
 
 def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, Any]:
@@ -99,9 +136,13 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
     body.update({name: given[name] for name in _TOP if name in given})
     if given.get("reasoning_effort") is not None:
         body["think"] = _THINK[given["reasoning_effort"]]
-    if request.constraint is None:
+    call = forced_call(request)
+    if call is not None:  # Ollama forces no call: the arguments are the answer
+        tool = next((t for t in request.tools if t.name == call), None)
+        body["format"] = _format(tool.compiled.schema_dict() if tool else request.schema)
+    elif request.constraint is None:
         if request.mode == "json_schema":
-            body["format"] = copy.deepcopy(dict(request.schema))
+            body["format"] = _format(request.schema)
         elif request.mode == "json_object":
             body["format"] = "json"
         elif request.mode == "tool" and request.tool_choice != "none":
@@ -120,6 +161,11 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
             body["tools"] = [_tool(*spec) for spec in specs]
     body.update(request.extra)
     return body
+
+
+def _format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``format``: the schema as given (Ollama turns it into a grammar)."""
+    return copy.deepcopy(dict(schema))
 
 
 def _tool(name: str, schema: dict[str, Any], description: str | None) -> dict[str, Any]:

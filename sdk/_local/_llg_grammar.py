@@ -25,6 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
@@ -34,6 +35,15 @@ __all__ = ["LlgConstraint", "LlgGrammars"]
 
 _SPEC_CACHE = 64
 """How many compiled constraints (JSON Schemas included) :class:`LlgGrammars` keeps."""
+
+MAX_ITEMS_IN_ROW = 20_000
+"""llguidance's ``max_items_in_row`` here (its own default: 2,000): the most Earley items one
+row of its parser may hold. An object's optional properties each add about 3 (the bounded
+translation) or 4 (llguidance's JSON compiler) items to a row, so the default stopped objects of
+~700 optional properties (and ``anyOf``s of ~700 objects) after their first token. 20,000
+takes 5,000 optional properties (measured: mask 0.34 s a token at 5,000, 0.12 s at 3,000);
+the bound stays so that one step's work stays bounded (llguidance's ``step_max_items``,
+50,000, is kept too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,7 @@ class LlgGrammars:
         *,
         json_format: JsonFormat = "bounded",
         stop_token_ids: Collection[int] | None = None,
+        max_items_in_row: int = MAX_ITEMS_IN_ROW,
     ) -> None:
         self._llg = require("llguidance")
         self._np = require("numpy")
@@ -80,6 +91,9 @@ class LlgGrammars:
         self._eos_only = sorted(set(ll_tokenizer.eos_tokens) - self.stop_token_ids)
         self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
         self._lock = threading.Lock()
+        self.limits = self._llg.LLParserLimits(max_items_in_row=max_items_in_row)
+        """llguidance's parser limits for every matcher: ``max_items_in_row`` (see
+        :data:`MAX_ITEMS_IN_ROW`), llguidance's defaults for the others."""
 
     def compile(self, schema: Mapping[str, Any]) -> _Compiled:
         """Compile ``schema`` (cached by its JSON text, as :meth:`compile_spec`)."""
@@ -99,7 +113,7 @@ class LlgGrammars:
                 return hit
         grammar = llg_grammar(spec, self.json_format)
         # The matcher compiles the grammar (once); a grammar it refuses leaves it in error.
-        matcher = self._llg.LLMatcher(self.ll_tokenizer, grammar, log_level=0)
+        matcher = self._llg.LLMatcher(self.ll_tokenizer, grammar, log_level=0, limits=self.limits)
         if matcher.is_error():
             reason = str(matcher.get_error()).strip()
             raise ValueError(f"llguidance cannot compile the {spec.kind}: {reason}")
@@ -191,13 +205,29 @@ class LlgConstraint:
         """Consume ``tokens`` if the grammar allows all of them (else leave the state as it was:
         a refused token would put llguidance's matcher in its sticky error state)."""
         tokens = list(tokens)
+        self._raise_if_stopped()
         if self._matcher.validate_tokens(tokens) != len(tokens):
+            self._raise_if_stopped()
             return False
         if not self._matcher.consume_tokens(tokens):
-            raise RuntimeError(
-                f"llguidance failed on tokens it allowed: {self._matcher.get_error()}"
-            )
+            self._raise_if_stopped()
+            raise RuntimeError(f"llguidance refused tokens it had validated: {tokens}")
         return True
+
+    def _raise_if_stopped(self) -> None:
+        """Raise BackendError when llguidance's matcher is in its error state: a parser limit
+        reached on text the grammar allows (a row of more than ``max_items_in_row`` items, a
+        mask step of more than ``step_max_items``), with llguidance's own reason."""
+        if not self._matcher.is_error():
+            return
+        reason = str(self._matcher.get_error()).strip().splitlines()[0]
+        limits = self._grammars.limits
+        raise BackendError(
+            f"llguidance cannot go on with this grammar: {reason} (its parser limits here: "
+            f"max_items_in_row {limits.max_items_in_row}, step_max_items "
+            f"{limits.step_max_items}; too many alternatives at one point, such as thousands "
+            "of optional properties)"
+        )
 
     def accept(self, token_id: int) -> None:
         """Advance past ``token_id``; it must be one the last mask allowed."""
@@ -205,6 +235,7 @@ class LlgConstraint:
             # llguidance reads any stop token as its own end of sequence, and records it only
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
             if not self._ending():
+                self._raise_if_stopped()
                 raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
             recorded = not self._matcher.is_stopped()
             self._matcher.consume_token(self._grammars.ll_tokenizer.eos_token)

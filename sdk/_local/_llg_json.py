@@ -58,6 +58,12 @@ def _is_scalar_value(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
+_MAX_MEMBERS = 1000
+"""How many object members (all objects together) a translation writes; a schema with more
+falls back. Each optional member after the first is one rule in a chain that llguidance's Lark
+compiler walks recursively: about 2,600 of them overflowed an 8 MiB thread stack (a segfault in
+``validate_grammar``; 1,200 passed under 4 MiB), while its JSON compiler takes 10,000."""
+
 _MAX_DEPTH = 12
 """How deep ``indented`` writes rules (each depth has its own); a recursive schema goes deeper,
 and falls back."""
@@ -113,6 +119,7 @@ class BoundedJson:
         self.rules: list[str] = []
         self._refs: dict[tuple[str, int], str] = {}
         self._count = 0
+        self._members = 0
 
     def _fresh(self) -> str:
         self._count += 1
@@ -127,7 +134,9 @@ class BoundedJson:
         """The Lark expression of the root value (its rules in :attr:`rules`), or None."""
         try:
             return self._value(self.root, 0)
-        except Unknown:
+        except (Unknown, RecursionError):
+            # RecursionError: a backstop (no path here should recurse past _MAX_DEPTH); the
+            # caller compiles such a schema natively, as any it does not know.
             return None
 
     def _value(self, node: Any, depth: int) -> str:
@@ -178,11 +187,17 @@ class BoundedJson:
 
     def _types(self, node: dict[str, Any], kinds: list[Any], keys: set[str], depth: int) -> str:
         """A schema of several types: one branch per container type (with that type's
-        keywords), one for the scalar types (with theirs)."""
+        keywords), one for the scalar types (with theirs, ``format`` included). An ``enum`` or
+        ``const`` constrains every branch: such a node is llguidance's whole."""
         if not keys <= _OBJECT_KEYS | _ARRAY_KEYS | _LEAF_KEYS:
             raise Unknown(f"a schema with {sorted(keys)}")
         if not set(kinds) <= _SCALARS | {"object", "array"}:
             raise Unknown(f"the types {kinds}")
+        if "enum" in keys or "const" in keys:
+            whole = {k: node[k] for k in keys}
+            if '"$ref"' in json.dumps(whole):
+                raise Unknown("a $ref under an enum or const")  # %json would not reach $defs
+            return self._json(whole, scalar=False)
         branches = []
         for kind, own in (("object", _OBJECT_KEYS), ("array", _ARRAY_KEYS)):
             if kind in kinds:
@@ -190,7 +205,8 @@ class BoundedJson:
                 branches.append(self._value(own_node, depth))
         scalars = [k for k in kinds if k in _SCALARS]
         if scalars:
-            leaf = {k: node[k] for k in keys & _LEAF_KEYS} | {"type": scalars}
+            # From the node's own keys: _asserting() leaves format out (an annotation elsewhere).
+            leaf = {k: node[k] for k in node if k in _LEAF_KEYS} | {"type": scalars}
             branches.append(self._json(leaf, scalar=True))
         return "(" + " | ".join(branches) + ")"
 
@@ -258,6 +274,9 @@ class BoundedJson:
             raise Unknown("malformed properties")
         if not set(required) <= set(properties):
             raise Unknown("a required name that is no property")
+        self._members += len(properties)
+        if self._members > _MAX_MEMBERS:
+            raise Unknown(f"more than {_MAX_MEMBERS} object members")
         extra = node.get("additionalProperties", True)
         if extra is not False:
             if properties:
@@ -276,21 +295,16 @@ class BoundedJson:
             )
             for name, s in properties.items()
         ]
-        tails: dict[int, str] = {}
-
-        def tail(i: int) -> str:
-            """Members i.. after at least one member (each with its comma), as a rule."""
-            if i == len(members):
-                return '""'
-            if i not in tails:
-                member, is_required = members[i]
-                step = f"{gaps.comma(depth)} {member}"
-                tails[i] = self._rule(f"{step if is_required else f'({step})?'} {tail(i + 1)}")
-            return tails[i]
-
+        # tails[i]: members i.. after at least one member (each with its comma), as a rule;
+        # built from the last one back, without recursion (an object may have thousands).
+        tails = ['""'] * (len(members) + 1)
+        for i in range(len(members) - 1, 0, -1):
+            member, is_required = members[i]
+            step = f"{gaps.comma(depth)} {member}"
+            tails[i] = self._rule(f"{step if is_required else f'({step})?'} {tails[i + 1]}")
         firsts = []
         for i, (member, is_required) in enumerate(members):
-            firsts.append(f"{member} {tail(i + 1)}")
+            firsts.append(f"{member} {tails[i + 1]}")
             if is_required:
                 break
         empty = [""] if all(not r for _, r in members) else []

@@ -40,10 +40,15 @@ MAX_ITEMS_IN_ROW = 20_000
 """llguidance's ``max_items_in_row`` here (its own default: 2,000): the most Earley items one
 row of its parser may hold. An object's optional properties each add about 3 (the bounded
 translation) or 4 (llguidance's JSON compiler) items to a row, so the default stopped objects of
-~700 optional properties (and ``anyOf``s of ~700 objects) after their first token. 20,000
-takes 5,000 optional properties (measured: mask 0.34 s a token at 5,000, 0.12 s at 3,000);
-the bound stays so that one step's work stays bounded (llguidance's ``step_max_items``,
-50,000, is kept too)."""
+~700 optional properties (and ``anyOf``s of ~700 objects) after their first token; 20,000
+takes 5,000 (``tests/benchmarks/bench_llg_wide_objects.py``). A bound all the same: the work
+of a mask grows with the row."""
+
+STEP_MAX_ITEMS = 200_000
+"""llguidance's ``step_max_items`` here (its own default: 50,000): the most Earley items one
+mask may build. With the bounded layout's whitespace (llguidance's JSON compiler, past the
+1,000 members ``_llg_json`` writes) the default stopped objects of 1,500 optional properties at
+their first mask after a value; 200,000 takes 3,000 (the slowest mask 0.15 s), not 5,000."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,7 @@ class LlgGrammars:
         json_format: JsonFormat = "bounded",
         stop_token_ids: Collection[int] | None = None,
         max_items_in_row: int = MAX_ITEMS_IN_ROW,
+        step_max_items: int = STEP_MAX_ITEMS,
     ) -> None:
         self._llg = require("llguidance")
         self._np = require("numpy")
@@ -91,9 +97,11 @@ class LlgGrammars:
         self._eos_only = sorted(set(ll_tokenizer.eos_tokens) - self.stop_token_ids)
         self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
         self._lock = threading.Lock()
-        self.limits = self._llg.LLParserLimits(max_items_in_row=max_items_in_row)
-        """llguidance's parser limits for every matcher: ``max_items_in_row`` (see
-        :data:`MAX_ITEMS_IN_ROW`), llguidance's defaults for the others."""
+        self.limits = self._llg.LLParserLimits(
+            max_items_in_row=max_items_in_row, step_max_items=step_max_items
+        )
+        """llguidance's parser limits for every matcher: :data:`MAX_ITEMS_IN_ROW` and
+        :data:`STEP_MAX_ITEMS` unless given, llguidance's defaults for the others."""
 
     def compile(self, schema: Mapping[str, Any]) -> _Compiled:
         """Compile ``schema`` (cached by its JSON text, as :meth:`compile_spec`)."""

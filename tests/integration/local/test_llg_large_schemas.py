@@ -15,7 +15,12 @@ from sdk._backend import GenerationRequest
 from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._layout import JsonFormat
-from sdk._local._llg_grammar import MAX_ITEMS_IN_ROW, LlgConstraint, LlgGrammars
+from sdk._local._llg_grammar import (
+    MAX_ITEMS_IN_ROW,
+    STEP_MAX_ITEMS,
+    LlgConstraint,
+    LlgGrammars,
+)
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
@@ -61,11 +66,12 @@ def document(n: int, json_format: JsonFormat) -> str:
 
 
 @pytest.mark.parametrize("json_format", ["bounded", "compact"])
-@pytest.mark.parametrize("n", [700, 1000])
+@pytest.mark.parametrize("n", [700, 1000, 1500])
 def test_objects_of_many_optional_properties_decode_token_by_token(
     n: int, json_format: JsonFormat, ll_tokenizer: Any, tokenizer: Any
 ) -> None:
-    # llguidance's default max_items_in_row (2,000) stopped these after the first token.
+    # llguidance's default max_items_in_row (2,000) stopped these after the first token; its
+    # default step_max_items (50,000), 1,500 under bounded (llguidance's JSON compiler there).
     c = constraint(grammars(ll_tokenizer, json_format), optional_properties(n), tokenizer)
     assert decodes(c, document(n, json_format), tokenizer)
 
@@ -91,6 +97,19 @@ def test_past_the_row_limit_the_error_is_typed_with_llguidances_reason(
     # The error is sticky: every later call says so again.
     with pytest.raises(BackendError, match="max_items_in_row"):
         c.accept(tokenizer.encode("1", add_special_tokens=False)[0])
+
+
+def test_past_the_step_limit_the_error_is_typed_with_llguidances_reason(
+    ll_tokenizer: Any, tokenizer: Any
+) -> None:
+    assert STEP_MAX_ITEMS > 50_000
+    g = grammars(ll_tokenizer, "bounded", step_max_items=50_000)  # llguidance's default
+    c = constraint(g, optional_properties(1500), tokenizer)
+    # The mask that hits the limit allows nothing; the token the decode loop then takes raises.
+    assert not decodes(c, document(1500, "bounded"), tokenizer)
+    assert not c.allowed()
+    with pytest.raises(BackendError, match=r"Too many items \(limit 50000.*step_max_items 50000"):
+        c.accept(tokenizer.encode(",", add_special_tokens=False)[0])
 
 
 @pytest.mark.parametrize("json_format", ["bounded", "indented", "compact"])

@@ -197,7 +197,8 @@ class BoundedJson:
             whole = {k: node[k] for k in keys}
             if '"$ref"' in json.dumps(whole):
                 raise Unknown("a $ref under an enum or const")  # %json would not reach $defs
-            return self._json(whole, scalar=False)
+            # Without whitespace: xgrammar writes an enum's object or array compactly too.
+            return self._json(whole, scalar=True)
         branches = []
         for kind, own in (("object", _OBJECT_KEYS), ("array", _ARRAY_KEYS)):
             if kind in kinds:

@@ -216,6 +216,45 @@ def test_a_type_list_with_a_container_keeps_format_and_enum(
     assert decodes(constraint(written, DATE_OR_ARRAY, tokenizer), '"2020-01-01"', tokenizer)
     assert not decodes(constraint(written, DATE_OR_ARRAY, tokenizer), '"hello"', tokenizer)
     assert decodes(constraint(written, ENUM_MIXED, tokenizer), '"a"', tokenizer)
-    # An object in an enum is a value of any type there: laid out on one line in both layouts.
-    assert decodes(constraint(written, ENUM_MIXED, tokenizer), '{"x": 1}', tokenizer)
-    assert not decodes(constraint(written, ENUM_MIXED, tokenizer), '{"y": 2}', tokenizer)
+    # An object or array in an enum or const is written compactly, as xgrammar writes it.
+    assert decodes(constraint(written, ENUM_MIXED, tokenizer), '{"x":1}', tokenizer)
+    assert not decodes(constraint(written, ENUM_MIXED, tokenizer), '{"x": 1}', tokenizer)
+    assert not decodes(constraint(written, ENUM_MIXED, tokenizer), '{"y":2}', tokenizer)
+    assert decodes(constraint(written, CONST_MIXED, tokenizer), "[1,2]", tokenizer)
+    assert not decodes(constraint(written, CONST_MIXED, tokenizer), "null", tokenizer)
+
+
+def xgrammar_takes(constraint: Any, text: str, tokenizer: Any) -> bool:
+    try:
+        for token in [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]:
+            constraint.accept(token)
+    except RuntimeError:
+        return False
+    return True
+
+
+XGRAMMAR_TABLE = [
+    (DATE_OR_ARRAY, ['"2020-01-01"', '"hello"', "[\n  1\n]", "[1]"]),
+    (ENUM_MIXED, ['"a"', '{"x":1}', '{"x": 1}', '{\n  "x": 1\n}', '{"y":2}']),
+    (CONST_MIXED, ["[1,2]", "[1, 2]", "[\n  1,\n  2\n]", "null"]),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("json_format", ["bounded", "indented"])
+def test_type_lists_agree_with_xgrammar(
+    json_format: JsonFormat, ll_tokenizer: Any, tokenizer: Any
+) -> None:
+    from sdk._local._grammar import Grammars
+
+    stop = [tokenizer.eos_token_id]
+    xgr = Grammars(tokenizer, len(tokenizer), json_format=json_format, stop_token_ids=stop)
+    written = grammars(ll_tokenizer, json_format)
+    for schema, texts in XGRAMMAR_TABLE:
+        spec = GrammarSpec("json_schema", json.dumps(schema))
+        for text in texts:
+            expected = xgrammar_takes(xgr.constraint_for(spec, tokenizer), text, tokenizer)
+            assert decodes(constraint(written, schema, tokenizer), text, tokenizer) == expected, (
+                schema,
+                text,
+            )

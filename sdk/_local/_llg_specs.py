@@ -150,13 +150,18 @@ def validation_error(grammar: str, tokenizer: Any = None) -> str:
     return str(messages[0]).strip() if is_error and messages else ""
 
 
-def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -> None:
+def check_llg(
+    request: GenerationRequest, json_format: JsonFormat = "bounded", tokenizer: Any = None
+) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine's llguidance masks cannot
     constrain ``request``, with llguidance's reason: the twin of ``_constrain.check`` for the
     llama.cpp runtime. The request's options are checked as ``_constrain.check`` checks them;
-    then the request's grammar is built and validated (without a tokenizer: no model is
-    loaded), JSON Schemas included (llguidance refuses some that xgrammar takes, and takes some
-    it refuses). Without llguidance installed nothing is compiled: the first generation raises
+    then the request's grammar is built and validated, JSON Schemas included (llguidance
+    refuses some that xgrammar takes, and takes some it refuses). ``tokenizer`` (the loaded
+    model's ``llguidance.LLTokenizer``) validates the special tokens a grammar names too
+    (``<|name|>`` in Lark); without it (no model loaded yet) an unknown one is refused at the
+    first generation. Any failure of the translation (a malformed schema) is refused as well.
+    Without llguidance installed nothing is compiled: the first generation raises
     :class:`~sdk.MissingDependencyError`."""
     check_options(request)
     spec = spec_of(request)
@@ -167,7 +172,7 @@ def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -
     except ImportError:
         return
     try:
-        reason = validation_error(llg_grammar(spec, json_format))
+        reason = validation_error(llg_grammar(spec, json_format), tokenizer)
     except Exception as exc:  # a malformed schema may fail anywhere in the translation
         reason = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
     if reason:

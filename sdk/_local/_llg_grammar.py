@@ -25,6 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
@@ -160,13 +161,14 @@ class LlgConstraint:
         self._llg_numpy.fill_next_token_bitmask(self._matcher, self._bitmask)
         bits = self._np.unpackbits(self._bitmask.view(self._np.uint8), bitorder="little")
         allowed = bits[: self._width].view(bool)
-        # The generation's stop tokens end it where the grammar may end (llguidance's own
-        # end-of-sequence tokens only where they are stop tokens too).
+        # The generation's stop tokens end it where the grammar may end, and are allowed too
+        # where the grammar itself names one next (Lark's ``<|im_end|>``); llguidance's own
+        # end-of-sequence tokens only where they are stop tokens too.
         ending = self._ending()
         for token in self._grammars._eos_only:
             allowed[token] = False
         for token in self._grammars._stop_rows:
-            allowed[token] = ending
+            allowed[token] = ending or allowed[token]
         return allowed
 
     def _ending(self) -> bool:
@@ -179,9 +181,22 @@ class LlgConstraint:
         numpy array of shape (1, V) or (V,))."""
         np = self._np
         allowed = self._fill()
+        if not allowed.any():
+            raise self._dead_end()
         np.logical_not(allowed, out=self._forbidden[: self._width])
         row = logits[0] if logits.ndim == 2 else logits  # a view: written in place
         np.copyto(row, -np.inf, where=self._forbidden)
+
+    def _dead_end(self) -> BackendError:
+        """The error of a mask that allows no token (never sample a forbidden one)."""
+        matcher = self._matcher
+        reason = str(matcher.get_error()).strip() if matcher.is_error() else ""
+        if not reason:
+            reason = (
+                "it can neither go on nor end here (a token it names may be outside the "
+                "model's vocabulary, or an end-of-sequence token that is not a stop token)"
+            )
+        return BackendError(f"the grammar allows no token here: {reason}")
 
     def allowed(self) -> set[int]:
         """The token ids the next mask allows (for tests and debugging; costs O(V))."""
@@ -205,7 +220,8 @@ class LlgConstraint:
             # llguidance reads any stop token as its own end of sequence, and records it only
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
             if not self._ending():
-                raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
+                self._consume_named_stop(token_id)
+                return
             recorded = not self._matcher.is_stopped()
             self._matcher.consume_token(self._grammars.ll_tokenizer.eos_token)
             self._steps.append((int(recorded), True))
@@ -213,6 +229,16 @@ class LlgConstraint:
         if not self._consume([token_id]):
             raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
         self._steps.append((1, False))
+
+    def _consume_named_stop(self, token_id: int) -> None:
+        """Consume stop token ``token_id`` where the grammar cannot end but may name the token
+        itself (Lark's ``<|im_end|>``): the generation's last token. llguidance's
+        ``validate_tokens`` never counts its end-of-sequence token, so a copy of the matcher
+        tries it first (a refused token would leave the matcher in its sticky error state)."""
+        if not self._matcher.deep_copy().consume_token(token_id):
+            raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
+        self._matcher.consume_token(token_id)
+        self._steps.append((1, True))
 
     def accept_text(self, text: str) -> bool:
         """Advance past ``text`` (for tests): one step (as xgrammar's ``accept_string``, so one

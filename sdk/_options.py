@@ -10,6 +10,7 @@ what it accepts), then carried as one frozen value down to the :class:`~sdk.Stre
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypedDict
@@ -191,7 +192,7 @@ def _check_request(options: Mapping[str, Any]) -> None:
         _choice("mode", options["mode"], _MODES)
     checks: dict[str, tuple[Any, str]] = {
         "max_tokens": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
-        "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+        "temperature": (lambda v: _is_number(v) and 0 <= v < math.inf, "a finite number >= 0"),
         "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
         "seed": (_is_int, "an int"),
         "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),

@@ -174,10 +174,14 @@ class LocalBackend:
         tools; it refuses what the runtime's grammar engine cannot compile, with that
         engine's reason: llguidance on the llama.cpp runtime (``sdk._local._llg_specs``),
         xgrammar on torch (``sdk._local._constrain``: a regex with lookaround or
-        backreferences, a grammar its parser rejects).
+        backreferences, a grammar its parser rejects). On llama.cpp a special token a Lark
+        grammar names (``<|name|>``) is checked against the model's tokenizer once the model
+        is loaded; before, an unknown one fails the first generation.
         """
         if self._runtime_ahead() == "llama.cpp":
-            check_llg(request, self.json_format)
+            # Once the model is loaded its tokenizer checks the special tokens a grammar names.
+            grammars = self._engine.grammars if self._engine is not None else None
+            check_llg(request, self.json_format, getattr(grammars, "ll_tokenizer", None))
         else:
             check(request)
 

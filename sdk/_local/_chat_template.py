@@ -15,13 +15,17 @@ prompt text (``tests/integration/local/test_local_llama_tokenizer.py`` compares 
   are none), ``documents`` (None), ``add_generation_prompt``, and the named special tokens
   (``bos_token``, ``eos_token``, ``unk_token``, ``pad_token``) as strings.
 
-Everything the template sees is rebuilt from plain JSON values first, as transformers does.
+Everything the template sees is rebuilt from plain JSON values first, as transformers does
+(numpy scalars as their Python values, dataclasses and pydantic models as their fields,
+anything else as a placeholder naming its type).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -98,6 +102,13 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, tuple):
         return tuple(_plain(v) for v in value)
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
+    if numpy is not None and isinstance(value, numpy.generic):
+        return _plain(value.item())  # np.bool_(False) must not become a truthy "<bool_>"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if callable(getattr(value, "model_dump", None)):  # a pydantic model (openai's messages)
+        return _plain(value.model_dump())
     return f"<{type(value).__name__}>"
 
 

@@ -110,7 +110,13 @@ class Engine:
         limit = request.max_tokens or request.parameters.get("max_completion_tokens")
         max_tokens = limit if limit is not None else default_max_tokens
         if self.context_length is not None:
-            max_tokens = min(max_tokens, max(0, self.context_length - len(prompt)))
+            if len(prompt) >= self.context_length:
+                raise BackendError(
+                    f"the prompt is {len(prompt)} tokens and the model's context holds "
+                    f"{self.context_length}: no room is left for the output (shorten the "
+                    "messages, or the tools and schema they carry)"
+                )
+            max_tokens = min(max_tokens, self.context_length - len(prompt))
         constraint = None
         spec = spec_of(request)
         if spec is not None:

@@ -182,13 +182,19 @@ class LlgConstraint:
         self._llg_numpy.fill_next_token_bitmask(self._matcher, self._bitmask)
         bits = self._np.unpackbits(self._bitmask.view(self._np.uint8), bitorder="little")
         allowed = bits[: self._width].view(bool)
-        # The generation's stop tokens end it where the grammar may end (llguidance's own
-        # end-of-sequence tokens only where they are stop tokens too).
+        if self._matcher.is_error():
+            # llguidance's mask in its error state (a parser limit) allows its end of sequence
+            # alone: nothing may follow, and mask() says why (_dead_end).
+            allowed[:] = False
+            return allowed
+        # The generation's stop tokens end it where the grammar may end, and are allowed too
+        # where the grammar itself names one next (Lark's ``<|im_end|>``); llguidance's own
+        # end-of-sequence tokens only where they are stop tokens too.
         ending = self._ending()
         for token in self._grammars._eos_only:
             allowed[token] = False
         for token in self._grammars._stop_rows:
-            allowed[token] = ending
+            allowed[token] = ending or allowed[token]
         return allowed
 
     def _ending(self) -> bool:
@@ -201,9 +207,21 @@ class LlgConstraint:
         numpy array of shape (1, V) or (V,))."""
         np = self._np
         allowed = self._fill()
+        if not allowed.any():
+            raise self._dead_end()
         np.logical_not(allowed, out=self._forbidden[: self._width])
         row = logits[0] if logits.ndim == 2 else logits  # a view: written in place
         np.copyto(row, -np.inf, where=self._forbidden)
+
+    def _dead_end(self) -> BackendError:
+        """The error of a mask that allows no token (never sample a forbidden one)."""
+        if self._matcher.is_error():
+            return self._stopped_error()  # a parser limit, most often
+        return BackendError(
+            "the grammar allows no token here: it can neither go on nor end here (a token it "
+            "names may be outside the model's vocabulary, or an end-of-sequence token that is "
+            "not a stop token)"
+        )
 
     def allowed(self) -> set[int]:
         """The token ids the next mask allows (for tests and debugging; costs O(V))."""
@@ -223,14 +241,17 @@ class LlgConstraint:
         return True
 
     def _raise_if_stopped(self) -> None:
-        """Raise BackendError when llguidance's matcher is in its error state: a parser limit
-        reached on text the grammar allows (a row of more than ``max_items_in_row`` items, a
-        mask step of more than ``step_max_items``), with llguidance's own reason."""
-        if not self._matcher.is_error():
-            return
-        reason = str(self._matcher.get_error()).strip().splitlines()[0]
+        """Raise :meth:`_stopped_error` when llguidance's matcher is in its error state."""
+        if self._matcher.is_error():
+            raise self._stopped_error()
+
+    def _stopped_error(self) -> BackendError:
+        """The error of a matcher in its error state: a parser limit reached on text the
+        grammar allows (a row of more than ``max_items_in_row`` items, a mask step of more than
+        ``step_max_items``), with llguidance's own reason (its first line)."""
+        reason = (str(self._matcher.get_error()).strip().splitlines() or ["no reason given"])[0]
         limits = self._grammars.limits
-        raise BackendError(
+        return BackendError(
             f"llguidance cannot go on with this grammar: {reason} (its parser limits here: "
             f"max_items_in_row {limits.max_items_in_row}, step_max_items "
             f"{limits.step_max_items}; too many alternatives at one point, such as thousands "
@@ -244,7 +265,8 @@ class LlgConstraint:
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
             if not self._ending():
                 self._raise_if_stopped()
-                raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
+                self._consume_named_stop(token_id)
+                return
             recorded = not self._matcher.is_stopped()
             self._matcher.consume_token(self._grammars.ll_tokenizer.eos_token)
             self._steps.append((int(recorded), True))
@@ -252,6 +274,16 @@ class LlgConstraint:
         if not self._consume([token_id]):
             raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
         self._steps.append((1, False))
+
+    def _consume_named_stop(self, token_id: int) -> None:
+        """Consume stop token ``token_id`` where the grammar cannot end but may name the token
+        itself (Lark's ``<|im_end|>``): the generation's last token. llguidance's
+        ``validate_tokens`` never counts its end-of-sequence token, so a copy of the matcher
+        tries it first (a refused token would leave the matcher in its sticky error state)."""
+        if not self._matcher.deep_copy().consume_token(token_id):
+            raise RuntimeError(f"the grammar cannot end here: stop token {token_id} refused")
+        self._matcher.consume_token(token_id)
+        self._steps.append((1, True))
 
     def accept_text(self, text: str) -> bool:
         """Advance past ``text`` (for tests): one step (as xgrammar's ``accept_string``, so one

@@ -7,7 +7,8 @@ spec kind           llguidance grammar
 ``json_schema``     under ``bounded``, the schema's structure as Lark (``_llg_json``)
                     where it knows it; else ``grammar_from_json_schema(strict(schema),
                     overrides=layout)``
-``ebnf``            ``grammar_from_lark(gbnf_to_lark.any_to_lark(text))`` (a Choice too)
+``ebnf``            ``grammar_from_lark(gbnf_lark(text))`` (a Choice too; ``_llg_gbnf``:
+                    llguidance's converter, ``\\u`` escapes made portable first)
 ``regex``           ``grammar_from_regex(pattern)``
 ``lark``            ``grammar_from_lark(text)``
 ``structural_tag``  a Lark grammar built from xgrammar's structural-tag JSON
@@ -31,6 +32,7 @@ from sdk._errors import UnsupportedConstraint
 from sdk._local._constrain import GrammarSpec, check_options, describe, spec_of
 from sdk._local._deps import require
 from sdk._local._layout import JsonFormat
+from sdk._local._llg_gbnf import gbnf_lark
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
@@ -130,13 +132,7 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
             return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
         return str(matcher.grammar_from_json_schema(schema, overrides=layout_options(json_format)))
     if spec.kind == "ebnf":
-        from llguidance.gbnf_to_lark import any_to_lark
-
-        try:
-            lark = any_to_lark(spec.text)
-        except Exception as exc:  # its parser raises its own error and assertion errors
-            raise ValueError(f"llguidance cannot read the EBNF grammar: {exc}") from exc
-        return str(matcher.grammar_from_lark(lark))
+        return str(matcher.grammar_from_lark(gbnf_lark(spec.text)))
     if spec.kind == "regex":
         return str(matcher.grammar_from_regex(spec.text))
     if spec.kind == "lark":
@@ -154,13 +150,18 @@ def validation_error(grammar: str, tokenizer: Any = None) -> str:
     return str(messages[0]).strip() if is_error and messages else ""
 
 
-def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -> None:
+def check_llg(
+    request: GenerationRequest, json_format: JsonFormat = "bounded", tokenizer: Any = None
+) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine's llguidance masks cannot
     constrain ``request``, with llguidance's reason: the twin of ``_constrain.check`` for the
     llama.cpp runtime. The request's options are checked as ``_constrain.check`` checks them;
-    then the request's grammar is built and validated (without a tokenizer: no model is
-    loaded), JSON Schemas included (llguidance refuses some that xgrammar takes, and takes some
-    it refuses). Without llguidance installed nothing is compiled: the first generation raises
+    then the request's grammar is built and validated, JSON Schemas included (llguidance
+    refuses some that xgrammar takes, and takes some it refuses). ``tokenizer`` (the loaded
+    model's ``llguidance.LLTokenizer``) validates the special tokens a grammar names too
+    (``<|name|>`` in Lark); without it (no model loaded yet) an unknown one is refused at the
+    first generation. Any failure of the translation (a malformed schema) is refused as well.
+    Without llguidance installed nothing is compiled: the first generation raises
     :class:`~sdk.MissingDependencyError`."""
     check_options(request)
     spec = spec_of(request)
@@ -171,9 +172,9 @@ def check_llg(request: GenerationRequest, json_format: JsonFormat = "bounded") -
     except ImportError:
         return
     try:
-        reason = validation_error(llg_grammar(spec, json_format))
-    except ValueError as exc:
-        reason = str(exc)
+        reason = validation_error(llg_grammar(spec, json_format), tokenizer)
+    except Exception as exc:  # a malformed schema may fail anywhere in the translation
+        reason = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
     if reason:
         raise UnsupportedConstraint(
             f"the local engine (llguidance) cannot compile {describe(request)}: {reason}"

@@ -10,7 +10,7 @@ xgrammar format          Lark
 ``json_schema``          the caller's ``segment``: ``%json {schema}`` (strict, laid out),
                          or the schema's structure as rules (``bounded``: ``_llg_json``)
 ``regex``                ``/pattern/``
-``grammar`` (EBNF)       a nested grammar ``@g`` (``gbnf_to_lark``)
+``grammar`` (EBNF)       a nested grammar ``@g`` (``_llg_gbnf.gbnf_lark``)
 ``sequence`` / ``or``    concatenation / alternation
 ``tag``                  ``"begin" content "end"``; ``any_text`` content is the lazy
                          shortest text up to ``end``
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sdk._grammars import lark_regex_literal, quoted
+from sdk._local._llg_gbnf import gbnf_lark
 
 __all__ = ["JsonSegment", "structural_tag_lark"]
 
@@ -79,10 +80,8 @@ class _Builder:
         if kind == "regex":
             return lark_regex_literal(str(fmt["pattern"]))
         if kind == "grammar":
-            from llguidance.gbnf_to_lark import any_to_lark
-
             name = self.fresh("grammar")
-            self.grammars.append({"name": name, "lark_grammar": any_to_lark(fmt["grammar"])})
+            self.grammars.append({"name": name, "lark_grammar": gbnf_lark(str(fmt["grammar"]))})
             return "@" + name
         if kind == "any_text":
             self._no_excludes(fmt)

@@ -195,11 +195,12 @@ def no_gpu_possible() -> bool:
 
 
 def _gguf_of(model: str | os.PathLike[str] | None) -> Path | None:
-    """The GGUF file ``model`` names, or None when it names something else."""
+    """The GGUF file ``model`` names (its absolute path: a relative and an absolute name of one
+    file share its weights), or None when it names something else."""
     if model is None:
         return default_gguf_path()
     if str(model).endswith(".gguf") and Path(model).is_file():
-        return Path(model)
+        return Path(model).resolve()
     return None
 
 
@@ -278,8 +279,10 @@ def load_model(
         source = str(_ensure_converted(default_gguf_path(), cache_dir))
     elif str(model).endswith(".gguf") and Path(model).is_file():
         source = str(_ensure_converted(Path(model), cache_dir))
+    elif Path(model).is_dir():
+        source = str(Path(model).resolve())  # one directory, however named: one load
     else:
-        source = str(model)
+        source = str(model)  # a Hugging Face model id
     key = (source, "torch", f"{dev}/{dtype_name}")
     with _load_lock:
         hit = _loaded.get(key)

@@ -10,24 +10,30 @@ use different generators: the same seed picks the same tokens within a runtime, 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sdk._local._deps import require
 
-__all__ = ["NumpySampler", "Sampler", "check_parameters", "sampler_for"]
+__all__ = ["SEED_MODULUS", "NumpySampler", "Sampler", "check_parameters", "sampler_for"]
 
 
 def check_parameters(temperature: float | None, top_p: float | None) -> tuple[bool, float, float]:
     """``(greedy, temperature, top_p)`` as a sampler uses them; ValueError for a top_p outside
-    (0, 1] or a negative temperature."""
+    (0, 1] or a temperature that is negative or not finite."""
     greedy = not temperature
     value = float(temperature or 1.0)
     p = 1.0 if top_p is None else float(top_p)
     if not 0.0 < p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], not {top_p}")
-    if value < 0:
-        raise ValueError(f"temperature must be >= 0, not {temperature}")
+    if not 0 <= value < math.inf:
+        raise ValueError(f"temperature must be a finite number >= 0, not {temperature}")
     return greedy, value, p
+
+
+SEED_MODULUS = 2**64
+"""Seeds are taken modulo this (numpy's generator takes no negative seed, torch's none past 64
+bits), so every int is a seed: the same int, the same draws."""
 
 
 class Sampler:
@@ -52,14 +58,17 @@ class Sampler:
             if seed is None:
                 self._generator.seed()
             else:
-                self._generator.manual_seed(seed)
+                self._generator.manual_seed(seed % SEED_MODULUS)
 
     def pick(self, logits: Any) -> int:
         """The chosen token id; ``logits`` is 1 x V with forbidden tokens at -inf."""
         torch = self._torch
         if self.greedy:
             return int(torch.argmax(logits, dim=-1).item())
-        probs = torch.softmax(logits.float() / self.temperature, dim=-1)
+        # Shifted by the largest logit first, in float64: a tiny temperature must not overflow
+        # to inf (inf - inf is NaN) nor round to a float32 zero; the softmax is the same.
+        values = logits.double()
+        probs = torch.softmax((values - values.max()) / self.temperature, dim=-1)
         if self.top_p < 1.0:
             sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
             before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
@@ -88,7 +97,9 @@ class NumpySampler:
     ) -> None:
         self.greedy, self.temperature, self.top_p = check_parameters(temperature, top_p)
         self._np = require("numpy")
-        self._rng: Any = None if self.greedy else self._np.random.default_rng(seed)
+        self._rng: Any = None
+        if not self.greedy:
+            self._rng = self._np.random.default_rng(None if seed is None else seed % SEED_MODULUS)
 
     def pick(self, logits: Any) -> int:
         """The chosen token id."""
@@ -96,9 +107,11 @@ class NumpySampler:
         row = logits.reshape(-1)
         if self.greedy:
             return int(np.argmax(row))
-        scaled = row.astype(np.float64) / self.temperature
-        scaled -= scaled.max()
-        probs = np.exp(scaled)
+        values = row.astype(np.float64)
+        # Shifted first, then scaled: a tiny temperature must not overflow to inf (and inf -
+        # inf to NaN); a shifted logit that overflows is -inf, its limit.
+        with np.errstate(over="ignore"):
+            probs = np.exp((values - values.max()) / self.temperature)
         if self.top_p < 1.0:
             order = np.argsort(-probs, kind="stable")
             sorted_probs = probs[order] / probs.sum()

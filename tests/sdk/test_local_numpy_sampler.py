@@ -78,10 +78,63 @@ def test_temperature_sharpens_and_flattens() -> None:
 
 @pytest.mark.parametrize(
     ("temperature", "top_p", "message"),
-    [(1.0, 0.0, "top_p must be in"), (1.0, 1.5, "top_p must be in"), (-1.0, None, "temperature")],
+    [
+        (1.0, 0.0, "top_p must be in"),
+        (1.0, 1.5, "top_p must be in"),
+        (1.0, float("nan"), "top_p must be in"),
+        (-1.0, None, "temperature"),
+        (float("inf"), None, "temperature must be a finite number"),
+        (float("nan"), None, "temperature must be a finite number"),
+    ],
 )
 def test_bad_parameters_are_value_errors(
     temperature: float, top_p: float | None, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
         NumpySampler(temperature=temperature, top_p=top_p)
+
+
+def _samplers(**options: object) -> list[object]:
+    """The numpy sampler, and torch's where torch is installed (the same contract)."""
+    made: list[object] = [NumpySampler(**options)]  # type: ignore[arg-type]
+    try:
+        from sdk._local._sampling import Sampler
+
+        made.append(Sampler(**options))  # type: ignore[arg-type]
+    except ImportError:
+        pass
+    return made
+
+
+def _row(sampler: object, values: list[float]) -> object:
+    row = np.asarray([values], dtype=np.float32)
+    if type(sampler).__name__ == "Sampler":
+        import torch
+
+        return torch.from_numpy(row)
+    return row
+
+
+@pytest.mark.parametrize("temperature", [1e-310, 1e-30, 1e-6])
+def test_a_tiny_temperature_is_greedy_and_never_picks_a_forbidden_token(
+    temperature: float,
+) -> None:
+    # Dividing first overflowed the logits to inf (and inf - inf to NaN): a masked token won.
+    values = [-np.inf, 2.0, -np.inf, 3.5, -np.inf, 1.0, -np.inf, -np.inf]
+    for sampler in _samplers(temperature=temperature, seed=1):
+        picks = {sampler.pick(_row(sampler, values)) for _ in range(50)}  # type: ignore[attr-defined]
+        assert picks == {3}, type(sampler).__name__
+
+
+@pytest.mark.parametrize("seed", [-1, -(2**70), 2**64 + 5, 2**70])
+def test_every_int_is_a_seed(seed: int) -> None:
+    # numpy's generator refuses negative seeds and torch's those past 64 bits: both take any
+    # int, modulo 2**64, reproducibly.
+    values = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    pairs = zip(
+        _samplers(temperature=1.0, seed=seed), _samplers(temperature=1.0, seed=seed), strict=True
+    )
+    for a, b in pairs:
+        first = [a.pick(_row(a, values)) for _ in range(64)]  # type: ignore[attr-defined]
+        assert first == [b.pick(_row(b, values)) for _ in range(64)]  # type: ignore[attr-defined]
+        assert len(set(first)) > 1

@@ -132,6 +132,9 @@ def test_a_reasoning_summary_is_refused_on_chat() -> None:
         ({"prediction": {"content": "x"}}, TypeError, "prediction must be"),
         ({"stream_options": {"usage": True}}, TypeError, "stream_options must be"),
         ({"logprobs": "yes"}, TypeError, "logprobs must be True or False"),
+        ({"temperature": float("inf")}, TypeError, "temperature must be a finite number >= 0"),
+        ({"temperature": float("nan")}, TypeError, "temperature must be a finite number >= 0"),
+        ({"temperature": -0.5}, TypeError, "temperature must be a finite number >= 0"),
     ],
 )
 def test_each_parameter_is_checked_at_the_call(

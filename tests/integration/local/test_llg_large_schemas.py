@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sdk._backend import GenerationRequest
@@ -105,10 +106,13 @@ def test_past_the_step_limit_the_error_is_typed_with_llguidances_reason(
     assert STEP_MAX_ITEMS > 50_000
     g = grammars(ll_tokenizer, "bounded", step_max_items=50_000)  # llguidance's default
     c = constraint(g, optional_properties(1500), tokenizer)
-    # The mask that hits the limit allows nothing; the token the decode loop then takes raises.
+    # The mask that hits the limit allows nothing: mask() raises, and so does any token.
     assert not decodes(c, document(1500, "bounded"), tokenizer)
     assert not c.allowed()
-    with pytest.raises(BackendError, match=r"Too many items \(limit 50000.*step_max_items 50000"):
+    limit = r"Too many items \(limit 50000.*step_max_items 50000"
+    with pytest.raises(BackendError, match=limit):
+        c.mask(np.zeros((1, ll_tokenizer.vocab_size), dtype=np.float32))
+    with pytest.raises(BackendError, match=limit):
         c.accept(tokenizer.encode(",", add_special_tokens=False)[0])
 
 

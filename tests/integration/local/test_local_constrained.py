@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 from _local_support import CASES, ENUM, NESTED, PERSON, collect, greedy_case, request_for, text_of
 
+from sdk._errors import BackendError
 from sdk._local import LocalBackend
 
 pytestmark = pytest.mark.slow
@@ -89,3 +90,12 @@ def test_a_pattern_with_a_huge_count_compiles_at_once_and_still_holds(
     value = re.search(r'"code":\s*"([^"]*)', text)
     assert value is not None, text
     assert re.fullmatch("[a-z]*", value.group(1)), text  # the mask still allows letters only
+
+
+def test_a_prompt_that_fills_the_context_is_a_clear_error(local_backend: LocalBackend) -> None:
+    # It gave an empty output that ended with "length", read as a truncated answer.
+    context = local_backend.load().context_length
+    assert context is not None
+    words = " ".join(["word"] * (context + 100))
+    with pytest.raises(BackendError, match=rf"tokens and the model's context holds {context}"):
+        collect(local_backend, request_for(words, PERSON))

@@ -8,9 +8,11 @@ and CI environments install both runtimes).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from sdk._errors import MissingDependencyError
@@ -209,6 +211,43 @@ def test_a_template_with_tools_renders_as_transformers(
     )
     assert ours_text == expected
     assert ("<tools>" in ours_text) == (tools is not None)
+
+
+@dataclasses.dataclass
+class _Part:
+    type: str
+    text: str
+
+
+class _Call(pydantic.BaseModel):
+    name: str
+    arguments: str
+
+
+def test_rich_values_in_messages_render_as_transformers(
+    ours: LlamaTokenizer, reference: Any
+) -> None:
+    # numpy scalars, dataclasses and pydantic models (openai's own message objects) are read as
+    # transformers reads them, not as "<int64>" or a truthy "<bool_>" placeholder.
+    numpy = pytest.importorskip("numpy")
+    template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }} / {{ m.get('n') }}"
+        " / {{ 'yes' if m.get('flag') else 'no' }} / {{ m.get('call') }}\n{% endfor %}"
+    )
+    conversation = [
+        {"role": "user", "content": [_Part("text", "hello")], "n": numpy.int64(3)},
+        {
+            "role": "user",
+            "content": "ok",
+            "flag": numpy.bool_(False),
+            "call": _Call(name="f", arguments="{}"),
+        },
+    ]
+    ours_text = render_chat(template, conversation)
+    assert ours_text == reference.apply_chat_template(
+        conversation, chat_template=template, tokenize=False
+    )
+    assert "/ 3 /" in ours_text and "/ no /" in ours_text and "'name': 'f'" in ours_text
 
 
 def test_raise_exception_and_the_sandbox_hold(ours: LlamaTokenizer) -> None:

@@ -57,6 +57,18 @@ def test_default_model_is_loaded_once_and_cached(engine: Engine) -> None:
     assert _model.load_model(device="cpu", runtime=runtime) is engine.loaded  # once per process
 
 
+def test_a_gguf_named_relative_or_absolute_is_loaded_once(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same file by another name loaded a second copy of its weights (+223 MiB here).
+    gguf = _model.default_gguf_path()
+    monkeypatch.chdir(gguf.parent)
+    runtime = engine.loaded.runtime
+    relative = _model.load_model(gguf.name, device="cpu", runtime=runtime)
+    assert relative is _model.load_model(str(gguf), device="cpu", runtime=runtime)
+    assert relative is engine.loaded
+
+
 def test_missing_dependency_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "xgrammar", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'fieldstream\[torch\]'"):

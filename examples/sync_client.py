@@ -5,6 +5,8 @@ API with ``$OPENAI_API_KEY``)::
 
     python examples/sync_client.py --base-url http://127.0.0.1:8080/v1
 
+``--temperature 0`` asks for greedy decoding (by default the server's own sampling).
+
 Prints each field as it becomes final, then ``result:`` and the validated model as JSON.
 Leaving the ``with`` block early (a ``break``, an exception, Ctrl-C) closes the generation.
 """
@@ -20,10 +22,13 @@ from sdk import FieldEvent, SyncClient
 PROMPT = "Invent a fictional person: name, age, occupation, mood and up to three hobbies."
 
 
-def main(base_url: str | None, model: str | None) -> None:
+def main(base_url: str | None, model: str | None, temperature: float | None) -> None:
     with SyncClient(base_url=base_url, model=model) as client:
         with client.stream(
-            messages=[{"role": "user", "content": PROMPT}], schema=Person, max_tokens=160
+            messages=[{"role": "user", "content": PROMPT}],
+            schema=Person,
+            max_tokens=160,
+            temperature=temperature,  # None: not sent
         ) as stream:
             for event in stream:
                 if isinstance(event, FieldEvent):
@@ -36,5 +41,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="the API root, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--model", help="the model name the server knows")
+    parser.add_argument("--temperature", type=float, help="0 for greedy; default: the server's")
     args = parser.parse_args()
-    main(args.base_url, args.model)
+    main(args.base_url, args.model, args.temperature)

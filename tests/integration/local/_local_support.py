@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import pytest
 
 import partial
 from sdk._backend import Delta, GenerationRequest
@@ -106,6 +107,19 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     "root-array": (ROOT_ARRAY, "Count from 1 to 100."),
     "flags": (FLAGS, "Rate the movie 'The Matrix' and say if it is good."),
 }
+
+
+def import_llguidance_hf() -> Any:
+    """``llguidance.hf`` (llguidance's Hugging Face bridge), or skip the calling test module:
+    the bridge imports transformers, which comes with the torch extra, not the local one."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        pytest.skip(
+            "needs transformers (the torch extra) for llguidance's Hugging Face tokenizer",
+            allow_module_level=True,
+        )
+    return pytest.importorskip("llguidance.hf", reason="needs llguidance (the local extra)")
 
 
 def request_for(

@@ -10,14 +10,15 @@ One thread: on a small CPU shared with other work, one thread decodes faster tha
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
+from _local_support import import_llguidance_hf
 
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
 from sdk._local._grammar import JsonFormat
-from sdk._local._model import RUNTIMES, Runtime
+from sdk._local._model import RUNTIMES, Runtime, default_gguf_path, gguf_tokenizer
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)
@@ -69,3 +70,17 @@ def layout_backends(
         return made[json_format]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    """The default model's transformers tokenizer (read out of the GGUF once; needs the torch
+    extra's transformers): what the grammar tests tokenize with, and what llguidance's
+    Hugging Face bridge reads."""
+    return gguf_tokenizer(default_gguf_path())
+
+
+@pytest.fixture(scope="session")
+def ll_tokenizer(tokenizer: Any) -> Any:
+    """llguidance's tokenizer of :func:`tokenizer`, through its Hugging Face bridge."""
+    return import_llguidance_hf().from_tokenizer(tokenizer)

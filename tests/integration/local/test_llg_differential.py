@@ -31,7 +31,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from _local_support import ENUM, FLAGS, NESTED, PERSON, ROOT_ARRAY, TAGS, TAGS4
+from _local_support import (
+    ENUM,
+    FLAGS,
+    NESTED,
+    PERSON,
+    ROOT_ARRAY,
+    TAGS,
+    TAGS4,
+    import_llguidance_hf,
+)
 from pydantic import BaseModel, Field
 
 from sdk import StructuralTag, Tag, Tool
@@ -42,10 +51,9 @@ from sdk._local._layout import JsonFormat
 from sdk._local._llg_grammar import LlgGrammars
 from sdk._local._llg_json import bounded_lark, laid_out_lark
 from sdk._local._llg_strict import strict_schema
-from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
 
-llguidance_hf = pytest.importorskip("llguidance.hf", reason="needs llguidance (the local extra)")
+llguidance_hf = import_llguidance_hf()
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 SUITE = DATA / "json-schema-test-suite" / "draft2020-12"
@@ -247,11 +255,6 @@ def suite_groups() -> list[tuple[str, dict[str, Any]]]:
         for path in sorted(SUITE.glob("*.json"))
         for group in json.loads(path.read_text(encoding="utf-8"))
     ]
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return gguf_tokenizer(default_gguf_path())
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from _local_support import import_llguidance_hf
 
 from sdk import Choice
 from sdk._backend import GenerationRequest
@@ -18,9 +19,8 @@ from sdk._local._constrain import GrammarSpec, spec_of
 from sdk._local._grammar import Grammars
 from sdk._local._llg_gbnf import portable_escapes
 from sdk._local._llg_grammar import LlgGrammars
-from sdk._local._model import default_gguf_path, gguf_tokenizer
 
-llguidance_hf = pytest.importorskip("llguidance.hf", reason="needs llguidance (the local extra)")
+llguidance_hf = import_llguidance_hf()
 pytest.importorskip("xgrammar", reason="needs xgrammar (the torch extra)")
 
 ESCAPES: list[tuple[str, list[str]]] = [
@@ -48,11 +48,6 @@ ESCAPES: list[tuple[str, list[str]]] = [
 """(GBNF grammar, texts): each text taken by both engines or by neither."""
 
 CONTROLS = ["\x01", "\x1f", "\x7f", "\x0b", "a\x00b"]
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return gguf_tokenizer(default_gguf_path())
 
 
 @pytest.fixture(scope="module")

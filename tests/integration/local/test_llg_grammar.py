@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _local_support import import_llguidance_hf
 
 from sdk import Choice, Grammar, Regex, StructuralTag, Tag, Tool, UnsupportedConstraint
 from sdk._backend import GenerationRequest
@@ -19,11 +20,10 @@ from sdk._local._layout import JSON_FORMATS, JsonFormat
 from sdk._local._llg_grammar import LlgConstraint, LlgGrammars
 from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
-from sdk._local._model import default_gguf_path, gguf_tokenizer
 from sdk._local._tools import tools_structural_tag
 
 llguidance = pytest.importorskip("llguidance", reason="needs llguidance (the local extra)")
-llguidance_hf = pytest.importorskip("llguidance.hf")
+llguidance_hf = import_llguidance_hf()
 
 PERSON = {
     "type": "object",
@@ -35,16 +35,6 @@ PERSON = {
     "required": ["name", "age", "tags"],
 }
 VALUE = {"name": "Ann", "age": 31, "tags": ["a", "b"]}
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return gguf_tokenizer(default_gguf_path())
-
-
-@pytest.fixture(scope="module")
-def ll_tokenizer(tokenizer: Any) -> Any:
-    return llguidance_hf.from_tokenizer(tokenizer)
 
 
 @pytest.fixture(scope="module")

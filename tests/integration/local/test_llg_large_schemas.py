@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _local_support import import_llguidance_hf
 
 from sdk._backend import GenerationRequest
 from sdk._errors import BackendError
@@ -25,19 +26,8 @@ from sdk._local._llg_grammar import (
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
-from sdk._local._model import default_gguf_path, gguf_tokenizer
 
-llguidance_hf = pytest.importorskip("llguidance.hf", reason="needs llguidance (the local extra)")
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return gguf_tokenizer(default_gguf_path())
-
-
-@pytest.fixture(scope="module")
-def ll_tokenizer(tokenizer: Any) -> Any:
-    return llguidance_hf.from_tokenizer(tokenizer)
+llguidance_hf = import_llguidance_hf()
 
 
 def grammars(ll_tokenizer: Any, json_format: JsonFormat, **limits: int) -> LlgGrammars:

@@ -13,29 +13,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _local_support import collect, constrained, text_of
+from _local_support import collect, constrained, import_llguidance_hf, text_of
 
 from sdk import BackendError, Grammar, UnsupportedConstraint
 from sdk._backend import GenerationRequest
 from sdk._local import LocalBackend
 from sdk._local._constrain import GrammarSpec
 from sdk._local._llg_grammar import LlgGrammars
-from sdk._local._model import default_gguf_path, gguf_tokenizer
 
-llguidance_hf = pytest.importorskip("llguidance.hf", reason="needs llguidance (the local extra)")
+llguidance_hf = import_llguidance_hf()
 
 NAMES_END = GrammarSpec("lark", 'start: "hi" <|im_end|>')
 """A grammar that ends with the model's end-of-turn token (its EOS, the generation's stop)."""
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return gguf_tokenizer(default_gguf_path())
-
-
-@pytest.fixture(scope="module")
-def ll_tokenizer(tokenizer: Any) -> Any:
-    return llguidance_hf.from_tokenizer(tokenizer)
 
 
 def grammars(ll_tokenizer: Any, stop: list[int]) -> LlgGrammars:

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sdk import Client, Tool
 
@@ -28,7 +28,7 @@ from sdk import Client, Tool
 class GetWeather(BaseModel):
     """The current weather in a city, in degrees Celsius."""
 
-    city: str
+    city: str = Field(max_length=40)
 
 
 class ToFahrenheit(BaseModel):
@@ -37,10 +37,12 @@ class ToFahrenheit(BaseModel):
     celsius: float
 
 
+# Strings are bounded, and max_tokens leaves room for the longest (a token may be one
+# character): a small model, sampling, can loop inside an unbounded string until the limit.
 class Forecast(BaseModel):
-    city: str
+    city: str = Field(max_length=40)
     fahrenheit: float
-    summary: str
+    summary: str = Field(max_length=60)
 
 
 def get_weather(arguments: GetWeather) -> dict[str, Any]:
@@ -80,7 +82,7 @@ async def main(base_url: str | None, model: str | None, server: Any) -> None:
                 messages.append(
                     {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
                 )
-        async with client.stream(messages=messages, schema=Forecast, max_tokens=80) as stream:
+        async with client.stream(messages=messages, schema=Forecast, max_tokens=160) as stream:
             forecast = await stream.result()
     print("answer:", forecast.model_dump_json())
 

@@ -653,7 +653,11 @@ def _read(pattern: str, max_size: int | None = None) -> _Reader:
 def translate(pattern: str) -> tuple[str, str | None]:
     """The ``regex``-package pattern with ECMA-262's meaning, and the relaxed one for prefixes
     (``None`` when prefixes cannot be checked: a backreference). Raises :class:`EcmaRegexError`."""
-    reader = _read(pattern)
+    return _translation(_read(pattern))
+
+
+def _translation(reader: _Reader) -> tuple[str, str | None]:
+    """What a finished ``reader`` wrote: the exact pattern, and the relaxed one (or None)."""
     out = reader.out
     return "".join(out.exact), None if reader.backrefs else "".join(out.loose)
 
@@ -739,8 +743,7 @@ def compile_ecma(pattern: str, *, max_size: int | None = DEFAULT_MAX_PATTERN_SIZ
     reader = _read(pattern, max_size)
     if reader.over is not None and max_size is not None:
         raise PatternTooLarge(pattern, reader.over, reader.size, max_size)
-    exact = "".join(reader.out.exact)
-    loose = None if reader.backrefs else "".join(reader.out.loose)
+    exact, loose = _translation(reader)
     try:
         return EcmaRegex(
             pattern,

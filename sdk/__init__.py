@@ -74,19 +74,20 @@ from sdk._events import (
 )
 from sdk._logs import setup_logging as _setup_logging
 from sdk._partial_typed import FieldPath, Partial, field_path
-from sdk._retry import Attempt, AttemptInfo, Retry
+from sdk._records import Attempt, AttemptInfo
+from sdk._retry import Retry
 from sdk._schema import CompiledSchema, compile_schema
-from sdk._segments import Segment, TaggedText
-from sdk._sse import format_sse, sse_events
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
+from sdk._trackers._segments import Segment, TaggedText
 from sdk._version import __version__
+from sdk._web._sse_writer import format_sse, sse_events
 
 _setup_logging()  # FIELDSTREAM_LOG=debug, as openai-python reads OPENAI_LOG at import
 
 if _typing.TYPE_CHECKING:
     from sdk._batch import BatchRequest, BatchResult
     from sdk._client import Client
-    from sdk._stream import Stream
+    from sdk._stream._stream import Stream
     from sdk._structured import stream_structured
     from sdk._sync import SyncClient, SyncStream
 
@@ -96,7 +97,7 @@ _LAZY = {
     "BatchRequest": "sdk._batch",
     "BatchResult": "sdk._batch",
     "Client": "sdk._client",
-    "Stream": "sdk._stream",
+    "Stream": "sdk._stream._stream",
     "SyncClient": "sdk._sync",
     "SyncStream": "sdk._sync",
     "stream_structured": "sdk._structured",

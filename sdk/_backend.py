@@ -16,9 +16,9 @@ fresh attempt otherwise.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from sdk._errors import UnsupportedConstraint
 
@@ -27,11 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Backend",
+    "Chunk",
     "Delta",
     "GenerationRequest",
     "Message",
     "Rewindable",
     "Rewound",
+    "TextChunks",
     "Usage",
     "check_request",
 ]
@@ -156,6 +158,37 @@ class Delta:
     response: Mapping[str, Any] | None = None
     """What the server said about the response, once (its ``id``, ``system_fingerprint``,
     ``model``, ``service_tier``: those it sent)."""
+
+
+Chunk: TypeAlias = str | Delta
+"""What a source yields: a ``str`` is a delta of text alone (``Delta(text=chunk)``)."""
+
+
+class TextChunks:
+    """The deltas of a generation, over ``chunks``: an async generator of chunks, in which a
+    ``str`` is a delta of text alone (``Delta(text=chunk)``). Iterated, it gives
+    :class:`~sdk.Delta` values; :class:`SourceReader` reads ``chunks`` itself (the stream takes
+    a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops.
+    ``prompt_estimate``: the backend's estimate of the request's prompt tokens, counted for an
+    attempt that produced output but ended before the server reported its usage."""
+
+    __slots__ = ("chunks", "prompt_estimate")
+
+    def __init__(
+        self, chunks: AsyncGenerator[Chunk, None], *, prompt_estimate: int | None = None
+    ) -> None:
+        self.chunks = chunks
+        self.prompt_estimate = prompt_estimate
+
+    def __aiter__(self) -> TextChunks:
+        return self
+
+    async def __anext__(self) -> Delta:
+        chunk = await self.chunks.__anext__()  # StopAsyncIteration ends this too
+        return Delta(text=chunk) if isinstance(chunk, str) else chunk
+
+    async def aclose(self) -> None:
+        await self.chunks.aclose()
 
 
 @dataclass(frozen=True, slots=True)

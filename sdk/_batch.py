@@ -35,7 +35,7 @@ from sdk._options import split_options
 
 if TYPE_CHECKING:
     from sdk._options import RequestOptions
-    from sdk._stream import Stream
+    from sdk._stream._stream import Stream
 
 __all__ = ["BatchInputError", "BatchRequest", "BatchResult", "run_batch"]
 

@@ -29,11 +29,11 @@ from sdk._http.openai._flavours import Api, Server
 from sdk._merge import merge_headers, merge_query
 from sdk._options import RequestOptions, split_options
 from sdk._providers import Provider, provider_backend
-from sdk._retry import Attempt
+from sdk._records import Attempt
 from sdk._schema import schema_name
-from sdk._segments import TaggedText
-from sdk._stream import Stream
-from sdk._target import compile_target, request_fields
+from sdk._stream._stream import Stream
+from sdk._trackers._segments import TaggedText
+from sdk._trackers._target import compile_target, request_fields
 
 __all__ = ["Client"]
 
@@ -187,7 +187,7 @@ class Client:
         it caught before, as does ``except sdk.RateLimitError``. ``max_retries``: a stream
         broken midway is retried here (0 by default: the client retries what fails before
         the stream). ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http.anthropic._sdk import AnthropicSDKBackend
+        from sdk._http.anthropic._vendor_client import AnthropicSDKBackend
 
         return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
 
@@ -201,7 +201,7 @@ class Client:
         google-genai's too (``except google.genai.errors.APIError`` catches what it caught
         before, as does ``except sdk.TransportError``). ``max_retries`` as for
         :meth:`from_anthropic`; ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http.gemini._sdk import GenaiSDKBackend
+        from sdk._http.gemini._vendor_client import GenaiSDKBackend
 
         return cls.from_backend(GenaiSDKBackend(client, model=model), max_retries=max_retries)
 

@@ -93,6 +93,6 @@ DEFAULT_CLI_CONCURRENCY: Final = 4
 
 DEFAULT_MAX_PATTERN_SIZE: Final = 100_000
 """The largest pattern a schema or a ``Regex`` may hold (``compile_schema(max_pattern_size=)``),
-as :func:`sdk._ecma_regex.pattern_size` measures it: what the ``regex`` package writes out
+as :func:`sdk._regex._ecma.pattern_size` measures it: what the ``regex`` package writes out
 when it compiles, in well under a second at this size (``a{100000}`` 0.04 s, ``(a|b){100000}``
 0.6 s, measured), far above any real schema's (``[a-z]{1,65535}`` is 2)."""

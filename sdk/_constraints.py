@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from sdk._ecma_regex import EcmaRegex, EcmaRegexError, PatternTooLarge, compile_ecma
 from sdk._errors import SchemaError
+from sdk._regex._ecma import EcmaRegex, EcmaRegexError, PatternTooLarge, compile_ecma
 from sdk._schema import CompiledSchema, compile_schema
 
 __all__ = [

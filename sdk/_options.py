@@ -17,12 +17,12 @@ from typing import Any, Literal, TypeAlias, TypedDict
 
 from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY
 from sdk._constraints import ToolChoice
-from sdk._dispatch import CallbackErrorPolicy, OnField
 from sdk._parameters import BodyParameters, check_parameters
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, validate_timeout
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, validate_timeout
 from sdk._retry import Retry
 from sdk._schema import Formats
-from sdk._tracker import Dispatch
+from sdk._stream._dispatch import CallbackErrorPolicy, OnField
+from sdk._trackers._field import Dispatch
 
 __all__ = [
     "Mode",

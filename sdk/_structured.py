@@ -10,10 +10,10 @@ from typing_extensions import Unpack
 
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._options import StreamOptions, split_options
-from sdk._segments import TaggedText
-from sdk._source import Source
-from sdk._stream import Stream
-from sdk._target import compile_target
+from sdk._stream._source import Source
+from sdk._stream._stream import Stream
+from sdk._trackers._segments import TaggedText
+from sdk._trackers._target import compile_target
 
 __all__ = ["stream_structured"]
 

@@ -39,8 +39,8 @@ from sdk._http.openai._backend import ServerOptions
 from sdk._http.openai._flavours import Api, Server
 from sdk._partial_typed import Partial
 from sdk._providers import Provider
-from sdk._retry import AttemptInfo
-from sdk._stream import Stream
+from sdk._records import AttemptInfo
+from sdk._stream._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
 

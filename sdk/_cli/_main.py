@@ -57,7 +57,7 @@ from sdk._client import Client
 from sdk._errors import SchemaError, StreamError
 from sdk._events import AttemptFailed, Backtracked, FieldEvent
 from sdk._schema import compile_schema
-from sdk._stream import Stream
+from sdk._stream._stream import Stream
 
 __all__ = ["build_parser", "main", "run"]
 

@@ -25,7 +25,7 @@ from sdk._errors import (
     TransportError,
     status_error_class,
 )
-from sdk._retry import retry_after_from, retryable_response
+from sdk._http._status import retry_after_from, retryable_response
 
 __all__ = ["both", "error_for_status", "parse_body", "status_error", "transport_error"]
 
@@ -83,7 +83,7 @@ def status_error(
 ) -> APIStatusError:
     """The :class:`~sdk.APIStatusError` of ``status``'s family (:func:`sdk._errors.
     status_error_class`), with the response's ``Retry-After``, ``x-request-id`` and whether
-    it is worth retrying (:func:`sdk._retry.retryable_response`)."""
+    it is worth retrying (:func:`sdk._http._status.retryable_response`)."""
     cls = status_error_class(status)
     return cls(
         message,

@@ -10,7 +10,7 @@ at ``[DONE]`` or a terminal event, on an error, or by closing the iterator (the 
 drops the connection).
 
 One async generator goes from the body's pieces to deltas, and the text of a text-only delta
-stays a ``str`` (:class:`~sdk._source.TextChunks`): a token costs one generator step between
+stays a ``str`` (:class:`~sdk._backend.TextChunks`): a token costs one generator step between
 the HTTP library and the stream, and no object of its own.
 """
 
@@ -22,21 +22,20 @@ from typing import Protocol
 import anyio
 import httpx
 
-from sdk._backend import Delta
+from sdk._backend import Chunk, Delta, TextChunks
 from sdk._errors import TransportError
 from sdk._http._errors import transport_error
 from sdk._http._framing import DEFAULT_MAX_SIZE, EventStreamError, EventStreamParser, Framing
 from sdk._http._transport import ErrorTypes, Opened, body_pieces, finish_response
 from sdk._http._unwrap import DeltaUnwrapper
-from sdk._source import Chunk, TextChunks
 
 __all__ = ["EventDecoder", "Opened", "stream_deltas"]
 
 
 class EventDecoder(Protocol):
     """A provider's messages in, deltas out (for OpenAI: Chat Completions chunks,
-    :class:`~sdk._http.openai._chat_chunks.ChunkDecoder`, or Responses API events,
-    :class:`~sdk._http.openai._responses_events.ResponsesDecoder`)."""
+    :class:`~sdk._http.openai._chat_decoder.ChunkDecoder`, or Responses API events,
+    :class:`~sdk._http.openai._responses_decoder.ResponsesDecoder`)."""
 
     @property
     def done(self) -> bool:

@@ -40,12 +40,12 @@ from sdk._local._constrain import check
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._deps import require
 from sdk._local._engine import Engine
-from sdk._local._grammar import JSON_FORMATS, JsonFormat
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._llg_specs import check_llg
 from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
+from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
@@ -78,7 +78,7 @@ class LocalBackend:
     lay JSON out: ``"bounded"`` (the default: the model's own whitespace, at most 20 characters
     per gap), ``"spaced"`` (``{"a": 1, "b": [2]}``), ``"compact"`` (``{"a":1,"b":[2]}``),
     ``"indented"`` (``json.dumps(indent=2)``) or ``"any"`` (see
-    :data:`sdk._local._grammar.JsonFormat`). ``max_tokens``:
+    :data:`sdk._local._xgr_masks.JsonFormat`). ``max_tokens``:
     the budget of a request that sets none.
 
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,

@@ -2,7 +2,7 @@
 
 Every request the engine constrains becomes one :class:`GrammarSpec`: a kind of xgrammar input
 and its text, a function of the request's constraint alone (the compile cache is keyed by it;
-``sdk._local._grammar``):
+``sdk._local._xgr_masks``):
 
 ==========================  ==================  ============================================
 request                     spec kind           xgrammar
@@ -40,10 +40,10 @@ from typing import Any, Literal
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag, callable_tools
-from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
-from sdk._grammars import choice_gbnf, xgrammar_structural_tag
+from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
 from sdk._local._tools import tools_structural_tag
+from sdk._regex._ecma import portable
 
 __all__ = [
     "GrammarSpec",

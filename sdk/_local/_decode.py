@@ -44,10 +44,10 @@ from sdk._local._choice import banned_bytes
 from sdk._local._deps import require
 from sdk._local._drafts import DraftMemory, DraftRecorder
 from sdk._local._forward import ForwardPass
-from sdk._local._grammar import Constraint
-from sdk._local._llg_grammar import LlgConstraint
+from sdk._local._llg_masks import LlgConstraint
 from sdk._local._output import Output
 from sdk._local._sampling import NumpySampler, Sampler
+from sdk._local._xgr_masks import Constraint
 
 __all__ = ["Batch", "DecodeStats", "Generation", "Piece"]
 

@@ -18,12 +18,12 @@ from sdk._local._bans import VocabIndex
 from sdk._local._constrain import spec_of
 from sdk._local._decode import Batch, DecodeStats, Generation
 from sdk._local._drafts import DraftMemory
-from sdk._local._grammar import Grammars, JsonFormat
 from sdk._local._llama_tokenizer import LlamaTokenizer
-from sdk._local._llg_grammar import LlgGrammars
+from sdk._local._llg_masks import LlgGrammars
 from sdk._local._model import LoadedModel
 from sdk._local._sampling import sampler_for
 from sdk._local._tools import prompt_messages, template_takes_tools
+from sdk._local._xgr_masks import Grammars, JsonFormat
 
 __all__ = ["Engine", "grammars_for"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sdk._grammars import quoted
+from sdk._grammar_languages import quoted
 
 __all__ = ["GAP_RULE", "BoundedJson", "bounded_lark", "laid_out_lark"]
 

@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sdk._grammars import lark_regex_literal, quoted
+from sdk._grammar_languages import lark_regex_literal, quoted
 from sdk._local._llg_gbnf import gbnf_lark
 
 __all__ = ["JsonSegment", "structural_tag_lark"]

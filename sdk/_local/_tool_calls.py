@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from sdk._backend import Delta
 from sdk._errors import BackendError
-from sdk._extent import JsonExtent
 from sdk._local._tools import CALL_END, CALL_SEPARATOR, TOOLS_CLOSE, TOOLS_OPEN, call_begin
+from sdk._trackers._extent import JsonExtent
 
 if TYPE_CHECKING:
     from sdk._local._decode import DecodeStats

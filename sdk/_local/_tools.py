@@ -62,7 +62,7 @@ def call_begin(name: str) -> str:
 def tools_structural_tag(tools: Sequence[Tool]) -> dict[str, Any]:
     """The xgrammar structural tag every output of a ``tools`` request follows (see the module
     docstring). Each tag's content is its tool's JSON Schema (the engine lays its JSON out
-    like any other: ``sdk._local._grammar``)."""
+    like any other: ``sdk._local._xgr_masks``)."""
     tags = [
         {
             "type": "tag",

@@ -5,7 +5,7 @@ xgrammar's JSON-schema compile of a ``pattern`` grows with the square of each co
 repetition's bound (measured with xgrammar 0.2.9 here: ``^.{0,1000}$`` 0.4 s, ``^.{0,5000}$``
 9 s, ``^[a-z]{1,20000}$`` 26 s, ``^[a-z]{1,32768}$`` 114 s), which stalls the first generation
 of such a schema. A repetition whose bound passes :data:`MAX_MASK_COUNT` is written
-``{k,}`` for the mask (:func:`sdk._ecma_regex.loosen_counts`): the mask lets through a superset,
+``{k,}`` for the mask (:func:`sdk._regex._ecma.loosen_counts`): the mask lets through a superset,
 and the client still checks the exact pattern as the text streams (a string that runs past the
 bound is a violation at its first extra character, retried or rewound like any other).
 llguidance (the llama.cpp runtime) reads large counts lazily and is given the schema as is.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sdk._ecma_regex import EcmaRegexError, loosen_counts
+from sdk._regex._ecma import EcmaRegexError, loosen_counts
 
 __all__ = ["MAX_MASK_COUNT", "loosened", "loosened_text"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._errors import Path, SchemaViolation
-from sdk._regex_budget import BudgetSpent
+from sdk._regex._budget import BudgetSpent
 from sdk._schema._conj import Conj, Forbidden
 from sdk._schema._finals import check_close
 from sdk._schema._pydantic import ModelCheck, needs_check, substitute

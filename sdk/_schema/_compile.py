@@ -27,8 +27,8 @@ from typing import Any, Literal, NamedTuple
 import pydantic
 
 from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
-from sdk._ecma_regex import pattern_limit
 from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
+from sdk._regex._ecma import pattern_limit
 from sdk._schema._conj import Conj, Conjs
 from sdk._schema._dialects import canonical
 from sdk._schema._nodes import NodeCompiler

@@ -14,7 +14,7 @@ whose verdicts depend on which optional packages are installed and half-check so
 - ``email``, ``idn-email``: RFC 5321 / 6531 mailboxes (a dot-atom or a quoted local part, a
   host name or an address literal);
 - ``json-pointer``, ``relative-json-pointer``: RFC 6901 and its relative form;
-- ``regex``: an ECMA-262 pattern (``sdk._ecma_regex``);
+- ``regex``: an ECMA-262 pattern (``sdk._regex._ecma``);
 - ``uri``, ``uri-reference``, ``iri``, ``iri-reference``: RFC 3986 / RFC 3987 syntax (an IP
   literal's IPv6 by ``ipaddress``); ``uri-template``: RFC 6570 syntax, any level.
 
@@ -36,8 +36,8 @@ from collections.abc import Callable
 
 import regex
 
-from sdk._ecma_regex import EcmaRegexError, PatternTooLarge, compile_ecma
-from sdk._regex_budget import MAX_EXPANSION
+from sdk._regex._budget import MAX_EXPANSION
+from sdk._regex._ecma import EcmaRegexError, PatternTooLarge, compile_ecma
 from sdk._schema._vocabulary import VOCABULARIES
 
 __all__ = ["CHECKED", "FormatCheck", "format_check"]

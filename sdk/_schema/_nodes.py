@@ -3,7 +3,7 @@ into :class:`Node` objects, one per sub-schema.
 
 A node holds its schema's keywords in the form the checker uses them: the kinds ``type`` allows,
 ``enum``/``const`` members, string, number, object and array bounds, ``pattern``s compiled as
-ECMA-262 regexes (``sdk._ecma_regex``: exact for the final check, sound on prefixes), the format
+ECMA-262 regexes (``sdk._regex._ecma``: exact for the final check, sound on prefixes), the format
 check when formats are asserted, the schemas members must follow, and the applicators
 (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
 ``dependentSchemas``) as links to other nodes. Each ``$ref`` links to the subschema the
@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sdk._ecma_regex import (
+from sdk._errors import SchemaError
+from sdk._regex._ecma import (
     EcmaRegex,
     EcmaRegexError,
     PatternTooLarge,
     compile_ecma,
     pattern_limit,
 )
-from sdk._errors import SchemaError
 from sdk._schema._formats import FormatCheck, format_check
 from sdk._schema._validators import SubschemaJudge
 from sdk._schema._vocabulary import REFERENCE, VOCABULARIES

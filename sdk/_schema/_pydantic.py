@@ -26,7 +26,7 @@ pydantic's own checks that the tracker's schema does not make (dates, decimals, 
 transformed strings), run when their **field** is final (:class:`FieldCheck`), so that a field's
 event goes out only after them. A model with a model validator (:attr:`ModelInfo.holds`) has
 its fields' events held until its object closes and the validator passed (the tracker holds
-them; see ``sdk._tracker``).
+them; see ``sdk._trackers._field``).
 
 Where the JSON Schema cannot say what pydantic checks (a pattern pydantic-core reads its own
 way, a strict int, bytes and set bounds, a float's ``multiple_of``, a lax number given as a
@@ -45,7 +45,7 @@ from typing import Any
 import pydantic
 from pydantic_core import SchemaValidator, core_schema
 
-from sdk._ecma_regex import no_wider_elsewhere
+from sdk._regex._ecma import no_wider_elsewhere
 from sdk._schema._nodes import MODEL_KEY
 from sdk._schema._pydantic_checks import (
     FUNCTIONS,

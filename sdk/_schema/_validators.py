@@ -8,7 +8,7 @@ array against a subschema with ``unevaluatedProperties``/``unevaluatedItems``
 collects). jsonschema matches ``pattern`` and ``patternProperties`` with Python's ``re`` (not
 ECMA-262, and with no bound on backtracking); while a judge runs, the ``re.search`` its keyword
 modules call is :func:`_judge_search` instead: the pattern read as ECMA-262 and matched under
-the tracker's time budget (:mod:`sdk._regex_budget`; outside a judge it is ``re.search``
+the tracker's time budget (:mod:`sdk._regex._budget`; outside a judge it is ``re.search``
 itself). jsonschema ships no type information; this module states the little used of it so that
 the rest stays checked by mypy.
 """
@@ -26,14 +26,14 @@ import jsonschema  # type: ignore[import-untyped]
 from jsonschema import _keywords, _utils
 from jsonschema import exceptions as _exceptions
 
-from sdk._ecma_regex import EcmaRegexError, compile_ecma, pattern_limit
 from sdk._errors import SchemaError
+from sdk._regex._ecma import EcmaRegexError, compile_ecma, pattern_limit
 from sdk._schema._vocabulary import VOCABULARIES
 
 __all__ = ["SubschemaJudge", "check_schema"]
 
 # The meta-schema's only format check that matters here: patterns are ECMA-262, compiled by
-# sdk._ecma_regex, so that is what decides whether one is valid.
+# sdk._regex._ecma, so that is what decides whether one is valid.
 _META_CHECKER = jsonschema.FormatChecker(formats=())
 _META_CHECKER.checks("regex", raises=EcmaRegexError)(
     lambda value: bool(compile_ecma(value, max_size=pattern_limit.get()))

@@ -39,9 +39,9 @@ from bench_local import CASES, run_once
 
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
-from sdk._local._grammar import Constraint
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._model import RUNTIMES, load_model
+from sdk._local._xgr_masks import Constraint
 
 RUNS = (
     ("off", False),

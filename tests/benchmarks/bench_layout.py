@@ -5,7 +5,7 @@
 
 The same prompts and schemas (arrays the prompt wants filled, some bounded by ``maxItems``,
 nested objects, enums, numbers) go to the local engine under each layout of its grammar
-(``json_format``: see ``sdk/_local/_grammar.py``) and to llama.cpp's OpenAI-compatible server
+(``json_format``: see ``sdk/_local/_xgr_masks.py``) and to llama.cpp's OpenAI-compatible server
 (xllamacpp, the same SmolLM2 GGUF, ``response_format`` json_schema, the model's own chat
 template). Greedy decoding on both. For each output it counts:
 
@@ -41,8 +41,8 @@ import partial
 from sdk._backend import GenerationRequest
 from sdk._local._decode import DecodeStats
 from sdk._local._engine import Engine
-from sdk._local._grammar import JSON_FORMATS
 from sdk._local._model import load_model
+from sdk._local._xgr_masks import JSON_FORMATS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))

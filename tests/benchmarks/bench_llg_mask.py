@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 from sdk import Tool  # noqa: E402
 from sdk._local._constrain import GrammarSpec  # noqa: E402
-from sdk._local._llg_grammar import LlgGrammars  # noqa: E402
+from sdk._local._llg_masks import LlgGrammars  # noqa: E402
 from sdk._local._model import default_gguf_path, gguf_tokenizer  # noqa: E402
 from sdk._local._tools import tools_structural_tag  # noqa: E402
 

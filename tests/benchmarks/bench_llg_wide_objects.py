@@ -1,5 +1,5 @@
 """What objects of many optional properties cost on the llama.cpp runtime's llguidance masks
-(a script, not a test): why ``_llg_grammar.MAX_ITEMS_IN_ROW`` is what it is.
+(a script, not a test): why ``_llg_masks.MAX_ITEMS_IN_ROW`` is what it is.
 
     .venv/bin/python tests/benchmarks/bench_llg_wide_objects.py [--formats bounded,compact]
         [--max-items-in-row 20000] [--step-max-items 200000] [N ...]
@@ -26,7 +26,7 @@ import llguidance.hf  # noqa: E402
 
 from sdk._errors import BackendError  # noqa: E402
 from sdk._local._constrain import GrammarSpec  # noqa: E402
-from sdk._local._llg_grammar import MAX_ITEMS_IN_ROW, STEP_MAX_ITEMS, LlgGrammars  # noqa: E402
+from sdk._local._llg_masks import MAX_ITEMS_IN_ROW, STEP_MAX_ITEMS, LlgGrammars  # noqa: E402
 from sdk._local._model import default_gguf_path, gguf_tokenizer  # noqa: E402
 
 

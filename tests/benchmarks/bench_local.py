@@ -59,10 +59,10 @@ from sdk._backend import GenerationRequest
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
-from sdk._local._grammar import JSON_FORMATS
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._model import RUNTIMES, load_model
 from sdk._local._sampling import sampler_for
+from sdk._local._xgr_masks import JSON_FORMATS
 
 USER = {
     "type": "object",

@@ -6,7 +6,7 @@ Six configurations, each with the packaged SmolLM2 GGUF's tokenizer (read throug
 transformers, as ``sdk/_local/_model.py`` does; ``xgrammar.TokenizerInfo.from_huggingface`` and
 ``llguidance.hf.from_tokenizer`` of the same object, EOS the only stop token):
 
-* ``xgrammar``: what the local engine compiles today (``sdk/_local/_grammar.py``):
+* ``xgrammar``: what the local engine compiles today (``sdk/_local/_xgr_masks.py``):
   ``compile_json_schema(strict_mode=True)`` under the ``compact`` layout of
   ``sdk/_local/_layout.py`` (no whitespace, separators ``,`` and ``:``), its cache off; each mask
   is ANDed with the special-token mask as the engine does (counted in "apply");
@@ -143,9 +143,9 @@ class _Engines:
         import torch
         import xgrammar as xgr
 
-        from sdk._local._grammar import Grammars
         from sdk._local._layout import bounded_ebnf, layout_options
         from sdk._local._model import default_gguf_path, gguf_tokenizer
+        from sdk._local._xgr_masks import Grammars
 
         self.np, self.torch, self.xgr, self.llg = np, torch, xgr, llguidance
         self.lnp = llguidance.numpy

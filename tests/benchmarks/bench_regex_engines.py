@@ -4,7 +4,7 @@
 
 Part 1, ordinary patterns (the kinds real-world schemas hold: identifiers, dates, e-mail,
 semantic versions, URLs, a long free text): each pattern's final check, ``EcmaRegex.search``
-as the tracker calls it, once through RE2 (``sdk/_linear_regex.py``) and once through the
+as the tracker calls it, once through RE2 (``sdk/_regex/_linear.py``) and once through the
 ``regex`` package under the budget (the same object with RE2 taken away). The two are timed in
 alternation, ``--rounds`` times ``--calls`` calls each; it prints the median microseconds per
 call and the ratio RE2 / regex (below 1: RE2 is faster).
@@ -27,11 +27,11 @@ import statistics
 import time
 from typing import Any
 
-import sdk._ecma_regex
+import sdk._regex._ecma
 from sdk import FieldTracker
-from sdk._ecma_regex import EcmaRegex, compile_ecma
-from sdk._linear_regex import available
-from sdk._regex_budget import BudgetSpent
+from sdk._regex._budget import BudgetSpent
+from sdk._regex._ecma import EcmaRegex, compile_ecma
+from sdk._regex._linear import available
 
 ORDINARY = [
     ("identifier", "^[a-z][a-z0-9_-]{0,63}$", "order_item-42"),
@@ -137,13 +137,13 @@ def _feed(schema: Any, doc: str) -> float:
 def tracker(rounds: int) -> None:
     doc = _document()
     with_re2 = {"type": "array", "items": RECORD}
-    original = sdk._ecma_regex.compile_linear
-    sdk._ecma_regex.compile_linear = lambda pattern: None  # type: ignore[assignment]
+    original = sdk._regex._ecma.compile_linear
+    sdk._regex._ecma.compile_linear = lambda pattern: None  # type: ignore[assignment]
     try:
         without = {"type": "array", "items": RECORD, "title": "no RE2"}  # its own compilation
         FieldTracker(without)
     finally:
-        sdk._ecma_regex.compile_linear = original
+        sdk._regex._ecma.compile_linear = original
     a: list[float] = []
     b: list[float] = []
     for _ in range(rounds):

@@ -43,7 +43,7 @@ import pydantic
 import partial
 from sdk._events import FieldEvent
 from sdk._schema._compile import compile_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 TARGET_US = 20.0
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel  # noqa: E402
 from sdk._backend import GenerationRequest  # noqa: E402
 from sdk._client import Client  # noqa: E402
 from sdk._events import FieldEvent  # noqa: E402
-from sdk._tracker import FieldTracker  # noqa: E402
+from sdk._trackers._field import FieldTracker  # noqa: E402
 
 
 class Current(BaseModel):

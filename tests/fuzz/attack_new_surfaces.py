@@ -47,11 +47,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "sdk")]
 
 from sdk import Delta, StreamError, Tool  # noqa: E402
-from sdk._attempt import AttemptState  # noqa: E402
 from sdk._http._framing import EventStreamParser  # noqa: E402
-from sdk._http.openai._chat_chunks import ToolIdDecoder  # noqa: E402
-from sdk._http.openai._responses_events import ResponsesDecoder  # noqa: E402
-from sdk._target import compile_target  # noqa: E402
+from sdk._http.openai._chat_decoder import ToolIdDecoder  # noqa: E402
+from sdk._http.openai._responses_decoder import ResponsesDecoder  # noqa: E402
+from sdk._stream._attempt import AttemptState  # noqa: E402
+from sdk._trackers._target import compile_target  # noqa: E402
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "weather": {

@@ -21,7 +21,7 @@ is a call that blocked much longer than the budget. Run from the repository root
 (needs ``node``); ``no-re2`` runs the final checks in the ``regex`` package, as without the
 ``re2`` extra.
 
-``re2-node SEED COUNT``: RE2 as the tracker uses it (``sdk._linear_regex``) against Node's
+``re2-node SEED COUNT``: RE2 as the tracker uses it (``sdk._regex._linear``) against Node's
 ``RegExp(p, "u")`` directly, on the generator of ``tests/sdk/test_linear_regex.py`` (every
 construct of the subset, and the ones outside it) and strings of the characters where engines
 differ: counts the patterns RE2 took, the verdicts compared, and the disagreements.
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from sdk import FieldTracker, PatternTimeout, Regex, SchemaViolation, TruncatedError
-from sdk._text import TextTracker
+from sdk._trackers._text import TextTracker
 
 BUDGET = 0.05
 
@@ -184,8 +184,8 @@ fs.writeFileSync(process.argv[3], JSON.stringify(cases.map(([p, subjects]) => {
 
 
 def re2_against_node(seed: int, count: int) -> int:
-    from sdk._ecma_regex import EcmaRegexError, compile_ecma
-    from sdk._linear_regex import compile_linear
+    from sdk._regex._ecma import EcmaRegexError, compile_ecma
+    from sdk._regex._linear import compile_linear
     from tests.sdk.test_linear_regex import _pattern, _subject
 
     rng = random.Random(seed)
@@ -239,8 +239,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "re2-node":
         sys.exit(re2_against_node(int(sys.argv[2]), int(sys.argv[3])))
     if sys.argv[4:] == ["no-re2"]:
-        import sdk._ecma_regex
+        import sdk._regex._ecma
 
-        sdk._ecma_regex.compile_linear = lambda pattern: None  # type: ignore[assignment]
+        sdk._regex._ecma.compile_linear = lambda pattern: None  # type: ignore[assignment]
     print("final checks by RE2 where it decides:", sys.argv[4:] != ["no-re2"])
     sys.exit(main(int(sys.argv[2]), int(sys.argv[3])))

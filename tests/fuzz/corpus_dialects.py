@@ -13,8 +13,8 @@ between them resolve; nothing is fetched. A schema without an ``$id`` is given i
 For each schema with documents: :func:`sdk.compile_schema` (``formats`` an annotation, as for
 jsonschema without a format checker); a refusal is counted with its keyword. Each document is
 dumped as JSON and streamed in random chunks (seeded by the file's name) through a
-:class:`~sdk._tracker.FieldTracker`; its verdict (a ``SchemaViolation`` at any point, or none
-through ``close()``) must be jsonschema's (``validator_for(schema)`` with the same registry). A
+:class:`~sdk._trackers._field.FieldTracker`; its verdict (a ``SchemaViolation`` at any point, or
+none through ``close()``) must be jsonschema's (``validator_for(schema)`` with the same registry). A
 document jsonschema cannot judge (an unresolvable reference, a pattern Python's ``re`` cannot
 read) is counted apart, with the tracker's verdict beside SchemaStore's label; so is one that
 runs past ``--timeout`` seconds. A refused schema is listed with whether jsonschema could judge
@@ -49,7 +49,7 @@ from sdk import SchemaError, compile_schema
 from sdk._errors import SchemaViolation
 from sdk._schema import _compile
 from sdk._schema._vocabulary import dialect_named
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 BASE = "https://json.schemastore.org/"
 

@@ -7,13 +7,13 @@ the prefix refused (``could_fullmatch`` / ``could_search``) although some contin
 ``prefix-raw``: the same, judged by the ``regex`` package's own ``partial=True`` on the exact
 pattern (what the tracker did before).
 
-``node``: random patterns searched in random texts by ``sdk._ecma_regex`` and by Node's
+``node``: random patterns searched in random texts by ``sdk._regex._ecma`` and by Node's
 ``RegExp(p, "u")``; counts disagreements, and patterns only one side refuses.
 
 ``captures``: the same, with patterns over ``a b`` dense in groups, repetitions (greedy and
 lazy), backreferences and lookarounds holding groups: ECMA-262's capture semantics.
 
-``properties``: every ``\\p{...}`` spelling of ``sdk/_ecma_properties.py`` and misspellings of
+``properties``: every ``\\p{...}`` spelling of ``sdk/_regex/_properties.py`` and misspellings of
 them, accepted or refused as Node does, and the code points each matches, exhaustively.
 
 ``stream``: the same patterns as a JSON Schema ``pattern`` (search) and as a ``Regex`` (full
@@ -38,9 +38,9 @@ from functools import partial
 from pathlib import Path
 
 from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
-from sdk._ecma_regex import EcmaRegexError, compile_ecma
-from sdk._text import TextTracker
-from sdk._tracker import FieldTracker
+from sdk._regex._ecma import EcmaRegexError, compile_ecma
+from sdk._trackers._field import FieldTracker
+from sdk._trackers._text import TextTracker
 
 NODE_SCRIPT = """
 const fs = require('fs');
@@ -399,7 +399,7 @@ fs.writeFileSync(process.argv[3], JSON.stringify(out));
 def _property_names() -> list[str]:
     """Every ``\\p{...}`` spelling of the table (each alias in each form), and for each
     canonical name some spellings ECMA-262 refuses (loose case, ``Is``/``In`` prefixes)."""
-    from sdk._ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT
+    from sdk._regex._properties import BINARY, GENERAL_CATEGORY, SCRIPT
 
     names: list[str] = []
     for row in GENERAL_CATEGORY:
@@ -416,7 +416,7 @@ def _property_names() -> list[str]:
 
 
 def fuzz_properties(seed: int, count: int) -> None:
-    """Every property name of ``sdk/_ecma_properties.py`` and some misspellings: does Node
+    """Every property name of ``sdk/_regex/_properties.py`` and some misspellings: does Node
     accept exactly the names we accept, and do both match the same code points (the seed and
     count are unused: the check is exhaustive over U+0000..U+10FFFF less the surrogates)?"""
     del seed, count

@@ -9,7 +9,7 @@ import anyio
 import anyio.lowlevel
 
 from sdk._backend import Delta
-from sdk._retry import Attempt
+from sdk._records import Attempt
 
 PERSON: dict[str, Any] = {
     "type": "object",

@@ -11,7 +11,7 @@ import regex
 
 from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._events import FieldEvent, TrackerEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 MARK = "¦"
 """Put before the character at which a violation must be raised (it is removed)."""

@@ -15,7 +15,7 @@ from _http_support import Body
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._http.anthropic import AnthropicBackend
-from sdk._http.anthropic._events import STOP_REASONS
+from sdk._http.anthropic._decoder import STOP_REASONS
 
 anthropic = pytest.importorskip("anthropic", reason="the anthropic SDK is a dev dependency")
 from anthropic._streaming import SSEDecoder  # noqa: E402

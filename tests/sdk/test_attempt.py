@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from sdk._attempt import AttemptState
 from sdk._backend import Delta, Usage
 from sdk._errors import (
     ContentFilteredError,
@@ -25,6 +24,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._schema import compile_schema
+from sdk._stream._attempt import AttemptState
 
 PERSON = compile_schema(
     {
@@ -123,8 +123,8 @@ LONG = json.dumps({"name": "Ada " * 400 + "Lovelace", "age": 36})  # ~1,600 one-
 
 @pytest.mark.parametrize("as_delta", [False, True])
 def test_a_long_output_fed_a_character_at_a_time_is_recorded_whole(as_delta: bool) -> None:
-    # The attempt folds old pieces into blocks (sdk._pieces): the text and the value are those
-    # of every character, in order, whatever the folding.
+    # The attempt folds old pieces into blocks (sdk._stream._pieces): the text and the value are
+    # those of every character, in order, whatever the folding.
     state = attempt()
     events = feed_all(state, *(Delta(c) if as_delta else c for c in LONG))
     assert [ev.pointer for ev in events] == ["/name", "/age", ""]
@@ -258,7 +258,7 @@ def test_this_file_runs_without_an_event_loop() -> None:
     import subprocess
 
     code = (
-        "import sys; import sdk._attempt; "
+        "import sys; import sdk._stream._attempt; "
         "loaded = {'anyio', 'httpx', 'trio'} & set(sys.modules); "
         "print(sorted(loaded)); sys.exit(1 if loaded else 0)"
     )

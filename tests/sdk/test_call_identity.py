@@ -27,11 +27,11 @@ from sdk import (
     SchemaViolation,
     Tool,
 )
-from sdk._attempt import AttemptState
-from sdk._http.openai._chat_chunks import ChunkDecoder, ToolIdDecoder
-from sdk._http.openai._responses_events import ResponsesDecoder
-from sdk._retry import default_feedback
-from sdk._target import compile_target
+from sdk._feedback import default_feedback
+from sdk._http.openai._chat_decoder import ChunkDecoder, ToolIdDecoder
+from sdk._http.openai._responses_decoder import ResponsesDecoder
+from sdk._stream._attempt import AttemptState
+from sdk._trackers._target import compile_target
 
 BASE = "http://llm.test/v1"
 SSE = {"content-type": "text/event-stream"}
@@ -347,7 +347,7 @@ async def test_a_server_that_sends_no_ids_still_aborts_a_broken_call_early(
     # No id on any entry: the call's text waits for one only a few entries (HOLD_FOR_ID), then
     # is checked without it, so the violation (a number where `city` must be a string) stops
     # the stream long before the call's end.
-    from sdk._http.openai._chat_chunks import HOLD_FOR_ID
+    from sdk._http.openai._chat_decoder import HOLD_FOR_ID
 
     pieces = ['{"city"', ": ", "12", "3", *(["4"] * 40), "}"]
     parts = [chunk(entry(pieces[0], index=0, name="weather"))]

@@ -10,11 +10,11 @@ import sdk
 from sdk import _constants
 from sdk._batch import run_batch
 from sdk._cli._args import build_parser
-from sdk._dispatch import Dispatcher
-from sdk._ecma_regex import compile_ecma, pattern_limit
 from sdk._http._transport import DEFAULT_TIMEOUT, LIMITS
 from sdk._options import StreamConfig
+from sdk._regex._ecma import compile_ecma, pattern_limit
 from sdk._schema._compile import compile_schema
+from sdk._stream._dispatch import Dispatcher
 
 
 def default(func: object, name: str) -> object:

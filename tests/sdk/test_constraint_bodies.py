@@ -21,7 +21,7 @@ from sdk import (
 )
 from sdk._backend import GenerationRequest, check_request
 from sdk._constraints import Constraint
-from sdk._grammars import quoted
+from sdk._grammar_languages import quoted
 from sdk._http.openai._chat_request import chat_body
 from sdk._http.openai._flavours import check_request as check_flavour
 from sdk._http.openai._responses_request import responses_body

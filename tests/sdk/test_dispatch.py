@@ -11,9 +11,9 @@ import anyio
 import pytest
 from _stream_support import HANG, PERSON, Scripted, chunks
 
-from sdk._dispatch import Dispatcher, idempotency_key
 from sdk._errors import CallbackError, SchemaViolation
 from sdk._events import FieldEvent
+from sdk._stream._dispatch import Dispatcher, idempotency_key
 from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio

@@ -41,7 +41,7 @@ from typing_extensions import TypedDict
 
 from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._events import FieldEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 EXAMPLES = int(os.environ.get("FIELDSTREAM_DISPATCH_EXAMPLES", "200"))
 TALLY = os.environ.get("FIELDSTREAM_DISPATCH_TALLY")

@@ -1,4 +1,4 @@
-"""Patterns read as ECMA-262 (``sdk._ecma_regex``), and prefixes refused only when no
+"""Patterns read as ECMA-262 (``sdk._regex._ecma``), and prefixes refused only when no
 continuation can match: for a :class:`~sdk.Regex`, a JSON Schema ``pattern`` and a pydantic
 ``Field(pattern=...)``, streamed in chunks."""
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdk import Regex, SchemaError, SchemaViolation, TruncatedError
-from sdk._ecma_regex import EcmaRegexError, compile_ecma, no_wider_elsewhere, portable
-from sdk._text import TextTracker
-from sdk._tracker import FieldTracker
+from sdk._regex._ecma import EcmaRegexError, compile_ecma, no_wider_elsewhere, portable
+from sdk._trackers._field import FieldTracker
+from sdk._trackers._text import TextTracker
 
 
 def _text(constraint: Regex, chunks: list[str]) -> str:
@@ -360,7 +360,7 @@ def test_a_property_ecma_262_does_not_name_is_refused_everywhere(pattern: str) -
 
 
 def test_every_property_of_the_table_compiles_in_each_of_its_spellings() -> None:
-    from sdk._ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT
+    from sdk._regex._properties import BINARY, GENERAL_CATEGORY, SCRIPT
 
     spellings = [a for row in BINARY for a in row]
     spellings += [f"{k}={a}" for row in GENERAL_CATEGORY for a in row for k in ("gc", "")]

@@ -1,8 +1,8 @@
-"""RE2 decides exactly what the ``regex`` package decides (``sdk/_linear_regex.py``).
+"""RE2 decides exactly what the ``regex`` package decides (``sdk/_regex/_linear.py``).
 
 A differential test on generated patterns and strings: for every pattern RE2 takes
 (``compile_linear`` is not ``None``), RE2's ``search``/``fullmatch`` verdict must be the
-``regex`` package's on the ECMA-262 translation (``sdk/_ecma_regex.py``, itself held to Node's
+``regex`` package's on the ECMA-262 translation (``sdk/_regex/_ecma.py``, itself held to Node's
 ``RegExp`` by ``tests/fuzz/fuzz_regex.py``), on strings with the characters where the engines'
 defaults differ (line terminators, Unicode spaces and digits, non-ASCII letters, astral
 characters). Patterns outside the subset must be refused, never misread.
@@ -15,8 +15,8 @@ import random
 import pytest
 import re2
 
-from sdk._ecma_regex import EcmaRegexError, compile_ecma
-from sdk._linear_regex import available, compile_linear, to_re2
+from sdk._regex._ecma import EcmaRegexError, compile_ecma
+from sdk._regex._linear import available, compile_linear, to_re2
 
 ATOMS = [
     "a",

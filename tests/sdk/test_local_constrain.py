@@ -27,7 +27,7 @@ from sdk import (
 )
 from sdk._backend import GenerationRequest, check_request
 from sdk._constraints import Constraint
-from sdk._grammars import choice_gbnf, xgrammar_structural_tag
+from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
 from sdk._local import LocalBackend
 from sdk._local._constrain import GrammarSpec, check, spec_of
 from sdk._local._layout import JSON_FORMATS, JsonFormat, laid_out

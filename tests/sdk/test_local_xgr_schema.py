@@ -1,6 +1,6 @@
 """What xgrammar is given of a schema: large counted repetitions in patterns loosened, in
 schema positions only (``sdk/_local/_xgr_schema.py``), and a loosened pattern matches every
-string the original does (``sdk._ecma_regex.loosen_counts``)."""
+string the original does (``sdk._regex._ecma.loosen_counts``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk._ecma_regex import compile_ecma, loosen_counts
 from sdk._local._xgr_schema import MAX_MASK_COUNT, loosened, loosened_text
+from sdk._regex._ecma import compile_ecma, loosen_counts
 
 HUGE = "^[a-z]{1,65535}$"
 LOOSE = "^[a-z]{1,}$"

@@ -21,9 +21,9 @@ from sdk import (
     Tool,
     stream_structured,
 )
-from sdk._attempt import AttemptState
-from sdk._http.openai._chat_chunks import ToolIdDecoder
-from sdk._target import compile_target
+from sdk._http.openai._chat_decoder import ToolIdDecoder
+from sdk._stream._attempt import AttemptState
+from sdk._trackers._target import compile_target
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 

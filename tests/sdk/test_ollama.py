@@ -27,7 +27,7 @@ from sdk._errors import (
     UnsupportedConstraint,
 )
 from sdk._http.ollama._backend import OllamaBackend, ollama_host
-from sdk._http.ollama._lines import OllamaDecoder
+from sdk._http.ollama._decoder import OllamaDecoder
 from sdk._http.ollama._messages import ollama_messages
 from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
 

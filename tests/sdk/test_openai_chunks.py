@@ -10,7 +10,7 @@ import pytest
 
 from sdk._backend import Delta, Usage
 from sdk._errors import BackendError, BadRequestError, TransportError
-from sdk._http.openai._chat_chunks import ChunkDecoder, error_from_payload
+from sdk._http.openai._chat_decoder import ChunkDecoder, error_from_payload
 
 
 def chunk(

@@ -17,9 +17,9 @@ import sdk
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, StreamUsageError, TransportError
 from sdk._http._read_loop import Opened, stream_deltas
+from sdk._http._status import parse_retry_after
 from sdk._http.openai._backend import OpenAIBackend
-from sdk._http.openai._chat_chunks import ChunkDecoder
-from sdk._retry import parse_retry_after
+from sdk._http.openai._chat_decoder import ChunkDecoder
 
 pytestmark = pytest.mark.anyio
 

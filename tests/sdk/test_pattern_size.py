@@ -13,10 +13,10 @@ import pytest
 
 from sdk import Regex, SchemaError
 from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
-from sdk._ecma_regex import EcmaRegexError, PatternTooLarge, compile_ecma
-from sdk._ecma_regex import pattern_size as size
+from sdk._regex._ecma import EcmaRegexError, PatternTooLarge, compile_ecma
+from sdk._regex._ecma import pattern_size as size
 from sdk._schema._compile import compile_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 pytestmark = pytest.mark.timeout(60)  # a regression hangs; it must fail instead
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdk._patterns import Pattern, PatternSet, compile_pattern
+from sdk._stream._path_patterns import Pattern, PatternSet, compile_pattern
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdk._pieces import FOLD, Pieces
+from sdk._stream._pieces import FOLD, Pieces
 
 
 @given(st.lists(st.text(max_size=4), max_size=5 * FOLD))

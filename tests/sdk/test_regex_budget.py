@@ -25,9 +25,8 @@ from sdk import (
     SchemaViolation,
     StreamError,
 )
-from sdk._ecma_regex import compile_ecma, pattern_size
 from sdk._options import StreamConfig, split_options
-from sdk._regex_budget import (
+from sdk._regex._budget import (
     DEFAULT_REGEX_TIMEOUT,
     MAX_EXPANSION,
     Budget,
@@ -36,8 +35,9 @@ from sdk._regex_budget import (
     enter,
     leave,
 )
+from sdk._regex._ecma import compile_ecma, pattern_size
 from sdk._structured import stream_structured
-from sdk._text import TextTracker
+from sdk._trackers._text import TextTracker
 from tests.sdk._stream_support import PERSON, Scripted, chunks
 
 HOSTILE = ["^(?=a)(a|aa)+$", "^(?!b)(a|a)*$"]
@@ -150,7 +150,7 @@ def test_pattern_properties_name_the_key() -> None:
 
 def test_a_pydantic_pattern_checked_early_is_budgeted(monkeypatch: pytest.MonkeyPatch) -> None:
     # pydantic's engine takes no lookaround, so the pattern itself, with RE2 off.
-    monkeypatch.setattr("sdk._ecma_regex.compile_linear", lambda pattern: None)
+    monkeypatch.setattr("sdk._regex._ecma.compile_linear", lambda pattern: None)
 
     class M(pydantic.BaseModel):
         x: Annotated[str, pydantic.Field(pattern="^(a|aa)+$")]

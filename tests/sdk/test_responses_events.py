@@ -12,7 +12,7 @@ import pytest
 
 from sdk._backend import Delta, Usage
 from sdk._errors import TransportError
-from sdk._http.openai._responses_events import ResponsesDecoder
+from sdk._http.openai._responses_decoder import ResponsesDecoder
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openai_responses"
 NAMES = sorted(p.stem for p in DATA.glob("*.sse"))

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from sdk._errors import SchemaError, SchemaViolation, ValidationFailed
 from sdk._schema._compile import CompiledSchema, compile_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 
 class Person(pydantic.BaseModel):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sdk import CompiledSchema, SchemaError, compile_schema
 from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._http.openai._strict import strict_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 D4 = "http://json-schema.org/draft-04/schema#"
 D7 = "http://json-schema.org/draft-07/schema#"

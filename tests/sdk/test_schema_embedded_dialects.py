@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sdk import SchemaError, compile_schema
 from sdk._errors import SchemaViolation
 from sdk._schema._vocabulary import META_SCHEMAS
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 D4 = META_SCHEMAS["draft-04"]
 ROOTS = ["draft-06", "draft-07", "2019-09", "2020-12"]

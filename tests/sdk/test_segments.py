@@ -24,8 +24,8 @@ from sdk import (
     TruncatedError,
     ValidationFailed,
 )
-from sdk._extent import JsonExtent
-from sdk._segments import SegmentTracker
+from sdk._trackers._extent import JsonExtent
+from sdk._trackers._segments import SegmentTracker
 
 
 class Weather(BaseModel):

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from sdk import Choice, Grammar, Regex, StructuralTag, Tag, Tool
 from sdk._backend import GenerationRequest
 from sdk._constraints import tool_choice_of
-from sdk._grammars import (
+from sdk._grammar_languages import (
     choice_gbnf,
     grammar_text,
     legacy_structural_tag,

@@ -20,7 +20,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, TextDelta
 from sdk._retry import Retry
-from sdk._stream import Stream
+from sdk._stream._stream import Stream
 from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio

@@ -26,7 +26,7 @@ from sdk import (
 )
 from sdk._backend import Delta, GenerationRequest, Rewindable, Rewound, Usage
 from sdk._errors import BackendError, RetriesExhausted
-from sdk._retry import Attempt
+from sdk._records import Attempt
 from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,9 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import FieldEvent
-from sdk._retry import Attempt, AttemptInfo, Retry, default_feedback
+from sdk._feedback import default_feedback
+from sdk._records import Attempt, AttemptInfo
+from sdk._retry import Retry
 from sdk._structured import stream_structured
 
 pytestmark = pytest.mark.anyio

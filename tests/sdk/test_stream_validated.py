@@ -16,7 +16,7 @@ from sdk._errors import CallbackError, RetriesExhausted, SchemaViolation, Valida
 from sdk._events import FieldEvent
 from sdk._retry import Retry
 from sdk._structured import stream_structured
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sdk import Choice, FieldEvent, Grammar, Regex, SchemaViolation, TextDelta, TruncatedError
 from sdk._constraints import TextConstraint
-from sdk._text import TextTracker
+from sdk._trackers._text import TextTracker
 
 SENTIMENT = Choice(["positive", "negative", "neutral", "mixed feelings"])
 PHONE = Regex(r"\+?[0-9]{1,3}-[0-9]{3}-[0-9]{4}")

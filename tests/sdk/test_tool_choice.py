@@ -21,9 +21,9 @@ from sdk import (
     Tool,
     UnsupportedConstraint,
 )
-from sdk._attempt import AttemptState
 from sdk._backend import GenerationRequest
-from sdk._target import compile_target
+from sdk._stream._attempt import AttemptState
+from sdk._trackers._target import compile_target
 
 BASE = "http://llm.test/v1"
 MESSAGES = [{"role": "user", "content": "Weather in Oslo?"}]
@@ -262,7 +262,7 @@ def test_the_local_engine_refuses_a_text_answer(choice: str) -> None:
 def test_the_emulated_call_decoder_reads_every_piece_of_the_answer_as_the_call() -> None:
     """Both of the chat decoder's paths (a chunk object, and the short path for a content
     token alone) give the answer's text as call 0 of the tool, named once."""
-    from sdk._http.openai._chat_chunks import EmulatedCallDecoder
+    from sdk._http.openai._chat_decoder import EmulatedCallDecoder
 
     decoder = EmulatedCallDecoder("search")
     pieces = ['{"query"', ': "Os', 'lo"}']

@@ -17,7 +17,7 @@ from sdk._errors import (
     ValidationFailed,
 )
 from sdk._events import FieldEvent, TrackerEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 
 class Item(pydantic.BaseModel):

@@ -15,7 +15,7 @@ from _tracker_support import assert_fires, assert_valid
 
 from sdk._errors import SchemaViolation
 from sdk._schema._compile import CompiledSchema, compile_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 
 def ASSERT(schema: Any) -> CompiledSchema:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sdk._errors import SchemaViolation
 from sdk._schema._compile import compile_schema
 from sdk._schema._formats import format_check
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 SETTINGS = settings(max_examples=300, deadline=None)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import partial
 from sdk._errors import SchemaViolation
 from sdk._events import FieldEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 Path = tuple[str | int, ...]
 

@@ -26,7 +26,7 @@ from _tracker_support import feed_chunks
 from sdk._errors import SchemaError, SchemaViolation
 from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._schema._vocabulary import META_SCHEMAS
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite"
 DRAFTS = {

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from sdk._errors import SchemaViolation
 from sdk._schema._compile import CompiledSchema, compile_schema
 from sdk._schema._formats import format_check
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite"
 SUITE = DATA / "draft2020-12"

@@ -16,7 +16,7 @@ import pytest
 
 from sdk._errors import OutputSyntaxError, SchemaViolation, TruncatedError
 from sdk._events import FieldEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 

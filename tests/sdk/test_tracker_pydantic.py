@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdk._errors import OutputSyntaxError, SchemaViolation, StreamError, ValidationFailed
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 # ---------------------------------------------------------------------- never stricter
 

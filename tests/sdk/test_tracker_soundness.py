@@ -24,10 +24,10 @@ from _tracker_support import oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdk._ecma_regex import compile_ecma
 from sdk._errors import SchemaViolation, StreamError
+from sdk._regex._ecma import compile_ecma
 from sdk._schema._compile import CompiledSchema, compile_schema
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

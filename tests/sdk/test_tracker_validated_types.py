@@ -16,7 +16,7 @@ from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._events import FieldEvent
 from sdk._schema._compile import compile_schema
 from sdk._structured import stream_structured
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 
 def lower(s: str) -> str:

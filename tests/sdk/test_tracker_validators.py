@@ -27,7 +27,7 @@ from pydantic import (
 
 from sdk._errors import SchemaViolation, ValidationFailed
 from sdk._events import FieldEvent
-from sdk._tracker import FieldTracker
+from sdk._trackers._field import FieldTracker
 
 
 def run(schema: Any, doc: str, **kw: Any) -> tuple[list[FieldEvent], BaseException | None]:

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 from sdk import FieldEvent, stream_structured
-from sdk._partial_view import partial_view
+from sdk._stream._partial_view import partial_view
 
 pytestmark = pytest.mark.anyio
 

@@ -140,8 +140,8 @@ async def test_a_batch_result_carries_the_sum() -> None:
 
 
 async def test_an_attempt_with_no_output_costs_no_prompt() -> None:
-    from sdk._attempt import AttemptState
-    from sdk._target import compile_target
+    from sdk._stream._attempt import AttemptState
+    from sdk._trackers._target import compile_target
 
     state = AttemptState(1, compile_target(SCHEMA, None))
     state.prompt_estimate = 500

@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 
 from sdk import Choice, Grammar, Regex, StreamError, StructuralTag, Tag
 from sdk._constraints import TextConstraint
-from sdk._grammars import choice_gbnf, xgrammar_structural_tag
-from sdk._segments import SegmentTracker
-from sdk._text import TextTracker
+from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
+from sdk._trackers._segments import SegmentTracker
+from sdk._trackers._text import TextTracker
 
 xgr = pytest.importorskip("xgrammar", reason="needs the local extra (xgrammar)")
 xgrammar_accepts = xgr.testing._is_grammar_accept_string

@@ -24,7 +24,7 @@ from sdk import (
     field_path,
     stream_structured,
 )
-from sdk._source import Chunk
+from sdk._backend import Chunk
 
 
 class Item(BaseModel):

@@ -34,8 +34,8 @@ from sdk._http._transport import (
     endpoint_url,
     estimate_tokens,
 )
+from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
-from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
 from sdk._merge import merge_headers
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdk._errors import APIStatusError, TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._http._status import retryable_status
 
 __all__ = ["ERROR_STATUS", "anthropic_error", "anthropic_status_error"]
 

@@ -27,7 +27,7 @@ from sdk._http._transport import (
     endpoint_url,
     estimate_tokens,
 )
-from sdk._http.gemini._events import GeminiDecoder
+from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
 from sdk._merge import merge_headers
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdk._errors import TransportError, status_error_class
-from sdk._retry import retryable_status
+from sdk._http._status import retryable_status
 
 __all__ = ["gemini_error"]
 

@@ -27,7 +27,7 @@ from sdk._http._transport import (
     endpoint_url,
     estimate_tokens,
 )
-from sdk._http.ollama._lines import OllamaDecoder
+from sdk._http.ollama._decoder import OllamaDecoder
 from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
 from sdk._merge import merge_headers
 

@@ -14,7 +14,7 @@ How the schema travels, by ``request.mode``:
   the call is asked for as the answer (:func:`forced_call`): no ``tools``, ``format: <that
   tool's arguments schema>`` (which Ollama applies, as for ``"json_schema"``), and the
   decoder reads the answer's ``content`` as that call's arguments
-  (:class:`~sdk._http.ollama._lines.OllamaDecoder`), as for llama.cpp's OpenAI-compatible
+  (:class:`~sdk._http.ollama._decoder.OllamaDecoder`), as for llama.cpp's OpenAI-compatible
   server (:func:`sdk._http.openai._flavours.emulated_call`). A forced choice among several
   tools cannot be one ``format`` and is refused before sending (:func:`check_ollama_request`).
 - ``"none"``: nothing (fieldstream checks the output).

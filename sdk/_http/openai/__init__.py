@@ -22,7 +22,7 @@ from __future__ import annotations
 from sdk._http.openai._backend import OpenAIBackend, ResponsesBackend, ServerOptions
 from sdk._http.openai._chat_request import check_single_choice
 from sdk._http.openai._flavours import Api, Server
-from sdk._http.openai._sdk import OpenAISDKBackend, ResponsesSDKBackend
+from sdk._http.openai._vendor_client import OpenAISDKBackend, ResponsesSDKBackend
 
 __all__ = [
     "Api",

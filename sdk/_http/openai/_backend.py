@@ -7,7 +7,7 @@ schema (its grammar masks the tokens); this backend only moves bytes: it builds 
 (:mod:`sdk._http.openai._chat_request`, :mod:`sdk._http.openai._responses_request`), sends it
 (:class:`~sdk._http._transport.HttpTransport`), and the shared read loop
 (:mod:`sdk._http._read_loop`) turns the events into deltas with this provider's decoders
-(:mod:`sdk._http.openai._chat_chunks`, :mod:`sdk._http.openai._responses_events`).
+(:mod:`sdk._http.openai._chat_decoder`, :mod:`sdk._http.openai._responses_decoder`).
 
 Closing the iterator :meth:`OpenAIBackend.generate` returns closes the HTTP response at once:
 the connection is dropped, so the server sees the client go and stops decoding. Nothing is
@@ -34,10 +34,10 @@ from sdk._http._transport import (
     estimate_tokens,
 )
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
-from sdk._http.openai._chat_chunks import chat_decoder
+from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._flavours import Api, Server, check_request, check_server
-from sdk._http.openai._responses_events import responses_decoder
+from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 from sdk._merge import merge_headers
 

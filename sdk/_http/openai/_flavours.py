@@ -34,9 +34,8 @@ from typing import Any, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Choice, Constraint, Grammar, Regex, chosen_tool
-from sdk._ecma_regex import portable
 from sdk._errors import UnsupportedConstraint
-from sdk._grammars import (
+from sdk._grammar_languages import (
     choice_gbnf,
     grammar_text,
     legacy_structural_tag,
@@ -47,6 +46,7 @@ from sdk._grammars import (
 from sdk._http.openai._parameters import check_for
 from sdk._http.openai._responses_input import responses_input
 from sdk._http.openai._strict import strict_schema
+from sdk._regex._ecma import portable
 from sdk._schema import schema_name
 
 __all__ = [
@@ -180,7 +180,7 @@ def emulated_call(request: GenerationRequest, *, api: Api, server: Server | None
     exactly one tool must be called (``mode="tool"`` with one schema, a named choice, or one
     tool and no choice), it is sent no ``tools`` at all: the call's arguments schema goes as
     ``response_format`` (which llama.cpp enforces with its grammar), and the decoder reads the
-    answer as that call's arguments (:class:`~sdk._http.openai._chat_chunks.EmulatedCallDecoder`).
+    answer as that call's arguments (:class:`~sdk._http.openai._chat_decoder.EmulatedCallDecoder`).
     """
     if server != "llamacpp" or api != "chat" or request.mode != "tool":
         return None

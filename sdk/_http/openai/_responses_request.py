@@ -2,7 +2,7 @@
 
 The backends (:class:`~sdk._http.openai.ResponsesBackend` over httpx,
 :class:`~sdk._http.openai.ResponsesSDKBackend` over the caller's ``openai`` client) send it;
-the events that come back become deltas in :mod:`sdk._http.openai._responses_events`.
+the events that come back become deltas in :mod:`sdk._http.openai._responses_decoder`.
 
 How the schema travels, by ``request.mode``: ``"json_schema"``: ``text.format = {"type":
 "json_schema", "name", "schema", "strict"}`` (the strict rewrite of Chat Completions);
@@ -20,7 +20,7 @@ goes as the ``response_format`` it reads (as for Chat Completions) and a named t
 ``"required"`` with that tool alone. A server not named that writes something no JSON document
 begins with (a server that ignored ``text.format``) fails with an
 :class:`~sdk.OutputSyntaxError` that says so
-(:func:`sdk._http.openai._responses_events.responses_decoder`).
+(:func:`sdk._http.openai._responses_decoder.responses_decoder`).
 """
 
 from __future__ import annotations

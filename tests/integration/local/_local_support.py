@@ -14,8 +14,8 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._constraints import Constraint, Tool
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
-from sdk._local._grammar import Grammars
 from sdk._local._llama_tokenizer import LlamaTokenizer
+from sdk._local._xgr_masks import Grammars
 
 PERSON = {
     "type": "object",

@@ -17,8 +17,8 @@ from _local_support import import_llguidance_hf
 
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
-from sdk._local._grammar import JsonFormat
 from sdk._local._model import RUNTIMES, Runtime, default_gguf_path, gguf_tokenizer
+from sdk._local._xgr_masks import JsonFormat
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)

@@ -44,14 +44,14 @@ from _local_support import (
 from pydantic import BaseModel, Field
 
 from sdk import StructuralTag, Tag, Tool
-from sdk._grammars import xgrammar_structural_tag
+from sdk._grammar_languages import xgrammar_structural_tag
 from sdk._local._constrain import GrammarSpec
-from sdk._local._grammar import Grammars
 from sdk._local._layout import JsonFormat
-from sdk._local._llg_grammar import LlgGrammars
 from sdk._local._llg_json import bounded_lark, laid_out_lark
+from sdk._local._llg_masks import LlgGrammars
 from sdk._local._llg_strict import strict_schema
 from sdk._local._tools import tools_structural_tag
+from sdk._local._xgr_masks import Grammars
 
 llguidance_hf = import_llguidance_hf()
 

@@ -16,9 +16,9 @@ from _local_support import import_llguidance_hf
 from sdk import Choice
 from sdk._backend import GenerationRequest
 from sdk._local._constrain import GrammarSpec, spec_of
-from sdk._local._grammar import Grammars
 from sdk._local._llg_gbnf import portable_escapes
-from sdk._local._llg_grammar import LlgGrammars
+from sdk._local._llg_masks import LlgGrammars
+from sdk._local._xgr_masks import Grammars
 
 llguidance_hf = import_llguidance_hf()
 pytest.importorskip("xgrammar", reason="needs xgrammar (the torch extra)")

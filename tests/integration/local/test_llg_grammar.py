@@ -1,4 +1,4 @@
-"""The llama.cpp runtime's masks (``sdk._local._llg_grammar``): llguidance over the packaged
+"""The llama.cpp runtime's masks (``sdk._local._llg_masks``): llguidance over the packaged
 model's tokenizer, every spec kind and JSON layout, masks on numpy logits, accept / rollback /
 jump-forward, and the check that refuses what llguidance cannot compile. No model is loaded
 (the tokenizer is read out of the GGUF, which needs transformers)."""
@@ -14,10 +14,10 @@ from _local_support import import_llguidance_hf
 
 from sdk import Choice, Grammar, Regex, StructuralTag, Tag, Tool, UnsupportedConstraint
 from sdk._backend import GenerationRequest
-from sdk._grammars import choice_gbnf, xgrammar_structural_tag
+from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
 from sdk._local._constrain import GrammarSpec, spec_of
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_grammar import LlgConstraint, LlgGrammars
+from sdk._local._llg_masks import LlgConstraint, LlgGrammars
 from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
 from sdk._local._tools import tools_structural_tag

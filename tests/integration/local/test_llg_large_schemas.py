@@ -1,4 +1,4 @@
-"""Large and mixed-type schemas on the llama.cpp runtime's masks (``_llg_grammar``,
+"""Large and mixed-type schemas on the llama.cpp runtime's masks (``_llg_masks``,
 ``_llg_json``): objects of hundreds or thousands of properties decode (llguidance's parser
 limits), translate without recursion, and fail with a typed error naming the limit past it;
 type lists keep ``format``, ``enum`` and ``const`` on every branch, as llguidance's own JSON
@@ -17,13 +17,13 @@ from sdk._backend import GenerationRequest
 from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._layout import JsonFormat
-from sdk._local._llg_grammar import (
+from sdk._local._llg_json import laid_out_lark
+from sdk._local._llg_masks import (
     MAX_ITEMS_IN_ROW,
     STEP_MAX_ITEMS,
     LlgConstraint,
     LlgGrammars,
 )
-from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
 
@@ -239,7 +239,7 @@ XGRAMMAR_TABLE = [
 def test_type_lists_agree_with_xgrammar(
     json_format: JsonFormat, ll_tokenizer: Any, tokenizer: Any
 ) -> None:
-    from sdk._local._grammar import Grammars
+    from sdk._local._xgr_masks import Grammars
 
     stop = [tokenizer.eos_token_id]
     xgr = Grammars(tokenizer, len(tokenizer), json_format=json_format, stop_token_ids=stop)

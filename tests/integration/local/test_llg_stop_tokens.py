@@ -1,4 +1,4 @@
-"""The llama.cpp runtime's stop tokens and refusals (``sdk._local._llg_grammar``,
+"""The llama.cpp runtime's stop tokens and refusals (``sdk._local._llg_masks``,
 ``sdk._local._llg_specs.check_llg``): a Lark grammar that names the stop token itself
 (``<|im_end|>``) lets the model write it and ends there; a mask that allows nothing raises a
 BackendError instead of letting a forbidden token be picked; ``check_request`` refuses a special
@@ -19,7 +19,7 @@ from sdk import BackendError, Grammar, UnsupportedConstraint
 from sdk._backend import GenerationRequest
 from sdk._local import LocalBackend
 from sdk._local._constrain import GrammarSpec
-from sdk._local._llg_grammar import LlgGrammars
+from sdk._local._llg_masks import LlgGrammars
 
 llguidance_hf = import_llguidance_hf()
 

@@ -9,7 +9,7 @@ import pytest
 from _local_support import CASES, NESTED, collect, greedy_case, request_for, text_of
 
 from sdk._local import LocalBackend
-from sdk._local._grammar import JSON_FORMATS
+from sdk._local._xgr_masks import JSON_FORMATS
 
 pytestmark = pytest.mark.slow
 

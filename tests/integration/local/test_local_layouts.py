@@ -8,7 +8,7 @@ import pytest
 
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine, grammars_for
-from sdk._local._grammar import JSON_FORMATS, Grammars
+from sdk._local._xgr_masks import JSON_FORMATS, Grammars
 
 VALUE = {"name": "Ada", "tags": ["x", "y"], "age": 36}
 SCHEMA = {

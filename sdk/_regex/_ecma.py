@@ -15,7 +15,7 @@ is: :func:`compile_ecma` parses it as ECMA-262 and emits an equivalent pattern f
 - ``\\uXXXX`` (surrogate pairs joined), ``\\u{X...}``, ``\\xHH``, ``\\cX``, ``\\0``, ``[^]`` and
   ``[]`` mean what ECMA says;
 - ``\\p{...}``/``\\P{...}`` name exactly the properties ECMA-262 lists, spelled as it spells
-  them (``sdk/_ecma_properties.py``, the table); others (``\\p{Greek}``, ``\\p{l}``) are
+  them (``sdk/_regex/_properties.py``, the table); others (``\\p{Greek}``, ``\\p{l}``) are
   refused;
 - named groups ``(?<n>...)`` and ``\\k<n>``, lookahead and (variable-width) lookbehind work;
   a backreference to a group that has not matched matches the empty string; the groups inside
@@ -41,8 +41,8 @@ dropped, quantifiers are greedy (which never changes whether a match exists). A 
 a backreference is not checked on prefixes at all. A prefix is therefore refused only when no
 continuation can match; the full text is always checked with the exact pattern.
 
-**Matching** a model's text runs under a time budget (:mod:`sdk._regex_budget`), and a final
-check goes to RE2 where it decides the pattern exactly (:mod:`sdk._linear_regex`).
+**Matching** a model's text runs under a time budget (:mod:`sdk._regex._budget`), and a final
+check goes to RE2 where it decides the pattern exactly (:mod:`sdk._regex._linear`).
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 
 import regex
 
-from sdk import _regex_budget as _budget
 from sdk._constants import DEFAULT_MAX_PATTERN_SIZE
-from sdk._ecma_properties import property_class
-from sdk._linear_regex import LinearProgram, compile_linear
+from sdk._regex import _budget
+from sdk._regex._linear import LinearProgram, compile_linear
+from sdk._regex._properties import property_class
 
 __all__ = [
     "EcmaRegex",
@@ -615,14 +615,14 @@ class EcmaRegex:
         """The pattern as written."""
         self._exact = exact
         self._loose = loose
-        self._linear = linear  # RE2's program, when it decides this pattern (sdk._linear_regex)
+        self._linear = linear  # RE2's program, when it decides this pattern (sdk._regex._linear)
 
     def __repr__(self) -> str:
         return f"EcmaRegex({self.source!r})"
 
     def search(self, text: str) -> bool:
         """Whether the pattern matches somewhere in ``text`` (JSON Schema's ``pattern``), within
-        the time budget in force (:mod:`sdk._regex_budget`: ``BudgetSpent`` when it runs out)."""
+        the time budget in force (:mod:`sdk._regex._budget`: ``BudgetSpent`` when it runs out)."""
         return _budget.search(self._exact, self.source, text, self._linear)
 
     def fullmatch(self, text: str) -> bool:

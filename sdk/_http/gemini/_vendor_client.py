@@ -6,7 +6,7 @@ caller set up on that client is used as it is: the Gemini API or Vertex AI, its 
 The body is the one :func:`~sdk._http.gemini._request.gemini_body` builds for the httpx
 backend, given to the SDK as its ``contents`` and ``GenerateContentConfig`` (the REST field
 names, which its models read), and each record the SDK yields is read by the same decoder as
-the httpx backend (:class:`~sdk._http.gemini._events.GeminiDecoder`). Closing the iterator
+the httpx backend (:class:`~sdk._http.gemini._decoder.GeminiDecoder`). Closing the iterator
 closes the SDK's stream, and its HTTP response.
 
 Its errors stay google-genai's too: a ``google.genai.errors.ClientError`` for HTTP 429 is raised
@@ -23,7 +23,7 @@ from typing import Any
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import MissingDependencyError, StreamUsageError, TransportError
 from sdk._http._errors import both, status_error
-from sdk._http.gemini._events import GeminiDecoder
+from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
 
 __all__ = ["GenaiSDKBackend"]

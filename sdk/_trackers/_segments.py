@@ -31,9 +31,9 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._extent import JsonExtent
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
-from sdk._tracker import Dispatch, FieldTracker
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
+from sdk._trackers._extent import JsonExtent
+from sdk._trackers._field import Dispatch, FieldTracker
 
 __all__ = ["Segment", "SegmentTracker", "TaggedText"]
 

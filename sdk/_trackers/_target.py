@@ -31,11 +31,11 @@ from sdk._constraints import (
 )
 from sdk._errors import Path, SchemaViolation
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
 from sdk._schema import CompiledSchema, Formats, compile_schema
-from sdk._segments import SegmentTracker
-from sdk._text import TextTracker
-from sdk._tracker import Dispatch, FieldTracker
+from sdk._trackers._field import Dispatch, FieldTracker
+from sdk._trackers._segments import SegmentTracker
+from sdk._trackers._text import TextTracker
 
 __all__ = [
     "Compiled",
@@ -53,7 +53,8 @@ __all__ = [
 
 class Tracker(Protocol):
     """What an attempt feeds each part of its output to (a :class:`~sdk.FieldTracker`, a
-    :class:`~sdk._text.TextTracker`, a :class:`~sdk._segments.SegmentTracker`...)."""
+    :class:`~sdk._trackers._text.TextTracker`, a
+    :class:`~sdk._trackers._segments.SegmentTracker`...)."""
 
     @property
     def snapshot(self) -> Any: ...
@@ -103,7 +104,7 @@ class _MessageTarget:
 
 class TextTarget(_MessageTarget):
     """A :class:`~sdk.Choice`, :class:`~sdk.Regex` or :class:`~sdk.Grammar`: the message's
-    text, tracked by a :class:`~sdk._text.TextTracker`."""
+    text, tracked by a :class:`~sdk._trackers._text.TextTracker`."""
 
     def __init__(self, constraint: TextConstraint) -> None:
         self.constraint: TextConstraint = constraint
@@ -122,7 +123,7 @@ class TextTarget(_MessageTarget):
 
 class TaggedTarget(_MessageTarget):
     """A :class:`~sdk.StructuralTag`: free text and tagged JSON segments, tracked by a
-    :class:`~sdk._segments.SegmentTracker`."""
+    :class:`~sdk._trackers._segments.SegmentTracker`."""
 
     def __init__(self, constraint: StructuralTag) -> None:
         self.constraint: StructuralTag = constraint

@@ -1,7 +1,7 @@
 """Schema or constraint -> token masks on the llama.cpp runtime: llguidance, without torch,
 transformers or xgrammar.
 
-The twin of :mod:`sdk._local._grammar` (same methods and attributes, so the engine drives
+The twin of :mod:`sdk._local._xgr_masks` (same methods and attributes, so the engine drives
 either): one :class:`LlgGrammars` per tokenizer holds the ``llguidance.LLTokenizer`` and a cache
 of compiled grammars (each a pristine ``LLMatcher``, copied for a request: the copy shares the
 compiled grammar, so a spec seen before costs microseconds); one :class:`LlgConstraint` per

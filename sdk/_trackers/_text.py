@@ -9,12 +9,12 @@ returns a :class:`~sdk.TextDelta` (path ``()``) for every chunk and, at :meth:`f
 - :class:`~sdk.Choice`: the choices the text is still a beginning of; the first character that
   leaves none raises :class:`~sdk.SchemaViolation` (keyword ``"enum"``).
 - :class:`~sdk.Regex`: whether some continuation of the text so far can still be a full match
-  (:meth:`~sdk._ecma_regex.EcmaRegex.could_fullmatch`, sound: a word boundary or lookaround at
+  (:meth:`~sdk._regex._ecma.EcmaRegex.could_fullmatch`, sound: a word boundary or lookaround at
   the end of the text so far is left open) after each chunk; when none can, the first
   character that made it so (found by bisection within the chunk) raises
   :class:`~sdk.SchemaViolation` (keyword ``"pattern"``). Each check reads the whole text so
   far, so a long output under a regex costs O(n) per chunk. Each check has ``regex_timeout``
-  seconds (:mod:`sdk._regex_budget`): a prefix check that runs out leaves the verdict to the
+  seconds (:mod:`sdk._regex._budget`): a prefix check that runs out leaves the verdict to the
   end; the final full match that runs out raises :class:`~sdk.PatternTimeout`.
 - :class:`~sdk.Grammar`: nothing; the server's decoding is the guarantee.
 
@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from sdk._constraints import Choice, Grammar, Regex, TextConstraint
 from sdk._errors import SchemaViolation, StreamError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, enter, leave
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, enter, leave
 from sdk._schema._streaming import common_length, first_bad
 
 __all__ = ["TextTracker"]

@@ -11,7 +11,7 @@ framework-free strings: hand the iterator to any ASGI streaming response (Starle
 
 Every ``data:`` line is one line of valid JSON that encodes as UTF-8, whatever the value (see
 :func:`frame_json`), and an error that is not about the output reaches the page without the
-server's details (:mod:`sdk._sse_errors`).
+server's details (:mod:`sdk._web._error_payload`).
 
 Sans-I/O: nothing here imports anyio or httpx; :func:`sse_events` only iterates the stream it
 is given.
@@ -38,10 +38,10 @@ from sdk._events import (
     TextDelta,
     UsageReported,
 )
-from sdk._sse_errors import error_data, is_public, new_request_id
+from sdk._web._error_payload import error_data, is_public, new_request_id
 
 if TYPE_CHECKING:
-    from sdk._stream import Stream
+    from sdk._stream._stream import Stream
 
 logger = logging.getLogger("fieldstream")
 

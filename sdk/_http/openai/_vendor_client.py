@@ -36,11 +36,11 @@ from sdk._errors import (
 from sdk._http._errors import both, status_error
 from sdk._http._read_loop import EventDecoder, stream_deltas
 from sdk._http._transport import Opened, encode_body, estimate_tokens
-from sdk._http.openai._chat_chunks import chat_decoder
+from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._errors import error_from_payload
 from sdk._http.openai._flavours import Api, Server, check_request, check_server
-from sdk._http.openai._responses_events import responses_decoder
+from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 
 __all__ = ["OpenAISDKBackend", "ResponsesSDKBackend", "per_request"]

@@ -1,7 +1,7 @@
 """The attempts of one stream, sans-I/O: the one in progress, the records of those that ended,
 and what the next one is told.
 
-:class:`Ledger` makes each :class:`~sdk._attempt.AttemptState` — a fresh one (a new request,
+:class:`Ledger` makes each :class:`~sdk._stream._attempt.AttemptState` — a fresh one (a new request,
 with the feedback gathered so far) or one that continues a rewound generation (it starts with
 the text the rewind kept, and counts only what comes after) — and records each attempt once,
 whatever ends it. The :class:`~sdk.Stream` asks it, and only moves data.
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sdk._attempt import AttemptState
 from sdk._backend import Message, Usage
 from sdk._options import StreamConfig
-from sdk._retry import Attempt, AttemptInfo, Retry
-from sdk._target import Compiled
+from sdk._records import Attempt, AttemptInfo
+from sdk._retry import Retry
+from sdk._stream._attempt import AttemptState
+from sdk._trackers._target import Compiled
 
 __all__ = ["Ledger"]
 

@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY
 from sdk._errors import CallbackError, Path, pointer
 from sdk._events import FieldEvent
-from sdk._patterns import PatternSet
+from sdk._stream._path_patterns import PatternSet
 
 __all__ = ["Callback", "CallbackErrorPolicy", "Dispatcher", "OnField", "idempotency_key"]
 

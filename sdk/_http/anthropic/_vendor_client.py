@@ -29,8 +29,8 @@ from sdk._errors import APIConnectionError, APITimeoutError, MissingDependencyEr
 from sdk._http._errors import both, status_error
 from sdk._http._read_loop import stream_deltas
 from sdk._http._transport import Opened, encode_body, estimate_tokens
+from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
-from sdk._http.anthropic._events import AnthropicDecoder
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
 
 __all__ = ["AnthropicSDKBackend"]

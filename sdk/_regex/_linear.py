@@ -1,10 +1,10 @@
 """A linear-time matcher for the patterns it can decide exactly: RE2 (``google-re2``, the
 ``re2`` extra), when installed.
 
-RE2 never backtracks, so ``^(a|aa)+$`` costs O(length) there; :mod:`sdk._regex_budget` uses
+RE2 never backtracks, so ``^(a|aa)+$`` costs O(length) there; :mod:`sdk._regex._budget` uses
 it for a final check when :func:`compile_linear` gave a program, and the ``regex`` package
 (under its time budget) otherwise. :func:`to_re2` reads the ECMA-262 pattern itself (not the
-``regex``-package translation of :mod:`sdk._ecma_regex`) and emits RE2 syntax only for a subset
+``regex``-package translation of :mod:`sdk._regex._ecma`) and emits RE2 syntax only for a subset
 whose meaning is the same in both, by construction:
 
 - literal characters (each emitted as ``\\x{...}``), ``^`` and ``$`` (start and end of the

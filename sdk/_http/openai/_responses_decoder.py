@@ -1,7 +1,7 @@
 """Responses API stream events -> :class:`~sdk._backend.Delta` values (sans-I/O).
 
 :class:`ResponsesDecoder` is to ``POST /responses`` what
-:class:`~sdk._http.openai._chat_chunks.ChunkDecoder` is to Chat Completions, with the same
+:class:`~sdk._http.openai._chat_decoder.ChunkDecoder` is to Chat Completions, with the same
 face (``feed_event`` and ``decode``, ``end``, ``done``), so the shared read loop
 (:func:`~sdk._http._read_loop.stream_deltas`) drives either. Each event's
 ``type`` (in its JSON; the SSE ``event:`` name is the same) decides:
@@ -294,7 +294,7 @@ def responses_decoder(
 
 def _object(text: str) -> dict[str, Any] | None:
     """``text`` parsed, if it is a JSON object: by pydantic-core's reader (as chunks are, see
-    :mod:`sdk._http.openai._chat_chunks`), by ``json.loads`` for what that refuses."""
+    :mod:`sdk._http.openai._chat_decoder`), by ``json.loads`` for what that refuses."""
     try:
         value = from_json(text, cache_strings="keys")
     except (ValueError, TypeError):

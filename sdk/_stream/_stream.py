@@ -1,8 +1,8 @@
 """The stream: pulls deltas from a source, dispatches field events, aborts and retries.
 
-:class:`Stream` is the async shell around the sans-I/O attempts (:mod:`sdk._ledger`,
-:mod:`sdk._attempt`): it pulls one chunk at a time from the source, hands it to the attempt in
-progress, gives the new field events to the dispatcher (callbacks, exactly once) and the
+:class:`Stream` is the async shell around the sans-I/O attempts (:mod:`sdk._stream._ledger`,
+:mod:`sdk._stream._attempt`): it pulls one chunk at a time from the source, hands it to the
+attempt in progress, gives the new field events to the dispatcher (callbacks, exactly once) and the
 iterator, and when an attempt fails rewinds the generation (``Retry(backtrack=True)``) or closes
 the source at once (the generation stops), then goes on with the next attempt or fails.
 """
@@ -19,7 +19,6 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sdk._backend import Delta, Usage
-from sdk._dispatch import Dispatcher
 from sdk._errors import CallbackError, SchemaViolation, StreamUsageError
 from sdk._events import (
     AttemptFailed,
@@ -30,13 +29,15 @@ from sdk._events import (
     StreamEnded,
     UsageReported,
 )
-from sdk._ledger import Ledger
 from sdk._options import StreamConfig
 from sdk._partial_typed import Partial
-from sdk._retry import NO_RETRY, AttemptInfo, answers, next_try
-from sdk._source import Pulled, Source, SourceReader
-from sdk._target import Compiled
-from sdk._tracing import StreamTrace, stream_trace
+from sdk._records import AttemptInfo
+from sdk._retry import NO_RETRY, answers, next_try
+from sdk._stream._dispatch import Dispatcher
+from sdk._stream._ledger import Ledger
+from sdk._stream._source import Pulled, Source, SourceReader
+from sdk._stream._tracing import StreamTrace, stream_trace
+from sdk._trackers._target import Compiled
 
 __all__ = ["Stream"]
 
@@ -63,7 +64,7 @@ class Stream(Generic[T]):
     is left first. Leaving the ``async with`` block closes the source (the generation stops)
     whatever state the stream is in.
 
-    Exactly once (see :mod:`sdk._dispatch`): a retry that writes a field with the same value
+    Exactly once (see :mod:`sdk._stream._dispatch`): a retry that writes a field with the same value
     does not yield or dispatch it again; ``TextDelta`` events are live text, not deduplicated.
 
     Built by :func:`stream_structured` and :meth:`sdk.Client.stream`.
@@ -122,14 +123,14 @@ class Stream(Generic[T]):
     def assistant_message(self) -> dict[str, Any]:
         """The reply, ready to append to the conversation of the next Chat Completions turn
         (tool calls with their ids): :meth:`AttemptInfo.assistant_message
-        <sdk._retry.AttemptInfo.assistant_message>` of the attempt that succeeded. Raises
+        <sdk._records.AttemptInfo.assistant_message>` of the attempt that succeeded. Raises
         :class:`StreamUsageError` before the stream ended with success."""
         return self._succeeded("assistant_message").assistant_message()
 
     def output_items(self) -> list[dict[str, Any]]:
         """The reply as Responses API input items for the next turn (``function_call`` items
         with their ``call_id``): :meth:`AttemptInfo.output_items
-        <sdk._retry.AttemptInfo.output_items>` of the attempt that succeeded. Raises
+        <sdk._records.AttemptInfo.output_items>` of the attempt that succeeded. Raises
         :class:`StreamUsageError` before the stream ended with success."""
         return self._succeeded("output_items").output_items()
 

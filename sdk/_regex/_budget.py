@@ -9,7 +9,7 @@ CPU time, not wall-clock time, so a loaded machine stretches it and other busy t
 it):
 
 - a **final** check (:func:`search`, :func:`fullmatch`) goes to RE2 when it can decide the
-  pattern exactly (:mod:`sdk._linear_regex`, the ``re2`` extra): linear time, no budget
+  pattern exactly (:mod:`sdk._regex._linear`, the ``re2`` extra): linear time, no budget
   needed; otherwise it runs in the ``regex`` package, and one that runs out raises
   :class:`BudgetSpent`; the tracker turns it into :class:`~sdk.PatternTimeout`, naming the
   path and the pattern (the verdict is unknown: it is neither a pass nor a violation);
@@ -25,7 +25,7 @@ immutable and one stream's option never leaks into another's. Outside a tracker,
 
 A pattern the *model* wrote (``format: "regex"``) is compiled, not matched, and the ``regex``
 package writes counted repetitions out when it compiles: the format check compiles one only
-when its size (:func:`sdk._ecma_regex.pattern_size`) is at most :data:`MAX_EXPANSION`.
+when its size (:func:`sdk._regex._ecma.pattern_size`) is at most :data:`MAX_EXPANSION`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 import regex
 
 from sdk._errors import Path, PatternTimeout
-from sdk._linear_regex import LinearProgram
+from sdk._regex._linear import LinearProgram
 
 __all__ = [
     "DEFAULT_REGEX_TIMEOUT",
@@ -58,7 +58,7 @@ backtracking comes near it, and a stream blocks its event loop at most this long
 
 
 MAX_EXPANSION = 20_000
-"""The largest pattern (:func:`sdk._ecma_regex.pattern_size`) the ``regex`` package compiles
+"""The largest pattern (:func:`sdk._regex._ecma.pattern_size`) the ``regex`` package compiles
 from a model's text (``format: "regex"``); a larger valid one is judged on its syntax. The
 package writes counted repetitions out when it compiles: ~0.5 s for a million elements
 (``a{1000000}``), and ``((a{1000}){1000}){1000}`` does not finish. A developer's schema has a
@@ -129,7 +129,7 @@ def search(
     pattern: regex.Pattern[str], source: str, text: str, linear: LinearProgram | None = None
 ) -> bool:
     """Whether ``pattern`` (written ``source``) matches somewhere in ``text``: by ``linear``
-    (RE2's program for the same pattern, :mod:`sdk._linear_regex`) when given and it can read
+    (RE2's program for the same pattern, :mod:`sdk._regex._linear`) when given and it can read
     ``text``, else by ``pattern`` under the budget (:class:`BudgetSpent` when it runs out)."""
     if linear is not None:
         try:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sdk._backend import Usage
 from sdk._errors import SchemaViolation, TransportError
-from sdk._retry import AttemptInfo
+from sdk._records import AttemptInfo
 
 __all__ = ["StreamTrace", "stream_trace"]
 

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
-from sdk._ecma_regex import portable
+from sdk._regex._ecma import portable
 
 __all__ = [
     "choice_gbnf",

@@ -7,56 +7,28 @@ must be seen at once, not at the next chunk), and closes the iterable: closing i
 generation is stopped (the HTTP response is dropped, the local engine's loop ends), so it is
 shielded from cancellation, yet bounded in time.
 
-A backend whose deltas are mostly text alone (the HTTP backends) may return :class:`TextChunks`:
-to its other users an iterator of deltas, while the reader takes the text of such a delta as a
-``str`` chunk, and no :class:`~sdk.Delta` is made for it.
+A backend whose deltas are mostly text alone (the HTTP backends) may return
+:class:`~sdk._backend.TextChunks`: to its other users an iterator of deltas, while the reader
+takes the text of such a delta as a ``str`` chunk, and no :class:`~sdk.Delta` is made for it.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TypeAlias
 
 import anyio
 
-from sdk._backend import Delta, Rewindable, Rewound
-from sdk._retry import Attempt
+from sdk._backend import Chunk, Rewindable, Rewound, TextChunks
+from sdk._records import Attempt
 
-__all__ = ["Chunk", "Pulled", "Source", "SourceReader", "TextChunks"]
+__all__ = ["Pulled", "Source", "SourceReader"]
 
-Chunk: TypeAlias = str | Delta
 Source: TypeAlias = AsyncIterable[Chunk] | Callable[[Attempt], AsyncIterable[Chunk]]
 """An async iterable of text (``str``) or :class:`~sdk.Delta` values, or a callable that
 starts one for an :class:`~sdk.Attempt` (only a callable source can be retried)."""
-
-
-class TextChunks:
-    """The deltas of a generation, over ``chunks``: an async generator of chunks, in which a
-    ``str`` is a delta of text alone (``Delta(text=chunk)``). Iterated, it gives
-    :class:`~sdk.Delta` values; :class:`SourceReader` reads ``chunks`` itself (the stream takes
-    a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops.
-    ``prompt_estimate``: the backend's estimate of the request's prompt tokens, counted for an
-    attempt that produced output but ended before the server reported its usage."""
-
-    __slots__ = ("chunks", "prompt_estimate")
-
-    def __init__(
-        self, chunks: AsyncGenerator[Chunk, None], *, prompt_estimate: int | None = None
-    ) -> None:
-        self.chunks = chunks
-        self.prompt_estimate = prompt_estimate
-
-    def __aiter__(self) -> TextChunks:
-        return self
-
-    async def __anext__(self) -> Delta:
-        chunk = await self.chunks.__anext__()  # StopAsyncIteration ends this too
-        return Delta(text=chunk) if isinstance(chunk, str) else chunk
-
-    async def aclose(self) -> None:
-        await self.chunks.aclose()
 
 
 class Pulled(enum.Enum):

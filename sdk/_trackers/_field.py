@@ -25,7 +25,7 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT, Budget, enter, leave
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED

@@ -1,7 +1,7 @@
 """Messages API stream events -> :class:`~sdk._backend.Delta` values (sans-I/O).
 
 :class:`AnthropicDecoder` is to ``POST /v1/messages`` what
-:class:`~sdk._http.openai._chat_chunks.ChunkDecoder` is to Chat Completions, with the same face
+:class:`~sdk._http.openai._chat_decoder.ChunkDecoder` is to Chat Completions, with the same face
 (``decode``, ``end``, ``done``), so the shared read loop (:func:`~sdk._http._read_loop.
 stream_deltas`) drives it. The event's ``type`` (in its JSON; the SSE ``event:`` name is the
 same) decides:

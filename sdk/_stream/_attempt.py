@@ -10,7 +10,7 @@ event loop and no connection, so every rule below is tested by feeding it values
   (several tools), a call's text waits until its name arrives (it may come on a later delta),
   or until the output ends. An error in a call's arguments says which call it is
   (:meth:`~sdk.StreamError.attribute`: index, tool name, id). What kind of
-  tracker reads a part is the target's choice (:func:`sdk._target.new_tracker`): a JSON
+  tracker reads a part is the target's choice (:func:`sdk._trackers._target.new_tracker`): a JSON
   Schema's :class:`~sdk.FieldTracker`, a text constraint's, a structural tag's. Message text
   next to tool calls is prose: kept in the attempt's text, never parsed (text seen before the
   first tool call is dropped from parsing when the call arrives).
@@ -48,13 +48,13 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
-from sdk._partial_view import partial_view
-from sdk._pieces import Pieces
-from sdk._regex_budget import DEFAULT_REGEX_TIMEOUT
-from sdk._retry import JSON_DOCUMENT, AttemptInfo, ToolCallText
-from sdk._target import Compiled, ToolsTarget, Tracker, new_tracker
-from sdk._think import ThinkSplitter
-from sdk._tracker import Dispatch, FieldTracker
+from sdk._records import JSON_DOCUMENT, AttemptInfo, ToolCallText
+from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
+from sdk._stream._partial_view import partial_view
+from sdk._stream._pieces import Pieces
+from sdk._stream._think import ThinkSplitter
+from sdk._trackers._field import Dispatch, FieldTracker
+from sdk._trackers._target import Compiled, ToolsTarget, Tracker, new_tracker
 
 __all__ = ["AttemptEvent", "AttemptState"]
 
@@ -193,9 +193,9 @@ class AttemptState:
         return self._reported
 
     def view(self, python_type: Any) -> Any:
-        """The snapshot as ``python_type`` (see :mod:`sdk._partial_view`): the plain snapshot
-        when it is ``None`` (a dict schema). Raises :class:`~sdk.StreamUsageError` when there
-        are several tool calls."""
+        """The snapshot as ``python_type`` (see :mod:`sdk._stream._partial_view`): the plain
+        snapshot when it is ``None`` (a dict schema). Raises :class:`~sdk.StreamUsageError` when
+        there are several tool calls."""
         snapshot = self.snapshot
         if self._tool_mode:
             if len(snapshot) != 1:

@@ -1,7 +1,7 @@
 """JSON documents as a model may write them, with what is hard to send on: lone surrogates
 (escaped and raw), numbers too big or too small for a double, control characters, ``\\r``,
 line breaks and ``data:`` / ``event:`` inside strings. Used by the server-sent events tests
-(tests/sdk/test_sse.py, and tests/test_web_example.py in a browser).
+(tests/sdk/web/test_sse_writer.py, and tests/test_web_example.py in a browser).
 
 ``canonical`` writes a value as a JavaScript engine holds it (every number a double), so a
 value read back in a browser can be compared with the one Python read.

@@ -2,7 +2,7 @@
 
 Every ``@pytest.mark.anyio`` test runs on asyncio and on trio. A test that needs the ``local``
 extra (the local engine's llama.cpp runtime: xllamacpp, llguidance, numpy, jinja2) carries the
-``local`` marker (every test under ``tests/integration/local/`` has it implicitly); one that
+``local`` marker (every test under ``tests/sdk/local/`` has it implicitly); one that
 needs the ``torch`` extra (the torch runtime: torch, transformers, xgrammar, gguf) carries the
 ``torch`` marker (every test parametrised with ``runtime="torch"`` has it implicitly). Where an
 extra is not installed, its tests are skipped with the reason, so a contributor without it (or
@@ -29,7 +29,7 @@ import pytest
 
 LOCAL_MODULES = ("xllamacpp", "llguidance", "numpy", "jinja2")
 TORCH_MODULES = ("torch", "transformers", "xgrammar", "gguf")
-LOCAL_DIR = Path(__file__).parent / "integration" / "local"
+LOCAL_DIR = Path(__file__).parent / "sdk" / "local"
 
 
 def _missing(extra: str, modules: tuple[str, ...]) -> str | None:

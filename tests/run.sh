@@ -31,5 +31,5 @@ if [ "${CHECKS:-1}" != 0 ]; then
     # into site/ (ignored)
     step "mkdocs build --strict" env NO_MKDOCS_2_WARNING=1 "$venv/bin/mkdocs" build --strict --quiet
 fi
-say "pytest (tests/integration first: the real model and server; each slow test is named as it ends) ..."
+say "pytest (each slow test, which loads the real model or starts the real server, is named as it ends) ..."
 exec "$venv/bin/python" -m pytest --durations=15 "$@"

@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from _json_texts import DOCUMENTS, canonical
-from _web_support import chromium, served
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import partial
 from sdk import FieldEvent, StreamEnded, Usage, format_sse
+from tests._json_texts import DOCUMENTS, canonical
+from tests._web_support import chromium, served
 
 pytestmark = pytest.mark.slow  # a browser and a web server
 

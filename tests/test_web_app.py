@@ -9,7 +9,9 @@ import logging
 
 import httpx
 import pytest
-from _web_support import (
+
+from sdk import Client
+from tests._web_support import (
     BAD,
     GOOD,
     INTERNAL_URL,
@@ -21,8 +23,6 @@ from _web_support import (
     echoing_client,
     import_app,
 )
-
-from sdk import Client
 
 pytestmark = pytest.mark.anyio
 

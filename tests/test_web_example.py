@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _web_support import (
+
+from sdk import Client
+from tests._web_support import (
     APP,
     BAD,
     FIELDS,
@@ -44,8 +46,6 @@ from _web_support import (
     pieces,
     served,
 )
-
-from sdk import Client
 
 pytestmark = pytest.mark.slow  # a browser, a web server (and, for one, the real model)
 

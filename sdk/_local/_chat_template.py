@@ -3,7 +3,7 @@
 The llama.cpp runtime reads the chat template out of the GGUF file (``tokenizer.chat_template``)
 and renders it here, with jinja2, in the environment transformers' ``apply_chat_template`` uses
 (``transformers/utils/chat_template_utils.py``), so both runtimes send the model the same
-prompt text (``tests/integration/local/test_local_llama_tokenizer.py`` compares them):
+prompt text (``tests/sdk/local/test_llama_tokenizer.py`` compares them):
 
 - a sandboxed, immutable environment (a chat template is untrusted code from a model file),
   ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, and a

@@ -22,7 +22,7 @@ ECMA-262; the differential test found it), ``\\p{...}``, ``\\cX``, a ``{`` that 
 quantifier, an empty class, a surrogate, a syntax error — gives ``None``: the pattern stays
 with the ``regex`` package. A text RE2 cannot take (a lone surrogate, which UTF-8 cannot
 encode) is matched by the ``regex`` package too. The differential test
-(``tests/sdk/test_linear_regex.py``) holds the two engines to the same verdicts.
+(``tests/sdk/regex/test_linear.py``) holds the two engines to the same verdicts.
 """
 
 from __future__ import annotations

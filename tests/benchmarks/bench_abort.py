@@ -42,13 +42,12 @@ from pydantic import BaseModel, Field
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
-from llama_server import start  # noqa: E402
-
 from sdk._backend import Delta, GenerationRequest  # noqa: E402
 from sdk._client import Client  # noqa: E402
 from sdk._errors import StreamError, TransportError  # noqa: E402
 from sdk._http.openai._backend import OpenAIBackend  # noqa: E402
 from sdk._retry import Retry  # noqa: E402
+from tests.integration.llama_server import start  # noqa: E402
 
 
 class Verdict(BaseModel):

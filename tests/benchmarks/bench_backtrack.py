@@ -120,7 +120,7 @@ async def main(args: argparse.Namespace) -> None:
     await anyio.to_thread.run_sync(local.load)
     server = None
     if not args.no_server:
-        import llama_server
+        import tests.integration.llama_server as llama_server
 
         server = llama_server.start(threads=1)
     rows: dict[str, dict[str, dict[str, Any]]] = {}

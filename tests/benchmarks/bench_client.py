@@ -87,7 +87,8 @@ sys.path[:0] = [
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
-from client_contenders import (  # noqa: E402
+
+from tests.benchmarks.client_contenders import (  # noqa: E402
     DOCUMENTS,
     EXTRAS,
     NAMES,
@@ -97,8 +98,8 @@ from client_contenders import (  # noqa: E402
     command,
     wave,
 )
-from client_profile import profile  # noqa: E402
-from loopback_server import start  # noqa: E402
+from tests.benchmarks.client_profile import profile  # noqa: E402
+from tests.integration.loopback_server import start  # noqa: E402
 
 
 async def cpu_table(base_url: str, args: argparse.Namespace) -> dict[int, dict[str, list[float]]]:

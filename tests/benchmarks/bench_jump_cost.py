@@ -35,13 +35,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench_local import CASES, run_once
-
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._model import RUNTIMES, load_model
 from sdk._local._xgr_masks import Constraint
+from tests.benchmarks.bench_local import CASES, run_once
 
 RUNS = (
     ("off", False),

@@ -46,8 +46,8 @@ from sdk._local._xgr_masks import JSON_FORMATS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from layout_cases import CASES
-from llama_server import LlamaServer, start
+from tests.benchmarks.layout_cases import CASES
+from tests.integration.llama_server import LlamaServer, start
 
 
 @dataclass

@@ -235,7 +235,7 @@ def vs_llama(engines: dict[str, Engine], threads: int, repeat: int, max_tokens: 
     """The engine on each runtime against llama.cpp's server, interleaved; medians, then the
     retry's time to first token (module docstring)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    from llama_server import start
+    from tests.integration.llama_server import start
 
     rates: dict[tuple[str, str], list[float]] = {}
     forced: dict[tuple[str, str], int] = {}

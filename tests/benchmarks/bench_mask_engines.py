@@ -70,7 +70,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mask_engine_cases import (  # noqa: E402
+from tests.benchmarks.mask_engine_cases import (  # noqa: E402
     DRAFTS,
     Case,
     corpus_cases,

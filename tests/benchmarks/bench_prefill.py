@@ -34,8 +34,8 @@ import partial
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from layout_cases import CASES
-from llama_server import LlamaServer, start
+from tests.benchmarks.layout_cases import CASES
+from tests.integration.llama_server import LlamaServer, start
 
 
 def post(llama: LlamaServer, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -18,18 +18,18 @@ import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 from httpx_sse import EventSource  # noqa: E402
-from loopback_server import (  # noqa: E402
-    CATALOG_TEXT,
-    CATALOG_TOKENS,
-    WEATHER_TEXT,
-    WEATHER_TOKENS,
-)
 from pydantic import BaseModel  # noqa: E402
 
 from sdk._backend import GenerationRequest  # noqa: E402
 from sdk._client import Client  # noqa: E402
 from sdk._events import FieldEvent  # noqa: E402
 from sdk._trackers._field import FieldTracker  # noqa: E402
+from tests.integration.loopback_server import (  # noqa: E402
+    CATALOG_TEXT,
+    CATALOG_TOKENS,
+    WEATHER_TEXT,
+    WEATHER_TOKENS,
+)
 
 
 class Current(BaseModel):

@@ -7,7 +7,7 @@ import asyncio
 import os
 from typing import Any
 
-from client_contenders import DOCUMENTS, Contenders, command, wave
+from tests.benchmarks.client_contenders import DOCUMENTS, Contenders, command, wave
 
 
 def profile(base_url: str, args: argparse.Namespace) -> None:

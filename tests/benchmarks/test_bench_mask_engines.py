@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from mask_engine_cases import (
+
+from tests.benchmarks.mask_engine_cases import (
     compact,
     integral,
     other_type,

@@ -2,7 +2,7 @@
 draft-06, -07, 2019-09 and 2020-12 roots, each document judged by the tracker and by jsonschema
 (``validator_for`` the root, which switches validators at a subschema's ``$schema``).
 
-The generator is ``tests/sdk/test_schema_embedded_dialects.py``'s (150 cases in the suite).
+The generator is ``tests/sdk/schema/test_embedded_dialects.py``'s (150 cases in the suite).
 Run: ``python tests/fuzz/attack_embedded_dialects.py 2000``; it prints the cases, documents,
 documents jsonschema accepts, and each disagreement.
 """

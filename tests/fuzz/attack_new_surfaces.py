@@ -25,7 +25,7 @@ so any disagreement can be replayed alone), each with its oracle:
 
 Run: ``python tests/fuzz/attack_new_surfaces.py --cases 3000 --seed 1`` (``--only chat`` for
 one). It prints, per generator, the cases tried and the disagreements (the first few in full).
-``tests/sdk/test_attack_new_surfaces.py`` runs the same generators on fewer cases.
+``tests/sdk/http/test_tool_call_attack.py`` runs the same generators on fewer cases.
 """
 
 from __future__ import annotations
@@ -298,9 +298,8 @@ def responses_case(rng: random.Random) -> str | None:
 
 
 def batch_case(rng: random.Random) -> str | None:
-    from test_cli_batch import PERSON, Backend
-
     from sdk._cli._main import run
+    from tests.sdk.cli.test_batch import PERSON, Backend
 
     lines: list[bytes] = []
     bad: set[int] = set()

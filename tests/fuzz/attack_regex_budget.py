@@ -22,7 +22,7 @@ is a call that blocked much longer than the budget. Run from the repository root
 ``re2`` extra.
 
 ``re2-node SEED COUNT``: RE2 as the tracker uses it (``sdk._regex._linear``) against Node's
-``RegExp(p, "u")`` directly, on the generator of ``tests/sdk/test_linear_regex.py`` (every
+``RegExp(p, "u")`` directly, on the generator of ``tests/sdk/regex/test_linear.py`` (every
 construct of the subset, and the ones outside it) and strings of the characters where engines
 differ: counts the patterns RE2 took, the verdicts compared, and the disagreements.
 """
@@ -186,7 +186,7 @@ fs.writeFileSync(process.argv[3], JSON.stringify(cases.map(([p, subjects]) => {
 def re2_against_node(seed: int, count: int) -> int:
     from sdk._regex._ecma import EcmaRegexError, compile_ecma
     from sdk._regex._linear import compile_linear
-    from tests.sdk.test_linear_regex import _pattern, _subject
+    from tests.sdk.regex.test_linear import _pattern, _subject
 
     rng = random.Random(seed)
     cases: list[tuple[str, list[str]]] = []

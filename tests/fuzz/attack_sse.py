@@ -210,7 +210,7 @@ def untag(tagged: Any) -> Any:
 def browser_attack(sets: list[list[str]]) -> list[str]:
     """Serve each set of frames to Chromium; what it read that Python did not."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from _web_support import chromium, served
+    from tests._web_support import chromium, served
 
     current: list[str] = []
 

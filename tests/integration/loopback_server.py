@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llama_server import ChildServer, start_child
+from tests.integration.llama_server import ChildServer, start_child
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 WEATHER_FILE = DATA / "test_non_pydantic_response_format.sse"

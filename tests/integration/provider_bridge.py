@@ -34,7 +34,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from llama_server import ChildServer, start_child
+
+from tests.integration.llama_server import ChildServer, start_child
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}

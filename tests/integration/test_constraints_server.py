@@ -16,9 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from llama_server import LlamaServer
 from pydantic import BaseModel, Field
-from test_openai_server import _idle, _metrics
 
 from sdk import (
     Choice,
@@ -34,6 +32,8 @@ from sdk import (
     TruncatedError,
 )
 from sdk._constraints import Constraint
+from tests.integration.llama_server import LlamaServer
+from tests.integration.test_openai_server import _idle, _metrics
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -13,7 +13,6 @@ import anyio
 import httpx
 import openai
 import pytest
-from llama_server import LlamaServer
 from pydantic import BaseModel, Field
 
 from sdk._backend import GenerationRequest
@@ -23,6 +22,7 @@ from sdk._events import FieldEvent
 from sdk._http.openai._backend import OpenAIBackend
 from sdk._options import RequestOptions
 from sdk._retry import Retry
+from tests.integration.llama_server import LlamaServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

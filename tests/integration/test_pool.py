@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
-from loopback_server import LoopbackServer, start
 from pydantic import BaseModel
 
 from sdk import Client, FieldEvent
+from tests.integration.loopback_server import LoopbackServer, start
 
 pytestmark = pytest.mark.anyio
 

@@ -13,13 +13,13 @@ from typing import Any, cast
 import anyio
 import httpx
 import pytest
-from llama_server import LlamaServer
-from provider_bridge import ProviderBridge, start
 
 from sdk._client import Client
 from sdk._errors import SchemaViolation
 from sdk._providers import Provider
 from sdk._retry import Retry
+from tests.integration.llama_server import LlamaServer
+from tests.integration.provider_bridge import ProviderBridge, start
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

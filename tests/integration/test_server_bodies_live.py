@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from llama_server import LlamaServer
 from pydantic import BaseModel, Field
 
 from sdk import (
@@ -24,6 +23,7 @@ from sdk import (
     Tool,
     TruncatedError,
 )
+from tests.integration.llama_server import LlamaServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

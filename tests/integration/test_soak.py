@@ -36,12 +36,12 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 import pytest
-from loopback_server import LoopbackServer, small_value, start
 from pydantic import BaseModel
 
 from sdk._client import Client
 from sdk._errors import CallbackError, TransportError
 from sdk._events import FieldEvent
+from tests.integration.loopback_server import LoopbackServer, small_value, start
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _partial_support import (
+
+import partial
+from tests.partial._partial_support import (
     OpenStrings,
     consistent,
     done_pairs,
@@ -33,8 +35,6 @@ from _partial_support import (
     suite_files,
     walk,
 )
-
-import partial
 
 Y_FILES = list(suite_files("y_"))
 N_FILES = list(suite_files("n_"))

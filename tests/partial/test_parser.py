@@ -8,10 +8,10 @@ import json
 import sys
 
 import pytest
-from _partial_support import done_pairs, feed_all, singles
 
 import partial
 from partial import Key, Kind, StringDelta, ValueStart
+from tests.partial._partial_support import done_pairs, feed_all, singles
 
 # --- the public surface ---------------------------------------------------------------------
 

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _partial_support import (
+
+import partial
+from tests.partial._partial_support import (
     DATA,
     OpenStrings,
     consistent,
@@ -40,8 +42,6 @@ from _partial_support import (
     same,
     suite_files,
 )
-
-import partial
 
 CASES: list[dict[str, Any]] = json.loads(
     (DATA / "partial_cases" / "partial_cases.json").read_text("utf-8")

@@ -19,7 +19,11 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from _partial_support import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import partial
+from tests.partial._partial_support import (
     OpenStrings,
     consistent,
     done_pairs,
@@ -31,10 +35,6 @@ from _partial_support import (
     same_pairs,
     walk,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-import partial
 
 
 def examples(n: int) -> settings:

@@ -14,7 +14,6 @@ from typing import Any, Literal
 import httpx
 import pytest
 import respx
-from _http_support import Body
 from pydantic import BaseModel, Field
 
 from sdk._backend import Delta, GenerationRequest, Usage
@@ -28,6 +27,7 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, ReasoningDelta
 from sdk._retry import Retry
+from tests.sdk._http_support import Body
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,6 @@ import httpx
 import pytest
 import respx
 from pydantic import BaseModel
-from test_openai_corpus import GetStockPrice, GetWeatherArgs  # the recorded stream's tools
 
 from sdk import (
     Choice,
@@ -27,6 +26,10 @@ from sdk import (
     TextDelta,
     Tool,
     UnsupportedConstraint,
+)
+from tests.sdk.http.openai.test_recorded import (  # the recorded stream's tools
+    GetStockPrice,
+    GetWeatherArgs,
 )
 
 pytestmark = pytest.mark.anyio

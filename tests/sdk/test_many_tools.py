@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _stream_support import Scripted
-from test_openai_corpus import GetStockPrice, GetWeatherArgs  # the recorded stream's tools
 
 from sdk import (
     Delta,
@@ -24,6 +22,11 @@ from sdk import (
 from sdk._http.openai._chat_decoder import ToolIdDecoder
 from sdk._stream._attempt import AttemptState
 from sdk._trackers._target import compile_target
+from tests.sdk.http.openai.test_recorded import (  # the recorded stream's tools
+    GetStockPrice,
+    GetWeatherArgs,
+)
+from tests.sdk.stream._stream_support import Scripted
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openai_sse"
 

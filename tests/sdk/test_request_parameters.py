@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from _openai_types import openai_errors
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
@@ -20,6 +19,7 @@ from sdk._backend import GenerationRequest
 from sdk._http.openai._chat_request import chat_body
 from sdk._http.openai._responses_request import responses_body
 from sdk._options import split_options
+from tests.sdk.http.openai._openai_types import openai_errors
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 EVERY: dict[str, Any] = {

@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 import respx
-from _openai_types import openai_errors
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import BaseModel
 
 from sdk import Client, FieldEvent, StreamUsageError, Tool
+from tests.sdk.http.openai._openai_types import openai_errors
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,205 @@
+"""``fieldstream --input ... --output ...``: a file of requests as a batch. Outcomes written as
+they end, bad lines as error lines, a rerun resumes, an interruption loses nothing written."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._cli._main import run
+
+ROOT = Path(__file__).resolve().parents[3]
+PERSON = str(ROOT / "examples" / "models.py") + ":Person"
+
+
+def person(name: str) -> str:
+    doc = {"name": name, "age": 30, "occupation": "baker", "mood": "calm", "hobbies": []}
+    return json.dumps(doc)
+
+
+class Backend:
+    """Answers a Person named after the prompt; prompt "old" writes age 130 (a violation);
+    prompt "stop" raises KeyboardInterrupt (a Ctrl-C in the middle of the batch)."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        prompt = request.messages[-1]["content"]
+        self.prompts.append(prompt)
+        if prompt == "stop":
+            raise KeyboardInterrupt
+        doc = (
+            person(prompt).replace('"age": 30', '"age": 130') if prompt == "old" else person(prompt)
+        )
+        for i in range(0, len(doc), 9):
+            await anyio.lowlevel.checkpoint()
+            yield Delta(doc[i : i + 9])
+        yield Delta(finish_reason="stop", usage=Usage(20, 11))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def batch(
+    tmp: Path, lines: list[str], *extra: str, backend: Backend | None = None
+) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]], Backend]:
+    source, target = tmp / "in.jsonl", tmp / "out.jsonl"
+    source.write_text("".join(line + "\n" for line in lines))
+    backend = backend or Backend()
+    out, err = io.StringIO(), io.StringIO()
+    code = run(
+        ["-s", PERSON, "--input", str(source), "--output", str(target), "--retries", "0", *extra],
+        make_backend=lambda args, report: backend,
+        stdout=out,
+        stderr=err,
+    )
+    written = (
+        [json.loads(line) for line in target.read_text().splitlines()] if target.exists() else []
+    )
+    progress = [json.loads(line) for line in out.getvalue().splitlines()]
+    return code, written, progress, backend
+
+
+def test_a_batch_writes_one_line_per_request(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "a", "prompt": "Ada"}),
+        json.dumps({"id": 2, "messages": [{"role": "user", "content": "Bo"}]}),
+        "{not json",
+        json.dumps({"id": "c"}),
+        "",
+        json.dumps({"id": "d", "prompt": "old"}),
+    ]
+    code, written, progress, backend = batch(tmp_path, lines, "--concurrency", "2")
+    assert code == 1  # some failed
+    by_id = {(w["id"], "result" in w): w for w in written}
+    assert by_id[("a", True)]["result"]["name"] == "Ada"
+    assert by_id[(2, True)]["result"]["name"] == "Bo"  # a numeric id comes back a number
+    assert (
+        by_id[("a", True)]["attempts"] == 1 and by_id[("a", True)]["usage"]["prompt_tokens"] == 20
+    )
+    bad_json = next(w for w in written if w.get("line") == 3)
+    assert bad_json["id"] is None and bad_json["error"]["type"] == "BatchInputError"
+    no_prompt = next(w for w in written if w.get("line") == 4)
+    assert no_prompt["id"] == "c" and "prompt" in no_prompt["error"]["message"]
+    violation = by_id[("d", False)]
+    assert violation["error"]["type"] == "SchemaViolation"
+    assert len(written) == 5
+    items = [p for p in progress if p["event"] == "item"]
+    assert len(items) == 5
+    summary = progress[-1]
+    assert summary["event"] == "batch"
+    assert (summary["done"], summary["failed"], summary["skipped"]) == (5, 3, 0)
+    # The system message asks for the schema; each prompt is its own user message.
+    assert sorted(backend.prompts) == ["Ada", "Bo", "old"]
+
+
+def test_a_rerun_skips_what_has_a_result_and_drops_a_line_cut_short(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text(
+        json.dumps({"id": "a", "result": {"name": "Ada"}})
+        + "\n"
+        + json.dumps({"id": "b", "error": {"type": "TransportError"}})
+        + "\n"
+        + '{"id": "c", "res'  # a crash in the middle of a line
+    )
+    lines = [json.dumps({"id": x, "prompt": x.upper()}) for x in "abc"]
+    code, written, progress, backend = batch(tmp_path, lines, "--concurrency", "1")
+    assert code == 0
+    assert backend.prompts == ["B", "C"]  # a skipped; b failed before, so it runs again
+    # The cut line is gone, and so is b's old error: one line per id, its latest outcome.
+    assert [(w["id"], "result" in w) for w in written] == [("a", True), ("b", True), ("c", True)]
+    assert progress[-1]["skipped"] == 1
+
+
+def test_an_interruption_keeps_what_was_written_and_a_rerun_finishes(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": str(i), "prompt": f"P{i}"}) for i in range(3)]
+    lines.append(json.dumps({"id": "x", "prompt": "stop"}))
+    lines += [json.dumps({"id": str(i), "prompt": f"P{i}"}) for i in range(3, 6)]
+    code, written, progress, _ = batch(tmp_path, lines, "--concurrency", "1")
+    assert code == 130
+    assert [w["id"] for w in written] == ["0", "1", "2"]
+    assert progress[-1]["stopped"] == "interrupted"
+    # Run again without the line that interrupted: only the rest runs.
+    rest = [line for line in lines if '"stop"' not in line]
+    code, written, _, backend = batch(tmp_path, rest, "--concurrency", "1")
+    assert code == 0
+    assert backend.prompts == ["P3", "P4", "P5"]
+    assert [w["id"] for w in written] == [str(i) for i in range(6)]
+
+
+def test_input_and_output_go_together(tmp_path: Path) -> None:
+    err = io.StringIO()
+    code = run(
+        ["-s", PERSON, "--input", str(tmp_path / "in.jsonl")], stdout=io.StringIO(), stderr=err
+    )
+    assert code == 2
+    assert "--input and --output" in err.getvalue()
+
+
+def test_the_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"id": str(i), "prompt": "Ann"}) + "\n" for i in range(4)))
+    out = io.StringIO()
+    code = run(
+        ["-s", PERSON, "--input", str(source), "--output", str(target), "--live"],
+        make_backend=lambda args, report: Backend(),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    assert code == 0
+    text = out.getvalue()
+    assert "batch" in text and "4/4" in text and "0 failed" in text
+
+
+def test_a_rerun_with_nothing_left_starts_no_backend(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": x, "prompt": x.upper()}) for x in "ab"]
+    code, first_run, _, _ = batch(tmp_path, lines)
+    assert code == 0 and len(first_run) == 2
+
+    def no_backend(args: Any, report: Any) -> Backend:
+        raise AssertionError("a backend (the model load) was started with nothing to run")
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "out.jsonl"
+    code = run(
+        ["-s", PERSON, "--input", str(tmp_path / "in.jsonl"), "--output", str(target)],
+        make_backend=no_backend,
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 0, err.getvalue()
+    assert [json.loads(line) for line in target.read_text().splitlines()] == first_run
+    summary = json.loads(out.getvalue().splitlines()[-1])
+    assert summary["event"] == "batch"
+    assert (summary["done"], summary["failed"], summary["skipped"]) == (0, 0, 2)
+
+
+def test_a_rerun_whose_only_lines_left_are_bad_reports_them_without_a_backend(
+    tmp_path: Path,
+) -> None:
+    lines = [json.dumps({"id": "a", "prompt": "A"}), "{not json"]
+    code, _, _, _ = batch(tmp_path, lines)
+    assert code == 1
+
+    def no_backend(args: Any, report: Any) -> Backend:
+        raise AssertionError("a backend was started with nothing to run")
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "out.jsonl"
+    code = run(
+        ["-s", PERSON, "--input", str(tmp_path / "in.jsonl"), "--output", str(target)],
+        make_backend=no_backend,
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 1  # the bad line again, with its error line
+    written = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [("result" in w, w.get("line")) for w in written] == [(True, None), (False, 2)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from sdk._errors import UnsupportedConstraint
 
@@ -26,11 +26,17 @@ if TYPE_CHECKING:
     from sdk._constraints import Constraint, Tool, ToolChoice
 
 __all__ = [
+    "CONTENT_FILTER",
+    "FINISH_REASONS",
+    "LENGTH",
+    "STOP",
+    "TOOL_CALLS",
     "Backend",
     "Chunk",
     "Delta",
     "GenerationRequest",
     "Message",
+    "Mode",
     "Rewindable",
     "Rewound",
     "TextChunks",
@@ -40,6 +46,24 @@ __all__ = [
 
 Message = Mapping[str, Any]
 """One chat message, as the OpenAI Chat Completions API spells it (``{"role", "content"}``)."""
+
+# The finish reasons the client acts on, in the words of OpenAI's Chat Completions API. Every
+# backend reports its provider's stop reasons in these words (a word outside them passes
+# through as it came: ``Delta.finish_reason`` is any ``str``).
+STOP: Final = "stop"
+"""The model ended its output."""
+LENGTH: Final = "length"
+"""The token limit (``max_tokens``) ended the output."""
+TOOL_CALLS: Final = "tool_calls"
+"""The output ended after its tool calls."""
+CONTENT_FILTER: Final = "content_filter"
+"""The provider's content filter stopped the output."""
+FINISH_REASONS: Final = (STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER)
+"""Every finish reason above."""
+
+Mode: TypeAlias = Literal["json_schema", "json_object", "tool", "none"]
+"""How a request's schema is sent (:attr:`GenerationRequest.mode`; the ``mode`` option and the
+command line's ``--mode`` read the words from here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +225,7 @@ class GenerationRequest:
     """The JSON Schema the output must follow (already resolved from a model or type)."""
     schema_name: str = "response"
     """A name for the schema (``response_format.json_schema.name``, or the tool's name)."""
-    mode: Literal["json_schema", "json_object", "tool", "none"] = "json_schema"
+    mode: Mode = "json_schema"
     """How the schema is sent: ``response_format`` json_schema (strict), ``json_object``
     (with the schema beside it to llama.cpp only), as a forced tool call, or not at all (plain
     prompt)."""

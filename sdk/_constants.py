@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_RETRY_AFTER",
     "DEFAULT_MULTIPLIER",
+    "DEFAULT_REGEX_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "WRAPPED_MAX_RETRIES",
 ]
@@ -96,3 +97,9 @@ DEFAULT_MAX_PATTERN_SIZE: Final = 100_000
 as :func:`sdk._regex._ecma.pattern_size` measures it: what the ``regex`` package writes out
 when it compiles, in well under a second at this size (``a{100000}`` 0.04 s, ``(a|b){100000}``
 0.6 s, measured), far above any real schema's (``[a-z]{1,65535}`` is 2)."""
+
+DEFAULT_REGEX_TIMEOUT: Final = 0.1
+"""Seconds one pattern check may take (the ``regex_timeout`` option of every entry point that
+starts a stream, and of the trackers). An ordinary pattern on a string of a few thousand
+characters takes microseconds; only catastrophic backtracking comes near it, and a stream
+blocks its event loop at most this long per check."""

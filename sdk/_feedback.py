@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdk._backend import Message
+from sdk._backend import LENGTH, Message
 from sdk._errors import (
     OutputSyntaxError,
     SchemaViolation,
@@ -69,7 +69,7 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
         which = f" ({error.which_call})" if error.which_call else ""
         return (
             f"Your reply was cut off before {expected}{which} ended"
-            + (" (the token limit was reached)" if error.reason == "length" else "")
+            + (" (the token limit was reached)" if error.reason == LENGTH else "")
             + ". Reply with a complete, shorter one."
         )
     if isinstance(error, OutputSyntaxError):

@@ -13,19 +13,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict, get_args
 
-from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY
+from sdk._backend import Mode
+from sdk._constants import DEFAULT_CALLBACK_CONCURRENCY, DEFAULT_REGEX_TIMEOUT
 from sdk._constraints import ToolChoice
 from sdk._parameters import BodyParameters, check_parameters
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, validate_timeout
+from sdk._regex._budget import validate_timeout
 from sdk._retry import Retry
 from sdk._schema import Formats
 from sdk._stream._dispatch import CallbackErrorPolicy, OnField
 from sdk._trackers._field import Dispatch
 
 __all__ = [
-    "Mode",
     "PendingCallbacks",
     "RequestOptions",
     "StreamConfig",
@@ -34,11 +34,10 @@ __all__ = [
 ]
 
 PendingCallbacks: TypeAlias = Literal["cancel", "wait"]
-Mode: TypeAlias = Literal["json_schema", "json_object", "tool", "none"]
 
-_CALLBACK_POLICIES = ("raise", "log", "ignore")
-_PENDING = ("cancel", "wait")
-_MODES = ("json_schema", "json_object", "tool", "none")
+_CALLBACK_POLICIES = get_args(CallbackErrorPolicy)
+_PENDING = get_args(PendingCallbacks)
+_MODES = get_args(Mode)
 
 
 class StreamOptions(TypedDict, total=False):

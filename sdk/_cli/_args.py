@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TextIO, get_args
 
+from sdk._backend import Mode
 from sdk._constants import DEFAULT_CLI_CONCURRENCY, DEFAULT_MAX_RETRIES
 from sdk._version import version
 
@@ -118,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     where.add_argument(
         "--mode",
-        choices=["json_schema", "json_object", "tool"],
+        choices=[mode for mode in get_args(Mode) if mode != "none"],
         default="json_schema",
         help="how the schema is sent to a server (default: json_schema)",
     )

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from sdk._backend import Delta
+from sdk._backend import STOP, TOOL_CALLS, Delta
 from sdk._errors import BackendError
 from sdk._local._tools import CALL_END, CALL_SEPARATOR, TOOLS_CLOSE, TOOLS_OPEN, call_begin
 from sdk._trackers._extent import JsonExtent
@@ -192,8 +192,8 @@ class LocalToolCalls:
                     raise
             if delta.finish_reason is not None or delta.usage is not None:
                 reason = delta.finish_reason
-                if reason == "stop" and self._splitter.done:
-                    reason = "tool_calls"
+                if reason == STOP and self._splitter.done:
+                    reason = TOOL_CALLS
                 self._out.append(Delta(finish_reason=reason, usage=delta.usage))
         return self._out.popleft()
 

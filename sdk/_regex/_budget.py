@@ -21,7 +21,7 @@ it):
 The budget in force is a context variable that each tracker sets around its own work
 (:func:`enter`/:func:`leave`), so that compiled schemas, shared between streams, stay
 immutable and one stream's option never leaks into another's. Outside a tracker,
-:data:`DEFAULT_REGEX_TIMEOUT` applies.
+:data:`sdk._constants.DEFAULT_REGEX_TIMEOUT` applies.
 
 A pattern the *model* wrote (``format: "regex"``) is compiled, not matched, and the ``regex``
 package writes counted repetitions out when it compiles: the format check compiles one only
@@ -35,11 +35,11 @@ from typing import Any
 
 import regex
 
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._errors import Path, PatternTimeout
 from sdk._regex._linear import LinearProgram
 
 __all__ = [
-    "DEFAULT_REGEX_TIMEOUT",
     "MAX_EXPANSION",
     "Budget",
     "BudgetSpent",
@@ -50,12 +50,6 @@ __all__ = [
     "search",
     "validate_timeout",
 ]
-
-DEFAULT_REGEX_TIMEOUT = 0.1
-"""Seconds one pattern check may take (the ``regex_timeout`` option's default). An ordinary
-pattern on a string of a few thousand characters takes microseconds; only catastrophic
-backtracking comes near it, and a stream blocks its event loop at most this long per check."""
-
 
 MAX_EXPANSION = 20_000
 """The largest pattern (:func:`sdk._regex._ecma.pattern_size`) the ``regex`` package compiles

@@ -39,7 +39,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdk._backend import Delta, Usage
+from sdk._backend import CONTENT_FILTER, LENGTH, Delta, Usage
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._errors import (
     ContentFilteredError,
     RefusedError,
@@ -49,7 +50,6 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._records import JSON_DOCUMENT, AttemptInfo, ToolCallText
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
 from sdk._stream._partial_view import partial_view
 from sdk._stream._pieces import Pieces
 from sdk._stream._think import ThinkSplitter
@@ -319,7 +319,7 @@ class AttemptState:
         error."""
         if self._refusal:
             raise RefusedError("".join(self._refusal))
-        if self._finish_reason == "content_filter":
+        if self._finish_reason == CONTENT_FILTER:
             raise ContentFilteredError(snapshot=self.snapshot)
         events: list[AttemptEvent] = []
         if self._think is not None:
@@ -338,7 +338,7 @@ class AttemptState:
             try:
                 events.extend(self._trackers[key].finish())
             except TruncatedError as exc:
-                if self._finish_reason != "length":
+                if self._finish_reason != LENGTH:
                     self._attribute(exc, key)
                     raise
                 error = TruncatedError(
@@ -346,7 +346,7 @@ class AttemptState:
                     "document ended",
                     snapshot=exc.snapshot,
                     open_paths=exc.open_paths,
-                    reason="length",
+                    reason=LENGTH,
                 )
                 self._attribute(error, key)
                 raise error from exc.__cause__

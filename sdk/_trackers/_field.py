@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 import partial
 from partial import Comma, Key, KeyDelta, KeyStart, StringDelta, ValueDone, ValueStart
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._errors import (
     OutputSyntaxError,
     Path,
@@ -25,7 +26,7 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, Budget, enter, leave
+from sdk._regex._budget import Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._constraints import StructuralTag, Tag
 from sdk._errors import (
     OutputSyntaxError,
@@ -31,7 +32,6 @@ from sdk._errors import (
     TruncatedError,
 )
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
 from sdk._trackers._extent import JsonExtent
 from sdk._trackers._field import Dispatch, FieldTracker
 

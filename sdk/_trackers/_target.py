@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._constraints import (
     Choice,
     Grammar,
@@ -31,7 +32,6 @@ from sdk._constraints import (
 )
 from sdk._errors import Path, SchemaViolation
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT
 from sdk._schema import CompiledSchema, Formats, compile_schema
 from sdk._trackers._field import Dispatch, FieldTracker
 from sdk._trackers._segments import SegmentTracker

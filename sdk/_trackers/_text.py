@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._constraints import Choice, Grammar, Regex, TextConstraint
 from sdk._errors import SchemaViolation, StreamError, StreamUsageError, TruncatedError
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
-from sdk._regex._budget import DEFAULT_REGEX_TIMEOUT, Budget, BudgetSpent, enter, leave
+from sdk._regex._budget import Budget, BudgetSpent, enter, leave
 from sdk._schema._streaming import common_length, first_bad
 
 __all__ = ["TextTracker"]

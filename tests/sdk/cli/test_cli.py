@@ -772,10 +772,12 @@ async def test_runtime_reaches_the_local_engine(
     def pending_conversion(model: Any, **kwargs: Any) -> None:
         asked.append(kwargs)
 
-    fake = types.ModuleType("sdk._local")
-    fake.LocalBackend = LocalBackend  # type: ignore[attr-defined]
-    fake.pending_conversion = pending_conversion  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sdk._local", fake)
+    # The real package with its two entry points replaced: _runtime_ahead still imports
+    # sdk._local._model (a fake module in sys.modules would hide the package's submodules).
+    import sdk._local
+
+    monkeypatch.setattr(sdk._local, "LocalBackend", LocalBackend)
+    monkeypatch.setattr(sdk._local, "pending_conversion", pending_conversion)
 
     class Report:
         def __init__(self) -> None:

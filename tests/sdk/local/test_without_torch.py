@@ -27,16 +27,27 @@ import json
 from typing import Annotated
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from sdk import Client, Retry, SchemaViolation, Tool
 from sdk._local import LocalBackend
 
 
+REFUSED = []
+
+
+def refuse_the_first(name):
+    # The one mistake this test needs, forced: the first name the model writes is refused,
+    # whatever it is, so no model or llama.cpp update can take the mistake away.
+    if not REFUSED:
+        REFUSED.append(name)
+        raise ValueError("the first name is refused")
+    return name
+
+
 class Tags(BaseModel):
-    tags: list[Annotated[str, Field(max_length=24)]] = Field(
-        min_length=5, max_length=8, json_schema_extra={"uniqueItems": True}
-    )
+    name: Annotated[str, Field(max_length=24), AfterValidator(refuse_the_first)]
+    tags: list[Annotated[str, Field(max_length=24)]] = Field(min_length=5, max_length=8)
 
 
 class Weather(BaseModel):
@@ -63,7 +74,10 @@ async def main() -> None:
         stats = backend.last_stats
         out["runtime"] = backend.load().loaded.runtime
         out["tags"] = result.tags
-        out["first_error"] = first.keyword if isinstance(first, SchemaViolation) else repr(first)
+        out["name"] = result.name
+        out["first_error"] = str(first) if isinstance(first, SchemaViolation) else repr(first)
+        out["first_path"] = list(first.path) if isinstance(first, SchemaViolation) else None
+        out["refused"] = REFUSED
         out["attempts"] = len(s.attempts)
         out["rewinds"] = stats.rewinds
         out["forced"] = stats.forced_tokens
@@ -109,11 +123,14 @@ def test_a_generation_runs_with_torch_transformers_and_xgrammar_blocked() -> Non
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["runtime"] == "llama.cpp"
     assert out["loaded"] == []  # nothing of torch, transformers or xgrammar got in
-    # The schema: the first list repeated an item, a rewind repaired it in the same generation.
-    assert out["first_error"] == "uniqueItems"
+    # The schema: the field check refused the first name, a rewind repaired it in the same
+    # generation.
+    assert "the first name is refused" in out["first_error"], out["first_error"]
+    assert out["first_path"] == ["name"] and len(out["refused"]) == 1
+    assert out["name"] != out["refused"][0]  # the rewind banned the refused start
     assert out["rewinds"] >= 1
     tags = out["tags"]
-    assert 5 <= len(tags) <= 8 and len(set(tags)) == len(tags)
+    assert 5 <= len(tags) <= 8
     assert out["forced"] > 0  # jump-forward confirmed drafted tokens
     # The tools: two typed calls, each under its own tool's schema.
     assert [name for name, _ in out["calls"]] == ["Weather", "Search"]

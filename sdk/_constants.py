@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_DELAY",
+    "DEFAULT_MAX_EVENT_SIZE",
     "DEFAULT_MAX_KEEPALIVE_CONNECTIONS",
     "DEFAULT_MAX_PATTERN_SIZE",
     "DEFAULT_MAX_RETRIES",
@@ -103,3 +104,7 @@ DEFAULT_REGEX_TIMEOUT: Final = 0.1
 starts a stream, and of the trackers). An ordinary pattern on a string of a few thousand
 characters takes microseconds; only catastrophic backtracking comes near it, and a stream
 blocks its event loop at most this long per check."""
+
+DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
+"""Bytes a pending line of a streamed response, or one event's data, may reach (16 MiB): the
+HTTP backends' framing (server-sent events, JSON lines) and their read loop."""

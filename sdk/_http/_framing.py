@@ -44,17 +44,15 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Protocol
 
+from sdk._constants import DEFAULT_MAX_EVENT_SIZE
+
 __all__ = [
-    "DEFAULT_MAX_SIZE",
     "EventStreamError",
     "EventStreamParser",
     "Framing",
     "JsonLinesReader",
     "ServerSentEvent",
 ]
-
-DEFAULT_MAX_SIZE = 16 * 1024 * 1024
-"""Bytes a pending line or one event's data may reach (16 MiB)."""
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -97,7 +95,7 @@ class EventStreamParser:
 
     content_types: tuple[str, ...] = ("text/event-stream",)
 
-    def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
+    def __init__(self, *, max_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_size = max_size
         self._start = b""  # the first bytes, until we know whether they begin with a BOM
         self._started = False
@@ -251,7 +249,7 @@ class JsonLinesReader:
         "application/json",
     )
 
-    def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
+    def __init__(self, *, max_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_size = max_size
         self._partial: list[bytes] = []  # pieces of a line whose end has not arrived
         self._partial_size = 0

@@ -23,9 +23,10 @@ import anyio
 import httpx
 
 from sdk._backend import Chunk, Delta, TextChunks
+from sdk._constants import DEFAULT_MAX_EVENT_SIZE
 from sdk._errors import TransportError
 from sdk._http._errors import transport_error
-from sdk._http._framing import DEFAULT_MAX_SIZE, EventStreamError, EventStreamParser, Framing
+from sdk._http._framing import EventStreamError, EventStreamParser, Framing
 from sdk._http._transport import ErrorTypes, Opened, body_pieces, finish_response
 from sdk._http._unwrap import DeltaUnwrapper
 
@@ -56,7 +57,7 @@ def stream_deltas(
     *,
     errors: ErrorTypes = (httpx.HTTPError,),
     unwrap: bool = False,
-    max_size: int = DEFAULT_MAX_SIZE,
+    max_size: int = DEFAULT_MAX_EVENT_SIZE,
     framing: Callable[..., Framing] = EventStreamParser,
     prompt_estimate: int | None = None,
 ) -> TextChunks:

@@ -34,14 +34,11 @@ same) decides:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import from_json
-
 from sdk._backend import Delta, Usage
-from sdk._errors import TransportError
+from sdk._http._json_message import json_object
 from sdk._http.anthropic._errors import anthropic_error
 
 __all__ = ["STOP_REASONS", "AnthropicDecoder"]
@@ -92,16 +89,7 @@ class AnthropicDecoder:
         """The deltas of one event (``event``: the SSE event name, ``""`` when absent)."""
         if event == "ping" or not data.strip():
             return []
-        try:
-            payload = from_json(data, cache_strings="keys")
-        except ValueError:
-            payload = _loads(data)
-        if type(payload) is not dict:
-            raise TransportError(
-                f"malformed stream: an event is not a JSON object: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            )
+        payload = json_object(data, "an event", "an event's data")
         kind = payload.get("type") or event
         if kind == "content_block_delta":
             return self._block_delta(payload)
@@ -231,14 +219,3 @@ class AnthropicDecoder:
 def _details(**counts: int) -> dict[str, int]:
     """The counts that are not zero (a detail the provider did not report is left out)."""
     return {key: value for key, value in counts.items() if value}
-
-
-def _loads(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc

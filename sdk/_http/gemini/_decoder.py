@@ -34,10 +34,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import from_json
-
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError
+from sdk._errors import BackendError
+from sdk._http._json_message import json_object
 from sdk._http.gemini._errors import gemini_error
 
 __all__ = ["FILTERED", "GeminiDecoder"]
@@ -78,16 +77,7 @@ class GeminiDecoder:
         """The deltas of one record (the SSE event's data)."""
         if not data.strip():
             return []
-        try:
-            record = from_json(data, cache_strings="keys")
-        except ValueError:
-            record = _loads(data)
-        if type(record) is not dict:
-            raise TransportError(
-                f"malformed stream: a record is not a JSON object: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            )
+        record = json_object(data, "a record", "a record")
         if record.get("error") is not None:
             raise gemini_error(record)
         self._read_usage(record.get("usageMetadata"))
@@ -179,14 +169,3 @@ class GeminiDecoder:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _loads(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: a record is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc

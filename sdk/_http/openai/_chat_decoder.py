@@ -60,8 +60,10 @@ from pydantic_core import from_json
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, TransportError
+from sdk._http._json_message import loads
+from sdk._http._request_checks import calls_forced
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Server, calls_forced, emulated_call
+from sdk._http.openai._flavours import Server, emulated_call
 from sdk._http.openai._usage import chat_usage
 
 __all__ = [
@@ -137,7 +139,7 @@ class ChunkDecoder:
         try:
             chunk = from_json(data, cache_strings="keys")
         except (ValueError, TypeError):
-            chunk = _loads_chunk(data)  # refused by pydantic-core: json.loads decides
+            chunk = loads(data, "an event's data")  # refused by pydantic-core: json.loads decides
         if type(chunk) is not dict:
             raise TransportError(
                 f"malformed stream: a chunk is not a JSON object: {data[:200]!r}",
@@ -315,19 +317,6 @@ class ChunkDecoder:
         if self._current is not None:
             seen.append(self._current)
         return max(seen) + 1 if seen else 0
-
-
-def _loads_chunk(data: str) -> Any:
-    """``data`` read by ``json.loads`` (what pydantic-core refuses, such as a lone surrogate
-    escape, it may still read; its error is worded for the stream)."""
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc
 
 
 def _loads_or_text(data: str) -> Any:

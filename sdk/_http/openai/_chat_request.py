@@ -28,11 +28,9 @@ server understands and can replace any key built here (e.g. a hand-written ``res
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._errors import StreamUsageError
 from sdk._http.openai._flavours import (
     Server,
     emulated_call,
@@ -42,23 +40,10 @@ from sdk._http.openai._flavours import (
 )
 from sdk._http.openai._parameters import chat_parameters
 from sdk._http.openai._strict import schema_to_send
+from sdk._parameters import check_single_choice
 from sdk._schema import schema_name
 
-__all__ = ["chat_body", "chat_request", "check_single_choice"]
-
-
-def check_single_choice(extra: Mapping[str, Any]) -> None:
-    """Raise :class:`~sdk.StreamUsageError` when ``extra`` asks for more than one choice.
-
-    One structured stream reads one document per choice; ``n > 1`` would interleave several
-    documents in one stream, so it is refused before any request is sent.
-    """
-    n = extra.get("n")
-    if n is not None and n != 1:
-        raise StreamUsageError(
-            f"n={n!r} is not supported: a structured stream reads one choice. "
-            "Start one stream per completion instead (they may run concurrently)."
-        )
+__all__ = ["chat_body", "chat_request"]
 
 
 def chat_body(

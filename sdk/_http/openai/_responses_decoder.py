@@ -41,8 +41,9 @@ from pydantic_core import from_json
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
+from sdk._http._request_checks import calls_forced
 from sdk._http.openai._errors import responses_error
-from sdk._http.openai._flavours import Server, calls_forced
+from sdk._http.openai._flavours import Server
 from sdk._http.openai._usage import responses_usage
 
 __all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]

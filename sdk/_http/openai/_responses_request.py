@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._http.openai._chat_request import check_single_choice
 from sdk._http.openai._flavours import (
     Server,
     json_object_format,
@@ -38,6 +37,7 @@ from sdk._http.openai._flavours import (
 from sdk._http.openai._parameters import responses_parameters
 from sdk._http.openai._responses_input import responses_input
 from sdk._http.openai._strict import schema_to_send
+from sdk._parameters import check_single_choice
 from sdk._schema import schema_name
 
 __all__ = ["responses_body", "responses_request"]

@@ -164,3 +164,23 @@ def test_no_shared_module_names_a_provider() -> None:
                     path.name,
                     node.module,
                 )
+
+
+def test_api_and_server_are_each_written_once() -> None:
+    """``Api`` and ``Server`` (``sdk/_http/openai/_flavours.py``) are literals; nothing else
+    lists their values again (``APIS``, ``SERVERS`` and every check read the literals)."""
+    from sdk._http.openai._flavours import APIS, SERVERS, Api, Server
+
+    assert (APIS, SERVERS) == (get_args(Api), get_args(Server))
+    vocabularies = {frozenset(get_args(Api)), frozenset(get_args(Server))}
+    listed = []
+    for path in sorted(SDK.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        literals = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Tuple | ast.List | ast.Set) or id(node) in literals:
+                continue
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and frozenset(values) in vocabularies:
+                listed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert listed == []

@@ -19,7 +19,8 @@ has the face every provider's decoder has (``decode``, ``end``, ``done``):
   ``"content_filter"``.
 - ``usageMetadata`` (a later record replaces an earlier one): ``promptTokenCount`` is the
   prompt (cached tokens included), ``candidatesTokenCount`` + ``thoughtsTokenCount`` the
-  completion.
+  completion; each new report is given at once, as ``Delta(usage=...)``, so that a stream
+  aborted before its end keeps what it was reported.
 - A record ``{"error": {...}}`` raises its :class:`~sdk.APIStatusError` class
   (:func:`~sdk._http.gemini._errors.gemini_error`); one for a second candidate raises
   :class:`~sdk.BackendError`.
@@ -80,8 +81,10 @@ class GeminiDecoder:
         record = json_object(data, "a record", "a record")
         if record.get("error") is not None:
             raise gemini_error(record)
-        self._read_usage(record.get("usageMetadata"))
         out: list[Delta] = []
+        if self._read_usage(record.get("usageMetadata")):
+            # Given as it comes, not only at the end: an aborted stream keeps what it was told.
+            out.append(Delta(usage=self._usage))
         candidates = record.get("candidates")
         if isinstance(candidates, list):
             for candidate in candidates:
@@ -151,9 +154,11 @@ class GeminiDecoder:
             ]
         return []
 
-    def _read_usage(self, usage: Any) -> None:
+    def _read_usage(self, usage: Any) -> bool:
+        """Read a record's ``usageMetadata``; whether it said something new."""
         if not isinstance(usage, Mapping):
-            return
+            return False
+        before = self._usage
         thoughts = _int(usage.get("thoughtsTokenCount"))
         self.thoughts_tokens = thoughts
         self.cached_tokens = _int(usage.get("cachedContentTokenCount"))
@@ -165,6 +170,7 @@ class GeminiDecoder:
             ),
             completion_tokens_details={"reasoning_tokens": thoughts} if thoughts else {},
         )
+        return self._usage != before
 
 
 def _int(value: Any) -> int:

@@ -81,6 +81,7 @@ _RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
 # How many of a tool call's entries wait for its id, when the id did not come with the first
 # (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
 # server that never sends ids delays the call's checks by no more than this.
+_CUT = "length"  # the finish reason of output cut off: a call's arguments are unfinished
 HOLD_FOR_ID = 3
 
 
@@ -103,6 +104,7 @@ class ChunkDecoder:
         # With ids asked for: calls whose id has not come yet -> (their text, their name).
         self._waiting: dict[int, tuple[list[str], str | None]] = {}
         self._no_id: set[int] = set()  # calls whose text stopped waiting for an id
+        self._argued: set[int] = set()  # calls some arguments text came for
         self._finish_reason: str | None = None
         self._said: dict[str, Any] = {}  # what was reported about the response (id...)
         self._usage: Usage | None = None
@@ -210,6 +212,7 @@ class ChunkDecoder:
             if reason:
                 self._finish_reason = str(reason)
                 out.extend(self._let_go())
+                out.extend(self._no_arguments())
         if self._finish_reason is not None and self._usage is not None:
             out.extend(self.end())
         return out
@@ -221,6 +224,16 @@ class ChunkDecoder:
             return waited
         self._ended = True
         return [*waited, Delta(finish_reason=self._finish_reason, usage=self._usage)]
+
+    def _no_arguments(self) -> list[Delta]:
+        """At the finish reason, each call that had no arguments text: ``{}`` (a tool that takes
+        none, sent with ``"arguments": ""``), unless the output was cut off (``length``: its
+        arguments are unfinished, not empty)."""
+        if self._finish_reason == _CUT:
+            return []
+        empty = sorted({*self._named, *self._ids} - self._argued)
+        self._argued.update(empty)
+        return [Delta(text="{}", tool_call=index) for index in empty]
 
     def _let_go(self, but: int | None = None) -> list[Delta]:
         """The calls still waiting for their id (all of them, or all but call ``but``): their
@@ -272,6 +285,8 @@ class ChunkDecoder:
         if isinstance(arguments, Mapping):  # an object, not its text: some servers send one
             arguments = json.dumps(arguments, ensure_ascii=False)
         text = arguments if isinstance(arguments, str) else ""
+        if text:
+            self._argued.add(index)
         new_name = None
         if index not in self._named and name is not None:
             self._named[index] = name

@@ -219,8 +219,15 @@ class ResponsesDecoder:
         self._ended = True
         response = payload.get("response")
         response = response if isinstance(response, Mapping) else {}
+        empty: list[Delta] = []
         if kind == "response.completed":
             reason = "tool_calls" if self._count else "stop"
+            # A call with no arguments text (a tool that takes none): {}.
+            empty = [
+                Delta(text="{}", tool_call=call)
+                for call in range(self._count)
+                if not self._sent.get(call)
+            ]
         else:
             details = response.get("incomplete_details")
             raw = details.get("reason") if isinstance(details, Mapping) else None
@@ -229,7 +236,7 @@ class ResponsesDecoder:
         reported = None
         if isinstance(usage, Mapping):
             reported = responses_usage(usage)
-        return [Delta(finish_reason=reason, usage=reported)]
+        return [*empty, Delta(finish_reason=reason, usage=reported)]
 
 
 # What a JSON document may begin with (after whitespace).

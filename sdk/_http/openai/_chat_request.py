@@ -39,11 +39,19 @@ from sdk._http.openai._flavours import (
     tool_choice,
 )
 from sdk._http.openai._parameters import chat_parameters
-from sdk._http.openai._strict import schema_to_send
+from sdk._http.openai._strict import StrictSchema, schema_to_send
 from sdk._parameters import check_single_choice
 from sdk._schema import schema_name
 
-__all__ = ["chat_body", "chat_request"]
+__all__ = ["chat_body", "chat_request", "response_format"]
+
+
+def response_format(name: str, sent: StrictSchema) -> dict[str, Any]:
+    """Chat Completions' ``response_format`` for a JSON Schema (as sent) named ``name``."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
+    }
 
 
 def chat_body(
@@ -105,10 +113,7 @@ def chat_request(
         tool = next((t for t in request.tools if t.name == call), None)
         sent = schema_to_send(tool.compiled.schema_dict() if tool else request.schema, strict)
         wrapped = sent.wrapped
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": call, "schema": sent.schema, "strict": sent.strict},
-        }
+        body["response_format"] = response_format(call, sent)
     elif request.tools or request.constraint is not None:
         body.update(special_fields(request, api="chat", server=server, strict=strict))
     elif request.mode in ("json_schema", "tool"):
@@ -116,10 +121,7 @@ def chat_request(
         sent = schema_to_send(request.schema, strict)
         wrapped = sent.wrapped
         if request.mode == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
-            }
+            body["response_format"] = response_format(name, sent)
         else:
             function: dict[str, Any] = {
                 "name": name,

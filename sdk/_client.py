@@ -22,13 +22,11 @@ from sdk._backend import Backend, Delta, GenerationRequest, Message, check_reque
 from sdk._batch import BatchResult, run_batch
 from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
-from sdk._http import OpenAIBackend, ResponsesBackend
-from sdk._http.openai._backend import ServerOptions
-from sdk._http.openai._chat_request import check_single_choice
-from sdk._http.openai._flavours import Api, Server
+from sdk._http.openai import DEFAULT_API, Api, Server, ServerOptions, openai_sdk_backend
 from sdk._merge import merge_headers, merge_query
 from sdk._options import RequestOptions, split_options
-from sdk._providers import Provider, provider_backend
+from sdk._parameters import check_single_choice
+from sdk._providers import DEFAULT_PROVIDER, Provider, provider_backend
 from sdk._records import Attempt
 from sdk._schema import schema_name
 from sdk._stream._stream import Stream
@@ -38,7 +36,6 @@ from sdk._trackers._target import compile_target, request_fields
 __all__ = ["Client"]
 
 T = TypeVar("T")
-B = TypeVar("B")
 
 
 class Client:
@@ -54,7 +51,7 @@ class Client:
     (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
     decides how constraints other than JSON Schema are sent; the other options
     (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
-    :class:`~sdk._http.OpenAIBackend`.
+    :class:`~sdk._http.openai.OpenAIBackend`.
     :meth:`from_openai` wraps an ``openai.AsyncOpenAI`` client, :meth:`local` the local engine,
     :meth:`from_backend` any :class:`~sdk.Backend`.
 
@@ -78,24 +75,11 @@ class Client:
         model: str | None = None,
         *,
         max_retries: int = DEFAULT_MAX_RETRIES,
-        api: Api = "chat",
-        provider: Provider = "openai",
+        api: Api = DEFAULT_API,
+        provider: Provider = DEFAULT_PROVIDER,
         **options: Unpack[ServerOptions],
     ) -> None:
-        self._backend: Backend
-        if provider != "openai":
-            self._backend = provider_backend(provider, base_url, api_key, model, api, options)
-        else:
-            unknown = sorted(set(options) - set(ServerOptions.__optional_keys__))
-            if unknown:
-                accepted = ["base_url", "api_key", "model", "max_retries", "api", "provider"]
-                raise TypeError(
-                    f"Client() got unexpected argument(s) {', '.join(map(repr, unknown))} "
-                    f"(accepted: "
-                    f"{', '.join(sorted([*accepted, *ServerOptions.__optional_keys__]))})"
-                )
-            kind = _backend_kind(api, OpenAIBackend, ResponsesBackend)
-            self._backend = kind(base_url=base_url, api_key=api_key, model=model, **options)
+        self._backend = provider_backend(provider, base_url, api_key, model, api, options)
         self._max_retries = _check_max_retries(max_retries)
         self._defaults: dict[str, Any] = {}
         self._owns_backend = True
@@ -159,7 +143,7 @@ class Client:
         model: str,
         strict: bool = True,
         max_retries: int = WRAPPED_MAX_RETRIES,
-        api: Api = "chat",
+        api: Api = DEFAULT_API,
         server: Server | None = None,
     ) -> Client:
         """A client that sends its requests through ``client``, an ``openai.AsyncOpenAI`` (or
@@ -170,10 +154,7 @@ class Client:
         stay openai's too: ``except openai.RateLimitError`` catches what it caught before, as
         does ``except sdk.RateLimitError``. ``client`` is not closed by :meth:`aclose`.
         ``api`` and ``server`` as for ``Client(...)``."""
-        from sdk._http import OpenAISDKBackend, ResponsesSDKBackend
-
-        kind = _backend_kind(api, OpenAISDKBackend, ResponsesSDKBackend)
-        backend = kind(client, model=model, strict=strict, server=server)
+        backend = openai_sdk_backend(client, model=model, strict=strict, api=api, server=server)
         return cls.from_backend(backend, max_retries=max_retries)
 
     @classmethod
@@ -187,7 +168,7 @@ class Client:
         it caught before, as does ``except sdk.RateLimitError``. ``max_retries``: a stream
         broken midway is retried here (0 by default: the client retries what fails before
         the stream). ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http.anthropic._vendor_client import AnthropicSDKBackend
+        from sdk._http.anthropic import AnthropicSDKBackend  # the folder, on first use
 
         return cls.from_backend(AnthropicSDKBackend(client, model=model), max_retries=max_retries)
 
@@ -201,7 +182,7 @@ class Client:
         google-genai's too (``except google.genai.errors.APIError`` catches what it caught
         before, as does ``except sdk.TransportError``). ``max_retries`` as for
         :meth:`from_anthropic`; ``client`` is not closed by :meth:`aclose`."""
-        from sdk._http.gemini._vendor_client import GenaiSDKBackend
+        from sdk._http.gemini import GenaiSDKBackend  # the folder, on first use
 
         return cls.from_backend(GenaiSDKBackend(client, model=model), max_retries=max_retries)
 
@@ -445,13 +426,6 @@ class _Requests:
             seed=None if template.seed is None else template.seed + attempt.number - 1,
         )
         return self._backend.generate(request)
-
-
-def _backend_kind(api: object, chat: type[B], responses: type[B]) -> type[B]:
-    """The backend class for ``api`` (``ValueError`` naming it when it is neither)."""
-    if api not in ("chat", "responses"):
-        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-    return responses if api == "responses" else chat
 
 
 def _messages(messages: Sequence[Message]) -> tuple[Message, ...]:

@@ -1,11 +1,12 @@
 """The request/response debug log, and ``FIELDSTREAM_LOG``.
 
-Every HTTP request an :class:`~sdk._http.OpenAIBackend` sends, and the status and headers of
-every response, is logged at DEBUG on the ``fieldstream`` logger: method, URL, headers, body;
-status, headers, request id. Secrets never reach it: the value of every header that carries a
-credential (``Authorization``, ``api-key``, ``Cookie``, any name holding ``key``, ``token``,
-``secret``, ``auth``, ``cookie`` or ``password``) and of such query parameters is written as
-``<redacted>``. It costs nothing while DEBUG is off.
+Every HTTP request an httpx backend sends (:meth:`sdk._http._transport.HttpTransport.open` calls
+:func:`log_request`), and the status and headers of every response, is logged at DEBUG on the
+``fieldstream`` logger: method, URL, headers, body; status, headers, request id. Secrets never
+reach it: the value of every header that carries a credential (``Authorization``, ``api-key``,
+``Cookie``, any name holding ``key``, ``token``, ``secret``, ``auth``, ``cookie`` or
+``password``) and of such query parameters is written as ``<redacted>``. It costs nothing
+while DEBUG is off.
 
 ``FIELDSTREAM_LOG=debug`` (or ``info``, ``warning``, ``error``), read when ``sdk`` is imported,
 turns the ``fieldstream`` logger on at that level with a basic handler on stderr, as

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypedDict
 
+from sdk._errors import StreamUsageError
+
 __all__ = [
     "PARAMETERS",
     "BodyParameters",
@@ -26,6 +28,7 @@ __all__ = [
     "ServiceTier",
     "StreamOptionsParam",
     "check_parameters",
+    "check_single_choice",
 ]
 
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -167,3 +170,17 @@ def check_parameters(options: Mapping[str, Any]) -> dict[str, Any]:
             "(max_completion_tokens is OpenAI's current name; see docs/servers.md)"
         )
     return found
+
+
+def check_single_choice(extra: Mapping[str, Any]) -> None:
+    """Raise :class:`~sdk.StreamUsageError` when ``extra`` asks for more than one choice.
+
+    One structured stream reads one document per choice; ``n > 1`` would interleave several
+    documents in one stream, so it is refused before any request is sent.
+    """
+    n = extra.get("n")
+    if n is not None and n != 1:
+        raise StreamUsageError(
+            f"n={n!r} is not supported: a structured stream reads one choice. "
+            "Start one stream per completion instead (they may run concurrently)."
+        )

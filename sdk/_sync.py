@@ -23,23 +23,21 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, Concatenate, Generic, TypeVar
+from typing import Any, Concatenate, Generic, TypeVar, overload
 
 import anyio
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from typing_extensions import ParamSpec, Unpack
 
-from sdk._backend import Backend, Usage
+from sdk._backend import Backend
 from sdk._client import Client
 from sdk._constants import DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
-from sdk._http.openai._backend import ServerOptions
-from sdk._http.openai._flavours import Api, Server
+from sdk._http.openai import DEFAULT_API, Api, Server, ServerOptions, sync_client_hint
 from sdk._partial_typed import Partial
-from sdk._providers import Provider
-from sdk._records import AttemptInfo
+from sdk._providers import DEFAULT_PROVIDER, Provider, async_vendor_client
 from sdk._stream._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
@@ -233,84 +231,6 @@ def _nothing() -> None:
     pass
 
 
-def _async_openai(client: Any) -> Any:
-    """``client`` as an ``openai.AsyncOpenAI``: an ``openai.OpenAI``'s settings copied into a
-    new one; anything else as it is (``Client.from_openai`` checks it)."""
-    try:
-        import openai
-    except ImportError:
-        return client
-    if isinstance(client, openai.AzureOpenAI):
-        return _async_azure(openai, client)
-    if not isinstance(client, openai.OpenAI):
-        return client
-    return openai.AsyncOpenAI(
-        api_key=client.api_key,
-        organization=client.organization,
-        project=client.project,
-        base_url=client.base_url,
-        timeout=client.timeout,
-        max_retries=client.max_retries,
-        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
-        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
-    )
-
-
-def _async_anthropic(client: Any) -> Any:
-    """``client`` as an ``anthropic.AsyncAnthropic``: an ``anthropic.Anthropic``'s settings (API
-    key or auth token, base URL, timeout, max retries, default headers and query) copied into
-    a new one; anything else as it is (``Client.from_anthropic`` checks it)."""
-    try:
-        import anthropic
-    except ImportError:
-        return client
-    if not isinstance(client, anthropic.Anthropic):
-        return client
-    return anthropic.AsyncAnthropic(
-        api_key=client.api_key,
-        auth_token=client.auth_token,
-        base_url=str(client.base_url),
-        timeout=client.timeout,
-        max_retries=client.max_retries,
-        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
-        default_query=dict(getattr(client, "_custom_query", {}) or {}) or None,
-    )
-
-
-def _async_azure(openai: Any, client: Any) -> Any:
-    """An ``openai.AsyncAzureOpenAI`` with ``client``'s settings (an ``openai.AzureOpenAI``):
-    endpoint and deployment (or base URL), API version, and its one credential (key, Entra ID
-    token, or token provider, which an async client may call as it is)."""
-    from openai.lib.azure import API_KEY_SENTINEL
-
-    credential: dict[str, Any] = {}
-    if getattr(client, "_azure_ad_token", None) is not None:
-        credential["azure_ad_token"] = client._azure_ad_token
-    elif getattr(client, "_azure_ad_token_provider", None) is not None:
-        credential["azure_ad_token_provider"] = client._azure_ad_token_provider
-    elif client.api_key and client.api_key != API_KEY_SENTINEL:
-        credential["api_key"] = client.api_key
-    endpoint = getattr(client, "_azure_endpoint", None)
-    where: dict[str, Any] = (
-        {"azure_endpoint": str(endpoint), "azure_deployment": client._azure_deployment}
-        if endpoint is not None
-        else {"base_url": str(client.base_url)}
-    )
-    query = {k: v for k, v in (getattr(client, "_custom_query", {}) or {}).items()}
-    query.pop("api-version", None)  # the api_version below sets it
-    return openai.AsyncAzureOpenAI(
-        api_version=client._api_version,
-        organization=client.organization,
-        project=client.project,
-        timeout=client.timeout,
-        max_retries=client.max_retries,
-        default_headers=dict(getattr(client, "_custom_headers", {}) or {}) or None,
-        default_query=query or None,
-        **where,
-        **credential,
-    )
-
-
 def _refuse_inside_a_loop() -> None:
     """A blocking call made from a running event loop would block that loop (and every task
     on it) until it returns: refused, as ``asyncio.run`` refuses, with what to use instead."""
@@ -453,8 +373,8 @@ class SyncClient:
         model: str | None = None,
         *,
         max_retries: int = DEFAULT_MAX_RETRIES,
-        api: Api = "chat",
-        provider: Provider = "openai",
+        api: Api = DEFAULT_API,
+        provider: Provider = DEFAULT_PROVIDER,
         **options: Unpack[ServerOptions],
     ) -> None:
         http_client: object = options.get("http_client")
@@ -463,12 +383,7 @@ class SyncClient:
                 f"SyncClient(http_client=...) takes an httpx.AsyncClient (it runs in the "
                 f"client's own event loop thread), not {type(http_client).__name__}; give its "
                 "settings instead (timeout=, headers=, default_query=), or build an "
-                "httpx.AsyncClient with the same proxies and TLS"
-                + (
-                    "; for an openai.OpenAI client, use SyncClient.from_openai"
-                    if type(http_client).__module__.startswith("openai")
-                    else ""
-                )
+                "httpx.AsyncClient with the same proxies and TLS" + sync_client_hint(http_client)
             )
         self._attach(
             Client(
@@ -512,7 +427,7 @@ class SyncClient:
         model: str,
         strict: bool = True,
         max_retries: int = WRAPPED_MAX_RETRIES,
-        api: Api = "chat",
+        api: Api = DEFAULT_API,
         server: Server | None = None,
     ) -> SyncClient:
         """As :meth:`sdk.Client.from_openai`. ``client`` is an ``openai.OpenAI``, whose settings
@@ -520,7 +435,7 @@ class SyncClient:
         query) are copied into an ``openai.AsyncOpenAI`` that runs in this client's loop
         thread (its HTTP client, being synchronous, cannot be: proxies and TLS set on it are
         not carried over), or an ``openai.AsyncOpenAI`` used as it is."""
-        client = _async_openai(client)
+        client = async_vendor_client(client)
         return cls._wrap(
             Client.from_openai(
                 client, model=model, strict=strict, max_retries=max_retries, api=api, server=server
@@ -537,7 +452,7 @@ class SyncClient:
         thread (proxies and TLS set on its synchronous HTTP client are not carried over), or an
         ``anthropic.AsyncAnthropic`` used as it is."""
         return cls._wrap(
-            Client.from_anthropic(_async_anthropic(client), model=model, max_retries=max_retries)
+            Client.from_anthropic(async_vendor_client(client), model=model, max_retries=max_retries)
         )
 
     @classmethod
@@ -585,6 +500,35 @@ class SyncClient:
         self.close()
 
 
+V = TypeVar("V")
+
+
+class _FromStream(Generic[V]):
+    """A member of :class:`SyncStream` that does not block: read from the async stream as it
+    is (a property's value, a method bound to the async stream), one definition for each of
+    them. ``read`` says which member (``lambda s: s.usage``); its type is the member's, checked
+    by the type checker against :class:`~sdk.Stream`. Read-only, as a property is; on the class
+    it is itself, documented as the async stream's member of its name."""
+
+    def __init__(self, read: Callable[[Stream[Any]], V]) -> None:
+        self._read = read
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.__doc__ = inspect.getdoc(getattr(Stream, name))
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _FromStream[V]: ...
+    @overload
+    def __get__(self, obj: SyncStream[Any], owner: type | None = None) -> V: ...
+    def __get__(self, obj: SyncStream[Any] | None, owner: type | None = None) -> V | _FromStream[V]:
+        if obj is None:
+            return self
+        return self._read(obj._stream)
+
+    def __set__(self, obj: SyncStream[Any], value: object) -> None:
+        raise AttributeError("a SyncStream's members are read from its stream: read-only")
+
+
 class SyncStream(Generic[T]):
     """A blocking :class:`~sdk.Stream`: a context manager and a one-shot iterator of events.
 
@@ -598,59 +542,34 @@ class SyncStream(Generic[T]):
         self._context: _Context[Stream[T]] | None = None
         self._left = False
 
-    @property
-    def snapshot(self) -> Any:
-        """The partial value so far (see :attr:`sdk.Stream.snapshot`)."""
-        return self._stream.snapshot
+    # What does not block is the async stream's own, read through (see _FromStream).
+    snapshot = _FromStream(lambda s: s.snapshot)
+    """The partial value so far (see :attr:`sdk.Stream.snapshot`)."""
+    json_schema = _FromStream(lambda s: s.json_schema)
+    """The resolved JSON Schema sent (see :attr:`sdk.Stream.json_schema`)."""
+    schema_name = _FromStream(lambda s: s.schema_name)
+    """A name for the schema (see :attr:`sdk.Stream.schema_name`)."""
+    usage = _FromStream(lambda s: s.usage)
+    """Token usage over every attempt so far."""
+    attempts = _FromStream(lambda s: s.attempts)
+    """The attempts that ended."""
+    attempt = _FromStream(lambda s: s.attempt)
+    """The number of the attempt in progress (or the last one)."""
+    called_tools = _FromStream(lambda s: s.called_tools)
+    """Whether the reply called tools (see :attr:`sdk.Stream.called_tools`)."""
+    error = _FromStream(lambda s: s.error)
+    """The error the stream failed with, if it did."""
+    assistant_message = _FromStream(lambda s: s.assistant_message)
+    """The reply as the next Chat Completions turn's assistant message (see
+    :meth:`sdk.Stream.assistant_message`)."""
+    output_items = _FromStream(lambda s: s.output_items)
+    """The reply as Responses API input items (see :meth:`sdk.Stream.output_items`)."""
 
     @property
     def partial(self) -> Partial[T]:
         """The value so far, read with typed selectors (see :attr:`sdk.Stream.partial`)."""
+        # Written out: its type depends on T, which a descriptor on the class cannot see.
         return self._stream.partial
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        """The resolved JSON Schema sent (see :attr:`sdk.Stream.json_schema`)."""
-        return self._stream.json_schema
-
-    @property
-    def schema_name(self) -> str:
-        """A name for the schema (see :attr:`sdk.Stream.schema_name`)."""
-        return self._stream.schema_name
-
-    @property
-    def usage(self) -> Usage:
-        """Token usage over every attempt so far."""
-        return self._stream.usage
-
-    @property
-    def attempts(self) -> list[AttemptInfo]:
-        """The attempts that ended."""
-        return self._stream.attempts
-
-    def assistant_message(self) -> dict[str, Any]:
-        """The reply as the next Chat Completions turn's assistant message (see
-        :meth:`sdk.Stream.assistant_message`)."""
-        return self._stream.assistant_message()
-
-    def output_items(self) -> list[dict[str, Any]]:
-        """The reply as Responses API input items (see :meth:`sdk.Stream.output_items`)."""
-        return self._stream.output_items()
-
-    @property
-    def attempt(self) -> int:
-        """The number of the attempt in progress (or the last one)."""
-        return self._stream.attempt
-
-    @property
-    def called_tools(self) -> bool:
-        """Whether the reply called tools (see :attr:`sdk.Stream.called_tools`)."""
-        return self._stream.called_tools
-
-    @property
-    def error(self) -> BaseException | None:
-        """The error the stream failed with, if it did."""
-        return self._stream.error
 
     def result(self) -> T:
         """The validated value (see :meth:`sdk.Stream.result`)."""

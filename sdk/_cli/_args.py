@@ -15,6 +15,7 @@ from typing import TextIO, get_args
 
 from sdk._backend import Mode
 from sdk._constants import DEFAULT_CLI_CONCURRENCY, DEFAULT_MAX_RETRIES
+from sdk._providers import NATIVE_PROVIDERS
 from sdk._version import version
 
 __all__ = ["UsageError", "build_parser", "check_combinations", "parse", "read_prompt"]
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     where.add_argument(
         "--provider",
-        choices=["anthropic", "gemini", "ollama"],
+        choices=sorted(NATIVE_PROVIDERS),
         help="a provider spoken natively (its own API, its own environment variables: "
         "ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST...); --base-url then overrides its URL",
     )

@@ -14,6 +14,7 @@ from sdk._backend import Backend
 from sdk._cli._report import Report
 from sdk._errors import BackendError
 from sdk._options import RequestOptions
+from sdk._providers import DEFAULT_PROVIDER, provider_backend
 from sdk._retry import Retry
 
 __all__ = ["BackendFactory", "open_backend", "request_options", "uses_server"]
@@ -51,17 +52,13 @@ async def open_backend(
     if make_backend is not None:
         return make_backend(args, report)
     if args.provider is not None:
-        from sdk._providers import provider_backend
-
         key = args.api_key or os.environ.get("FIELDSTREAM_API_KEY")
         return provider_backend(args.provider, args.base_url, key, args.model, "chat", {})
-    if args.base_url is not None:
-        from sdk._http.openai._backend import OpenAIBackend
-
+    if args.base_url is not None:  # the default provider: an OpenAI-compatible server
         key = args.api_key
         if key is None:
             key = os.environ.get("FIELDSTREAM_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return OpenAIBackend(base_url=args.base_url, api_key=key, model=args.model)
+        return provider_backend(DEFAULT_PROVIDER, args.base_url, key, args.model, "chat", {})
     return await _local_backend(args, report)
 
 

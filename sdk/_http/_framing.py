@@ -90,17 +90,38 @@ class Framing(Protocol):
         ...
 
 
-class EventStreamParser:
-    """Incremental ``text/event-stream`` parser; see the module docstring for the rules."""
+class _LineHolder:
+    """What both framings share: the pieces of a line whose end has not arrived, held up to
+    ``max_size`` bytes (:class:`EventStreamError` beyond, naming the stream as ``_stream``)."""
 
-    content_types: tuple[str, ...] = ("text/event-stream",)
+    _stream = "stream"
 
     def __init__(self, *, max_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_size = max_size
-        self._start = b""  # the first bytes, until we know whether they begin with a BOM
-        self._started = False
         self._partial: list[bytes] = []  # pieces of a line whose end has not arrived
         self._partial_size = 0
+
+    def _hold(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self._partial_size += len(piece)
+        if self._partial_size > self.max_size:
+            raise EventStreamError(
+                f"a line of the {self._stream} is over {self.max_size} bytes with no end"
+            )
+        self._partial.append(piece)
+
+
+class EventStreamParser(_LineHolder):
+    """Incremental ``text/event-stream`` parser; see the module docstring for the rules."""
+
+    content_types: tuple[str, ...] = ("text/event-stream",)
+    _stream = "event stream"
+
+    def __init__(self, *, max_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        super().__init__(max_size=max_size)
+        self._start = b""  # the first bytes, until we know whether they begin with a BOM
+        self._started = False
         self._skip_lf = False  # the last piece ended with \r: a \n first in the next is its pair
         self._event = ""
         self._data: list[bytes] = []
@@ -188,16 +209,6 @@ class EventStreamParser:
             self._skip_lf = True
         return events
 
-    def _hold(self, piece: bytes) -> None:
-        if not piece:
-            return
-        self._partial_size += len(piece)
-        if self._partial_size > self.max_size:
-            raise EventStreamError(
-                f"a line of the event stream is over {self.max_size} bytes with no end"
-            )
-        self._partial.append(piece)
-
     def _line(self, line: bytes) -> ServerSentEvent | None:
         if not line:
             return self._dispatch()
@@ -236,7 +247,7 @@ class EventStreamParser:
         return event
 
 
-class JsonLinesReader:
+class JsonLinesReader(_LineHolder):
     """Incremental reader of a stream of JSON lines (NDJSON): each line that is not blank is
     one message, given as its text (UTF-8, invalid bytes replaced, a ``\\r`` before the
     ``\\n`` dropped). A last line without its ``\\n`` is given at :meth:`end`. A line longer
@@ -248,11 +259,6 @@ class JsonLinesReader:
         "application/jsonl",
         "application/json",
     )
-
-    def __init__(self, *, max_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        self.max_size = max_size
-        self._partial: list[bytes] = []  # pieces of a line whose end has not arrived
-        self._partial_size = 0
 
     def feed_data(self, piece: bytes) -> list[str | ServerSentEvent]:
         """The lines ``piece`` completes, in order."""
@@ -282,16 +288,6 @@ class JsonLinesReader:
             self._line(b"".join(self._partial), lines)
             self._partial, self._partial_size = [], 0
         return lines
-
-    def _hold(self, piece: bytes) -> None:
-        if not piece:
-            return
-        self._partial_size += len(piece)
-        if self._partial_size > self.max_size:
-            raise EventStreamError(
-                f"a line of the stream is over {self.max_size} bytes with no end"
-            )
-        self._partial.append(piece)
 
     def _line(self, line: bytes, out: list[str | ServerSentEvent]) -> None:
         if len(line) > self.max_size:

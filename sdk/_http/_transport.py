@@ -38,9 +38,7 @@ __all__ = [
     "HttpTransport",
     "Opened",
     "body_pieces",
-    "check_http_options",
     "encode_body",
-    "endpoint_url",
     "estimate_tokens",
     "finish_response",
 ]
@@ -185,53 +183,6 @@ def _wants_our_user_agent(http_client: httpx.AsyncClient | None) -> bool:
     ``http_client`` was given a ``User-Agent`` of its own (not httpx's default)."""
     given = None if http_client is None else http_client.headers.get("User-Agent")
     return given is None or given.startswith("python-httpx/")
-
-
-def check_http_options(
-    base_url: object,
-    api_key: object,
-    model: object,
-    http_client: object,
-    timeout: object,
-    headers: object,
-    default_headers: object = None,
-    default_query: object = None,
-) -> None:
-    """The options every httpx backend takes, checked at the call (``TypeError`` /
-    ``ValueError`` naming the argument)."""
-    for name, value in (("base_url", base_url), ("api_key", api_key), ("model", model)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if isinstance(base_url, str) and not base_url.startswith(("http://", "https://")):
-        raise ValueError(
-            f"base_url must be an http(s) URL such as http://host:8000/v1, not {base_url!r}"
-        )
-    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
-        raise TypeError(
-            f"http_client must be an httpx.AsyncClient, not {type(http_client).__name__}"
-            " (for an openai client, use Client.from_openai)"
-        )
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float, httpx.Timeout))
-    ):
-        raise TypeError(f"timeout must be seconds or an httpx.Timeout, not {timeout!r}")
-    for name, mapping in (
-        ("headers", headers),
-        ("default_headers", default_headers),
-        ("default_query", default_query),
-    ):
-        if mapping is not None and not isinstance(mapping, Mapping):
-            raise TypeError(f"{name} must be a mapping of names to values, not {mapping!r}")
-
-
-def endpoint_url(path: str, base_url: str | None, http_client: object, root: str) -> str:
-    """Where a backend sends its requests: ``path`` relative to the caller's ``http_client``'s
-    own base URL when it has one and no ``base_url`` was given, else ``root`` (the base URL
-    given, from the environment or the provider's default) followed by ``path``."""
-    if base_url is None and isinstance(http_client, httpx.AsyncClient):
-        if str(http_client.base_url):
-            return path.lstrip("/")
-    return root.rstrip("/") + path
 
 
 def body_pieces(

@@ -18,26 +18,18 @@ Errors are those of Anthropic's SDK, as fieldstream's classes: a status is its
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import TypedDict
+from collections.abc import AsyncIterator
 
-import httpx
+from typing_extensions import Unpack
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import APIStatusError
-from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import (
-    HttpTransport,
-    Opened,
-    check_http_options,
-    encode_body,
-    endpoint_url,
-    estimate_tokens,
-)
+from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
+from sdk._http._request_checks import calls_forced
+from sdk._http._transport import Opened
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
-from sdk._merge import merge_headers
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicBackend", "AnthropicOptions"]
 
@@ -48,18 +40,16 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent (the API version Anthropic's SDK sends)."""
 
 
-class AnthropicOptions(TypedDict, total=False):
+class AnthropicOptions(HttpOptions, total=False):
     """The options of :class:`AnthropicBackend` besides ``base_url``, ``api_key`` and
-    ``model`` (``Client(provider="anthropic", ...)`` takes the same)."""
-
-    http_client: httpx.AsyncClient | None
-    timeout: httpx.Timeout | float | None
-    headers: Mapping[str, str] | None
-    default_headers: Mapping[str, str] | None
-    default_query: Mapping[str, str] | None
+    ``model`` (``Client(provider="anthropic", ...)`` takes the same): the shared ones."""
 
 
-class AnthropicBackend:
+class _Arguments(EndpointOptions, AnthropicOptions, total=False):
+    """All that :class:`AnthropicBackend` takes."""
+
+
+class AnthropicBackend(HttpBackend):
     """A :class:`~sdk._backend.Backend` for Anthropic's Messages API.
 
     ``base_url`` is the API root (``https://api.anthropic.com``; ``/v1/messages`` is added); as
@@ -72,36 +62,22 @@ class AnthropicBackend:
 
     ``model`` is required by the API (here or per request). ``http_client``, ``timeout``,
     ``headers`` / ``default_headers`` and ``default_query`` are as for
-    :class:`~sdk._http.OpenAIBackend`.
+    :class:`~sdk._http.openai.OpenAIBackend`.
     """
 
     path = "/v1/messages"
     """The endpoint, below ``base_url``."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        headers: Mapping[str, str] | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        default_query: Mapping[str, str] | None = None,
-    ) -> None:
-        check_http_options(
-            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
-        )
-        self.model = model
-        root = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-        url = endpoint_url(self.path, base_url, http_client, root)
+    def __init__(self, **options: Unpack[_Arguments]) -> None:
+        given = self._settings(options, ())
+        root = given.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        url = given.endpoint(self.path, root)
         sent = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "anthropic-version": ANTHROPIC_VERSION,
         }
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        key = given.api_key if given.api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if key:
             sent["x-api-key"] = key
@@ -112,25 +88,12 @@ class AnthropicBackend:
                 "Missing credentials: Anthropic's API needs a key; pass api_key=... or set the "
                 "ANTHROPIC_API_KEY environment variable (or give the base_url of another server)"
             )
-        sent = merge_headers(sent, default_headers, headers)
-        self._transport = HttpTransport(
-            url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
-        )
+        self._transport = given.transport(url, sent)
 
     @property
     def url(self) -> str:
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
         return self._transport.url
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """The headers every request is sent with (credentials included)."""
-        return self._transport.headers
-
-    @property
-    def http_client(self) -> httpx.AsyncClient:
-        """The httpx client requests go through."""
-        return self._transport.http_client
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the Messages API cannot be sent
@@ -142,24 +105,14 @@ class AnthropicBackend:
         failures and error events (``status``, ``retryable``, ``retry_after``,
         ``request_id``), :class:`~sdk.StreamUsageError` for messages the API cannot be sent."""
         body, wrapped = anthropic_request(request, model=request.model or self.model)
-        forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
-        decoder = AnthropicDecoder(tools=forced)
-        payload = encode_body(body)
-        return stream_deltas(
-            lambda: self._open(payload, request),
-            decoder,
-            unwrap=wrapped,
-            prompt_estimate=estimate_tokens(payload),
+        return self._deltas(
+            request, body, AnthropicDecoder(tools=calls_forced(request)), unwrap=wrapped
         )
 
-    async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
+    async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); a status error
         as Anthropic's SDK gives it (:func:`anthropic_status_error`)."""
         try:
-            return await self._transport.open(payload, request)
+            return await self._transport.open(payload, request, url=url)
         except APIStatusError as exc:
             raise anthropic_status_error(exc) from None
-
-    async def aclose(self) -> None:
-        """Close the httpx client if this backend made it."""
-        await self._transport.aclose()

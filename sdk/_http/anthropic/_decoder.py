@@ -9,14 +9,18 @@ same) decides:
 - ``content_block_start`` of a ``tool_use`` block -> the call's first delta,
   ``Delta(tool_call=k, tool_name=name, tool_call_id=id)``, ``k`` counting the response's
   tool_use blocks (0, 1, ...); its ``input_json_delta`` pieces -> ``Delta(text=partial_json,
-  tool_call=k)``. A ``text`` block's ``text_delta`` -> ``Delta(text=...)`` (only whitespace
+  tool_call=k)``; a block that stops with none (a tool that takes no arguments) ->
+  ``Delta(text="{}", tool_call=k)``, as Anthropic's SDK reads it. A ``text`` block's
+  ``text_delta`` -> ``Delta(text=...)`` (only whitespace
   is dropped when the request forced a tool call); a ``thinking`` block's ``thinking_delta``
   -> ``Delta(reasoning=...)``. Signatures, citations, redacted thinking and server tool
   blocks carry nothing the stream reads.
 - ``message_start`` and ``message_delta`` carry the usage (input, cache creation and cache
   read tokens are the prompt; ``output_tokens`` the completion; a later report replaces an
-  earlier one); ``message_delta`` the ``stop_reason``, given on the last delta (at
-  ``message_stop``, or at the end of the body) in Chat Completions' words: ``end_turn`` and
+  earlier one); ``message_start``'s is given at once, as ``Delta(usage=...)``, so that a
+  stream aborted before its end keeps what it was reported; ``message_delta`` the
+  ``stop_reason``, given on the last delta (at ``message_stop``, or at the end of the body)
+  in Chat Completions' words: ``end_turn`` and
   ``stop_sequence`` are ``"stop"``, ``max_tokens`` and ``model_context_window_exceeded`` are
   ``"length"`` (a :class:`~sdk.TruncatedError` when the document is unfinished),
   ``tool_use`` is ``"tool_calls"``; ``refusal`` adds a ``Delta(refusal=...)`` (the
@@ -34,14 +38,11 @@ same) decides:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import from_json
-
 from sdk._backend import Delta, Usage
-from sdk._errors import TransportError
+from sdk._http._json_message import json_object
 from sdk._http.anthropic._errors import anthropic_error
 
 __all__ = ["STOP_REASONS", "AnthropicDecoder"]
@@ -65,6 +66,7 @@ class AnthropicDecoder:
     def __init__(self, *, tools: bool = False) -> None:
         self._tools = tools
         self._calls: dict[int, int] = {}  # content block index -> tool call number
+        self._argued: set[int] = set()  # the tool calls some input text came for
         self._kinds: dict[int, str] = {}  # content block index -> its type
         self._stop_reason: str | None = None
         self._stop_details: Any = None
@@ -92,16 +94,7 @@ class AnthropicDecoder:
         """The deltas of one event (``event``: the SSE event name, ``""`` when absent)."""
         if event == "ping" or not data.strip():
             return []
-        try:
-            payload = from_json(data, cache_strings="keys")
-        except ValueError:
-            payload = _loads(data)
-        if type(payload) is not dict:
-            raise TransportError(
-                f"malformed stream: an event is not a JSON object: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            )
+        payload = json_object(data, "an event", "an event's data")
         kind = payload.get("type") or event
         if kind == "content_block_delta":
             return self._block_delta(payload)
@@ -113,7 +106,9 @@ class AnthropicDecoder:
                 if isinstance(message.get("id"), str):
                     self.message_id = message["id"]
                 self._usage(message.get("usage"))
-            return []
+            # Given now, not only at the end: an abort (a violation) never reaches the end,
+            # and the prompt tokens reported here are what the attempt cost.
+            return [Delta(usage=self._usage_so_far())] if self._reported else []
         if kind == "message_delta":
             delta = payload.get("delta")
             if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
@@ -124,9 +119,11 @@ class AnthropicDecoder:
         if kind == "message_stop":
             self.done = True
             return self.end()
+        if kind == "content_block_stop":
+            return self._block_stop(payload)
         if kind == "error":
             raise anthropic_error(payload, default="the server sent an error event")
-        return []  # content_block_stop, ping, and types added later
+        return []  # ping, and types added later
 
     def end(self) -> list[Delta]:
         """The stream is over (``message_stop`` or end of body): the last delta, if any."""
@@ -146,8 +143,13 @@ class AnthropicDecoder:
                 )
             )
         finish = None if reason is None else STOP_REASONS.get(reason, reason)
+        out.append(Delta(finish_reason=finish, usage=self._usage_so_far()))
+        return out
+
+    def _usage_so_far(self) -> Usage:
+        """The usage reported so far (cache creation and read tokens are prompt)."""
         prompt = self._input + self.cache_creation_tokens + self.cache_read_tokens
-        usage = Usage(
+        return Usage(
             prompt_tokens=prompt,
             completion_tokens=self._output,
             prompt_tokens_details=_details(
@@ -156,8 +158,6 @@ class AnthropicDecoder:
             ),
             completion_tokens_details=_details(reasoning_tokens=self.thinking_tokens),
         )
-        out.append(Delta(finish_reason=finish, usage=usage))
-        return out
 
     def _block_start(self, payload: Mapping[str, Any]) -> list[Delta]:
         index = payload.get("index")
@@ -198,11 +198,22 @@ class AnthropicDecoder:
             call = self._calls.get(payload.get("index"))  # type: ignore[arg-type]
             if call is None or not isinstance(piece, str) or not piece:
                 return []
+            self._argued.add(call)
             return [Delta(text=piece, tool_call=call)]
         if kind == "thinking_delta":
             thought = delta.get("thinking")
             return [Delta(reasoning=thought)] if isinstance(thought, str) and thought else []
         return []  # signature_delta, citations_delta, and types added later
+
+    def _block_stop(self, payload: Mapping[str, Any]) -> list[Delta]:
+        """A ``tool_use`` block that ended with no input text is a call with no arguments:
+        ``{}``, as Anthropic's SDK reads it (a tool that takes none streams no
+        ``input_json_delta``, or an empty one)."""
+        call = self._calls.get(payload.get("index"))  # type: ignore[arg-type]
+        if call is None or call in self._argued:
+            return []
+        self._argued.add(call)
+        return [Delta(text="{}", tool_call=call)]
 
     def _text(self, text: str) -> list[Delta]:
         return [] if self._tools and text.isspace() else [Delta(text=text)]
@@ -231,14 +242,3 @@ class AnthropicDecoder:
 def _details(**counts: int) -> dict[str, int]:
     """The counts that are not zero (a detail the provider did not report is left out)."""
     return {key: value for key, value in counts.items() if value}
-
-
-def _loads(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
-from sdk._http._chat_messages import call_arguments, checked_message
+from sdk._http._chat_messages import chat_calls, checked_messages, system_first
 
 __all__ = ["anthropic_messages"]
 
@@ -57,21 +57,11 @@ def anthropic_messages(
     docstring)."""
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
-    for number, message in enumerate(messages):
-        where = f"messages[{number}]"
-        message = checked_message(
-            message,
-            where,
-            _KEYS,
-            "the Messages API has no place for (a turn is a role and its content)",
-        )
-        role = message.get("role")
+    for where, message, role in checked_messages(
+        messages, _KEYS, "the Messages API has no place for (a turn is a role and its content)"
+    ):
         if role in _SYSTEM_ROLES:
-            if turns:
-                raise StreamUsageError(
-                    f"{where} is a {role} turn after the conversation began: the Messages API "
-                    "takes one system prompt, before every turn (move it to the start)"
-                )
+            system_first(bool(turns), where, role, "the Messages API takes one system prompt")
             system.extend(_text_blocks(message.get("content"), where))
             continue
         if role == "tool":
@@ -151,23 +141,12 @@ def _text_blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _tool_uses(calls: Any, where: str) -> list[dict[str, Any]]:
-    if not calls:
-        return []
-    if not isinstance(calls, list):
-        raise StreamUsageError(f"{where}.tool_calls must be a list")
-    out = []
-    for i, call in enumerate(calls):
-        here = f"{where}.tool_calls[{i}]"
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(call.get("id"), str):
-            raise StreamUsageError(f"{here} needs an 'id' and a 'function' (name, arguments)")
-        value = call_arguments(
-            function, here, lambda v: f"a tool_use input is a JSON object, not {v!r}"
+    return [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in chat_calls(
+            calls, where, lambda v: f"a tool_use input is a JSON object, not {v!r}", needs_id=True
         )
-        out.append(
-            {"type": "tool_use", "id": call["id"], "name": function.get("name"), "input": value}
-        )
-    return out
+    ]
 
 
 def _tool_result(message: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
+from sdk._http._request_checks import refuse_constraint, refuse_effort, refuse_parameters
 from sdk._http._unwrap import WRAPPER_KEY
 from sdk._http.anthropic._messages import anthropic_messages
 from sdk._http.anthropic._schema import anthropic_schema
@@ -76,24 +77,11 @@ def check_anthropic_request(request: GenerationRequest) -> None:
     constraint other than JSON Schema (unless ``mode="none"``), a ``seed`` (it has none), and
     ``temperature`` / ``top_p`` (not in the API's current request type; a model that still
     reads them can be sent them in ``extra=``)."""
-    if request.constraint is not None and request.mode != "none":
-        kind = type(request.constraint).__name__
-        raise UnsupportedConstraint(
-            f"Anthropic's Messages API cannot be sent a {kind} (it takes JSON Schema only); "
-            f"pass mode='none' to send nothing and have the client alone check the {kind}"
-        )
-    for name in request.parameters:
-        if name not in _PARAMETERS:
-            raise UnsupportedConstraint(
-                f"{name}= has no equivalent in Anthropic's Messages API; leave it out (or pass "
-                "the Messages API's own field in extra=)"
-            )
-    effort = request.parameters.get("reasoning_effort")
-    if effort is not None and effort not in _EFFORTS:
-        raise UnsupportedConstraint(
-            f"reasoning_effort={effort!r} has no equivalent in Anthropic's output_config.effort "
-            f"(it takes {', '.join(map(repr, _EFFORTS))})"
-        )
+    refuse_constraint(request, "Anthropic's Messages API", "it takes JSON Schema only")
+    refuse_parameters(
+        request, _PARAMETERS, "Anthropic's Messages API", "the Messages API's own field in extra="
+    )
+    refuse_effort(request, _EFFORTS, "Anthropic's output_config.effort")
     tier = request.parameters.get("service_tier")
     if tier not in (None, "auto"):
         raise UnsupportedConstraint(

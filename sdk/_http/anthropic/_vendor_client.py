@@ -19,21 +19,21 @@ sdk.TransportError`` both catch it; likewise for every status class and for
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from sdk._backend import Delta, GenerationRequest
-from sdk._errors import APIConnectionError, APITimeoutError, MissingDependencyError, TransportError
-from sdk._http._errors import both, status_error
+from sdk._http import _vendor_sdk as vendor
+from sdk._http._errors import both
 from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import Opened, encode_body, estimate_tokens
+from sdk._http._request_checks import calls_forced
+from sdk._http._transport import encode_body, estimate_tokens
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
 
-__all__ = ["AnthropicSDKBackend"]
+__all__ = ["AnthropicSDKBackend", "async_client"]
 
 
 class AnthropicSDKBackend:
@@ -41,12 +41,7 @@ class AnthropicSDKBackend:
     client. ``client`` is not closed by :meth:`aclose`: it belongs to the caller."""
 
     def __init__(self, client: Any, *, model: str) -> None:
-        try:
-            import anthropic
-        except ImportError as exc:  # pragma: no cover - only without the anthropic package
-            raise MissingDependencyError(
-                "Client.from_anthropic needs the anthropic package: pip install anthropic"
-            ) from exc
+        anthropic = vendor.import_sdk("anthropic", "from_anthropic", "anthropic")
         if not isinstance(client, anthropic.AsyncAnthropic):
             raise TypeError(
                 "Client.from_anthropic() takes an anthropic.AsyncAnthropic client, not "
@@ -55,14 +50,7 @@ class AnthropicSDKBackend:
         if not isinstance(model, str):
             raise TypeError(f"model must be a str, not {type(model).__name__}")
         self._anthropic = anthropic
-        errors: list[type[Exception]] = [httpx.HTTPError, anthropic.APIError]
-        try:
-            import httpx2
-        except ImportError:  # pragma: no cover - anthropic over httpx
-            pass
-        else:
-            errors.append(httpx2.HTTPError)
-        self._errors = tuple(errors)
+        self._errors = vendor.http_errors(anthropic.APIError)
         self._client = client
         self.model = model
 
@@ -77,29 +65,14 @@ class AnthropicSDKBackend:
         estimate = estimate_tokens(encode_body(body))
         named = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         del body["stream"]
-        options: dict[str, Any] = {}
-        if request.timeout is not None:
-            options["timeout"] = request.timeout
-        if request.extra_headers:
-            options["extra_headers"] = dict(request.extra_headers)
-        if request.extra_query:
-            options["extra_query"] = dict(request.extra_query)
-        forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
-
-        async def open_response() -> Opened:
-            manager = self._client.messages.with_streaming_response.create(
-                **named, stream=True, extra_body=body, **options
-            )
-            api_response = await self._call(manager.__aenter__())
-
-            async def release() -> None:
-                await manager.__aexit__(None, None, None)
-
-            return api_response.http_response, release
-
         return stream_deltas(
-            open_response,
-            AnthropicDecoder(tools=forced),
+            vendor.raw_response(
+                lambda: self._client.messages.with_streaming_response.create(
+                    **named, stream=True, extra_body=body, **vendor.per_request(request)
+                ),
+                self._call,
+            ),
+            AnthropicDecoder(tools=calls_forced(request)),
             errors=self._errors,
             unwrap=wrapped,
             prompt_estimate=estimate,
@@ -111,24 +84,28 @@ class AnthropicSDKBackend:
         try:
             return await awaitable
         except anthropic.APIStatusError as exc:
-            status = exc.status_code
-            error: TransportError = anthropic_status_error(
-                status_error(
-                    f"HTTP {status}: {exc.message}",
-                    status=status,
-                    headers=exc.response.headers,
-                    body=exc.body.get("error", exc.body)
-                    if isinstance(exc.body, dict)
-                    else exc.body,
-                    response=exc.response,
-                )
-            )
-            raise both(error, exc) from exc
+            body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
+            raise both(
+                anthropic_status_error(vendor.sdk_status_error(exc, body=body)), exc
+            ) from exc
         except anthropic.APIConnectionError as exc:
             timed_out = isinstance(exc, anthropic.APITimeoutError)
-            cls = APITimeoutError if timed_out else APIConnectionError
-            error = cls(f"the connection {'timed out' if timed_out else 'failed'}: {exc}")
-            raise both(error, exc) from exc
+            raise both(vendor.connection_error(exc, timed_out), exc) from exc
 
     async def aclose(self) -> None:
         """Nothing to release: the anthropic client belongs to the caller."""
+
+
+def async_client(client: Any) -> Any:
+    """``client`` as an ``anthropic.AsyncAnthropic`` when it is an ``anthropic.Anthropic``: its
+    settings (API key or auth token, base URL, timeout, max retries, default headers and query)
+    copied into a new one; anything else as it is (``Client.from_anthropic`` checks it)."""
+    anthropic = sys.modules.get("anthropic")  # an anthropic.Anthropic has imported it
+    if anthropic is None or not isinstance(client, anthropic.Anthropic):
+        return client
+    return anthropic.AsyncAnthropic(
+        api_key=client.api_key,
+        auth_token=client.auth_token,
+        base_url=str(client.base_url),
+        **vendor.blocking_settings(client),
+    )

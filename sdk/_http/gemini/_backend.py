@@ -11,25 +11,17 @@ retried, ``Retry-After`` honoured), the body's ``error`` object kept.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import TypedDict
+from collections.abc import AsyncIterator
 from urllib.parse import quote
 
-import httpx
+from typing_extensions import Unpack
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import StreamUsageError
-from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import (
-    HttpTransport,
-    check_http_options,
-    encode_body,
-    endpoint_url,
-    estimate_tokens,
-)
+from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
+from sdk._http._request_checks import calls_forced
 from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
-from sdk._merge import merge_headers
 
 __all__ = ["GEMINI_API_VERSION", "GEMINI_BASE_URL", "GeminiBackend", "GeminiOptions"]
 
@@ -41,18 +33,17 @@ GEMINI_API_VERSION = "v1beta"
 documented there)."""
 
 
-class GeminiOptions(TypedDict, total=False):
+class GeminiOptions(HttpOptions, total=False):
     """The options of :class:`GeminiBackend` besides ``base_url``, ``api_key``, ``model``."""
 
-    http_client: httpx.AsyncClient | None
-    timeout: httpx.Timeout | float | None
-    headers: Mapping[str, str] | None
-    default_headers: Mapping[str, str] | None
-    default_query: Mapping[str, str] | None
     api_version: str
 
 
-class GeminiBackend:
+class _Arguments(EndpointOptions, GeminiOptions, total=False):
+    """All that :class:`GeminiBackend` takes."""
+
+
+class GeminiBackend(HttpBackend):
     """A :class:`~sdk._backend.Backend` for the Gemini API's ``streamGenerateContent``.
 
     ``base_url`` defaults to ``https://generativelanguage.googleapis.com`` (``/{api_version}/
@@ -62,30 +53,16 @@ class GeminiBackend:
     ``x-goog-api-key``; without one a request to Google's URL is refused here with a
     ``ValueError``. ``model`` (``"gemini-2.5-flash"``, or ``"models/..."``) is needed, here or
     per request. ``http_client``, ``timeout``, ``headers`` / ``default_headers``,
-    ``default_query`` are as for :class:`~sdk._http.OpenAIBackend`.
+    ``default_query`` are as for :class:`~sdk._http.openai.OpenAIBackend`.
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        headers: Mapping[str, str] | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        default_query: Mapping[str, str] | None = None,
-        api_version: str = GEMINI_API_VERSION,
-    ) -> None:
-        check_http_options(
-            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
-        )
+    def __init__(self, **options: Unpack[_Arguments]) -> None:
+        given = self._settings(options, GeminiOptions.__optional_keys__)
+        api_version = options.get("api_version", GEMINI_API_VERSION)
         if not isinstance(api_version, str) or not api_version:
             raise TypeError(f"api_version must be a str such as 'v1beta', not {api_version!r}")
-        self.model = model
-        root = endpoint_url("/" + api_version, base_url, http_client, base_url or GEMINI_BASE_URL)
-        key = api_key
+        root = given.endpoint("/" + api_version, given.base_url or GEMINI_BASE_URL)
+        key = given.api_key
         if key is None:
             key = os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
         sent = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -96,15 +73,7 @@ class GeminiBackend:
                 "Missing credentials: the Gemini API needs a key; pass api_key=... or set the "
                 "GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
             )
-        sent = merge_headers(sent, default_headers, headers)
-        self._transport = HttpTransport(
-            root, headers=sent, query=default_query, http_client=http_client, timeout=timeout
-        )
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """The headers every request is sent with (the key included)."""
-        return self._transport.headers
+        self._transport = given.transport(root, sent)
 
     def url_for(self, model: str) -> str:
         """Where a request for ``model`` goes."""
@@ -124,16 +93,5 @@ class GeminiBackend:
         if not model:
             raise StreamUsageError("Gemini needs a model: Client(..., model=...) or model=...")
         body = gemini_body(request)
-        forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
-        decoder = GeminiDecoder(tools=forced)
-        payload = encode_body(body)
-        url = self.url_for(model)
-        return stream_deltas(
-            lambda: self._transport.open(payload, request, url=url),
-            decoder,
-            prompt_estimate=estimate_tokens(payload),
-        )
-
-    async def aclose(self) -> None:
-        """Close the httpx client if this backend made it."""
-        await self._transport.aclose()
+        decoder = GeminiDecoder(tools=calls_forced(request))
+        return self._deltas(request, body, decoder, url=self.url_for(model))

@@ -19,7 +19,8 @@ has the face every provider's decoder has (``decode``, ``end``, ``done``):
   ``"content_filter"``.
 - ``usageMetadata`` (a later record replaces an earlier one): ``promptTokenCount`` is the
   prompt (cached tokens included), ``candidatesTokenCount`` + ``thoughtsTokenCount`` the
-  completion.
+  completion; each new report is given at once, as ``Delta(usage=...)``, so that a stream
+  aborted before its end keeps what it was reported.
 - A record ``{"error": {...}}`` raises its :class:`~sdk.APIStatusError` class
   (:func:`~sdk._http.gemini._errors.gemini_error`); one for a second candidate raises
   :class:`~sdk.BackendError`.
@@ -34,10 +35,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import from_json
-
 from sdk._backend import Delta, Usage
-from sdk._errors import BackendError, TransportError
+from sdk._errors import BackendError
+from sdk._http._json_message import json_object
 from sdk._http.gemini._errors import gemini_error
 
 __all__ = ["FILTERED", "GeminiDecoder"]
@@ -78,20 +78,13 @@ class GeminiDecoder:
         """The deltas of one record (the SSE event's data)."""
         if not data.strip():
             return []
-        try:
-            record = from_json(data, cache_strings="keys")
-        except ValueError:
-            record = _loads(data)
-        if type(record) is not dict:
-            raise TransportError(
-                f"malformed stream: a record is not a JSON object: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            )
+        record = json_object(data, "a record", "a record")
         if record.get("error") is not None:
             raise gemini_error(record)
-        self._read_usage(record.get("usageMetadata"))
         out: list[Delta] = []
+        if self._read_usage(record.get("usageMetadata")):
+            # Given as it comes, not only at the end: an aborted stream keeps what it was told.
+            out.append(Delta(usage=self._usage))
         candidates = record.get("candidates")
         if isinstance(candidates, list):
             for candidate in candidates:
@@ -161,9 +154,11 @@ class GeminiDecoder:
             ]
         return []
 
-    def _read_usage(self, usage: Any) -> None:
+    def _read_usage(self, usage: Any) -> bool:
+        """Read a record's ``usageMetadata``; whether it said something new."""
         if not isinstance(usage, Mapping):
-            return
+            return False
+        before = self._usage
         thoughts = _int(usage.get("thoughtsTokenCount"))
         self.thoughts_tokens = thoughts
         self.cached_tokens = _int(usage.get("cachedContentTokenCount"))
@@ -175,18 +170,8 @@ class GeminiDecoder:
             ),
             completion_tokens_details={"reasoning_tokens": thoughts} if thoughts else {},
         )
+        return self._usage != before
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _loads(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: a record is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
-from sdk._http._chat_messages import call_arguments, checked_message
+from sdk._http._chat_messages import chat_calls, checked_messages, system_first, text_and_images
 
 __all__ = ["gemini_contents"]
 
@@ -44,20 +44,15 @@ def gemini_contents(
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool call id -> its function's name
-    for number, message in enumerate(messages):
-        where = f"messages[{number}]"
-        message = checked_message(message, where, _KEYS, "Gemini's contents have no place for")
-        role = message.get("role")
+    for where, message, role in checked_messages(
+        messages, _KEYS, "Gemini's contents have no place for"
+    ):
         if "parts" in message:  # Gemini's own content
             if role not in ("user", "model"):
                 raise StreamUsageError(f"{where}: a Gemini content's role is 'user' or 'model'")
             parts = [dict(p) for p in message["parts"]]
         elif role in ("system", "developer"):
-            if contents:
-                raise StreamUsageError(
-                    f"{where} is a {role} turn after the conversation began: Gemini takes one "
-                    "system instruction, before every turn (move it to the start)"
-                )
+            system_first(bool(contents), where, role, "Gemini takes one system instruction")
             system.extend(_parts(message.get("content"), where))
             continue
         elif role == "user":
@@ -88,47 +83,36 @@ def _parts(content: Any, where: str) -> list[dict[str, Any]]:
         return []
     if isinstance(content, str):
         return [{"text": content}] if content else []
-    if not isinstance(content, list):
-        raise StreamUsageError(f"{where}.content must be a string or a list of parts")
-    out: list[dict[str, Any]] = []
-    for i, part in enumerate(content):
-        here = f"{where}.content[{i}]"
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text" and isinstance(part.get("text"), str):
-            out.append({"text": part["text"]})
-        elif kind == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else image
-            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-                raise StreamUsageError(
-                    f"{here}: give the image's bytes as a base64 data: URL (or a native "
-                    f"fileData part), not {str(url)[:40]!r}"
-                )
-            mime, _, data = url[5:].partition(";base64,")
-            out.append({"inlineData": {"mimeType": mime, "data": data}})
-        else:
-            raise StreamUsageError(f"{here}: Gemini's contents take text and images, not {kind!r}")
-    return out
+    parts = text_and_images(
+        content,
+        where,
+        not_data=lambda url: (
+            f"give the image's bytes as a base64 data: URL (or a native fileData part), not {url!r}"
+        ),
+        takes="Gemini's contents take text and images",
+    )
+    return [
+        {"text": part}
+        if isinstance(part, str)
+        else {"inlineData": {"mimeType": part.mime, "data": part.data}}
+        for part in parts
+    ]
 
 
 def _calls(calls: Any, where: str, names: dict[str, str]) -> list[dict[str, Any]]:
-    if not calls:
-        return []
-    if not isinstance(calls, list):
-        raise StreamUsageError(f"{where}.tool_calls must be a list")
-    out = []
-    for i, call in enumerate(calls):
-        here = f"{where}.tool_calls[{i}]"
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise StreamUsageError(f"{here} needs a 'function' with a 'name'")
-        value = call_arguments(function, here, lambda v: "a functionCall's args are a JSON object")
-        part: dict[str, Any] = {"name": function["name"], "args": dict(value)}
-        if isinstance(call.get("id"), str):
-            names[call["id"]] = function["name"]
-            part["id"] = call["id"]
-        out.append({"functionCall": part})
-    return out
+    checked = chat_calls(
+        calls, where, lambda v: "a functionCall's args are a JSON object", names=names
+    )
+    return [
+        {
+            "functionCall": {
+                "name": call.name,
+                "args": dict(call.arguments),
+                **({} if call.id is None else {"id": call.id}),
+            }
+        }
+        for call in checked
+    ]
 
 
 def _response(message: Mapping[str, Any], where: str, names: Mapping[str, str]) -> dict[str, Any]:

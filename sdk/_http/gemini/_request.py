@@ -28,7 +28,7 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
-from sdk._errors import UnsupportedConstraint
+from sdk._http._request_checks import refuse_constraint, refuse_parameters
 from sdk._http.gemini._messages import gemini_contents
 from sdk._http.gemini._schema import gemini_schema
 from sdk._schema import schema_name
@@ -49,18 +49,13 @@ _CONFIG = {
 def check_gemini_request(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` for a constraint other than JSON Schema
     (unless ``mode="none"``): Gemini takes JSON Schema only."""
-    for name in request.parameters:
-        if name not in _CONFIG and name != "stream_options":
-            raise UnsupportedConstraint(
-                f"{name}= has no equivalent in Gemini's generateContent; leave it out (or pass "
-                "Gemini's own field in extra=, e.g. extra={'generationConfig': {...}})"
-            )
-    if request.constraint is not None and request.mode != "none":
-        kind = type(request.constraint).__name__
-        raise UnsupportedConstraint(
-            f"Gemini cannot be sent a {kind} (it takes JSON Schema only); pass mode='none' to "
-            f"send nothing and have the client alone check the {kind}"
-        )
+    refuse_parameters(
+        request,
+        {*_CONFIG, "stream_options"},
+        "Gemini's generateContent",
+        "Gemini's own field in extra=, e.g. extra={'generationConfig': {...}}",
+    )
+    refuse_constraint(request, "Gemini", "it takes JSON Schema only")
 
 
 def gemini_body(request: GenerationRequest) -> dict[str, Any]:

@@ -21,8 +21,10 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._errors import MissingDependencyError, StreamUsageError, TransportError
+from sdk._errors import StreamUsageError, TransportError
 from sdk._http._errors import both, status_error
+from sdk._http._request_checks import calls_forced
+from sdk._http._vendor_sdk import import_sdk
 from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
 
@@ -34,13 +36,9 @@ class GenaiSDKBackend:
     ``client`` is not closed by :meth:`aclose`: it belongs to the caller."""
 
     def __init__(self, client: Any, *, model: str) -> None:
-        try:
-            from google import genai
-            from google.genai import errors, types
-        except ImportError as exc:  # pragma: no cover - only without google-genai
-            raise MissingDependencyError(
-                "Client.from_genai needs the google-genai package: pip install google-genai"
-            ) from exc
+        genai = import_sdk("google.genai", "from_genai", "google-genai")
+        errors = import_sdk("google.genai.errors", "from_genai", "google-genai")
+        types = import_sdk("google.genai.types", "from_genai", "google-genai")
         if not isinstance(client, genai.Client):
             raise TypeError(
                 f"Client.from_genai() takes a google.genai.Client, not {type(client).__name__}"
@@ -70,9 +68,11 @@ class GenaiSDKBackend:
         config = {**body.pop("generationConfig", {}), **body}
         if request.timeout is not None and isinstance(request.timeout, (int, float)):
             config["httpOptions"] = {"timeout": int(request.timeout * 1000)}
-        forced = request.mode == "tool" and request.tool_choice not in ("auto", "none")
         return self._deltas(
-            request.model or self.model, contents, config, GeminiDecoder(tools=forced)
+            request.model or self.model,
+            contents,
+            config,
+            GeminiDecoder(tools=calls_forced(request)),
         )
 
     async def _deltas(

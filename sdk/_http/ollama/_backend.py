@@ -12,24 +12,15 @@ the message (a model not pulled: ``NotFoundError``).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import TypedDict
+from collections.abc import AsyncIterator
 
-import httpx
+from typing_extensions import Unpack
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._framing import JsonLinesReader
-from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import (
-    HttpTransport,
-    check_http_options,
-    encode_body,
-    endpoint_url,
-    estimate_tokens,
-)
+from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
 from sdk._http.ollama._decoder import OllamaDecoder
 from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
-from sdk._merge import merge_headers
 
 __all__ = ["OLLAMA_HOST", "OllamaBackend", "OllamaOptions", "ollama_host"]
 
@@ -59,17 +50,16 @@ def ollama_host(host: str | None) -> str:
     return f"{scheme}://{address}:{port or default_port}{path}"
 
 
-class OllamaOptions(TypedDict, total=False):
-    """The options of :class:`OllamaBackend` besides ``base_url``, ``api_key``, ``model``."""
-
-    http_client: httpx.AsyncClient | None
-    timeout: httpx.Timeout | float | None
-    headers: Mapping[str, str] | None
-    default_headers: Mapping[str, str] | None
-    default_query: Mapping[str, str] | None
+class OllamaOptions(HttpOptions, total=False):
+    """The options of :class:`OllamaBackend` besides ``base_url``, ``api_key``, ``model``: the
+    shared ones."""
 
 
-class OllamaBackend:
+class _Arguments(EndpointOptions, OllamaOptions, total=False):
+    """All that :class:`OllamaBackend` takes."""
+
+
+class OllamaBackend(HttpBackend):
     """A :class:`~sdk._backend.Backend` for Ollama's native chat API.
 
     ``base_url`` is the server (``http://127.0.0.1:11434``; ``/api/chat`` is added); it
@@ -77,48 +67,26 @@ class OllamaBackend:
     ``api_key`` (default ``$OLLAMA_API_KEY``, for Ollama's cloud or a proxy) is sent as a bearer
     token; a local server needs none. ``model`` (here or per request) is the model's name, as
     ``ollama pull`` took it. ``http_client``, ``timeout``, ``headers`` / ``default_headers``,
-    ``default_query`` are as for :class:`~sdk._http.OpenAIBackend`.
+    ``default_query`` are as for :class:`~sdk._http.openai.OpenAIBackend`.
     """
 
     path = "/api/chat"
     """The endpoint, below ``base_url``."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        headers: Mapping[str, str] | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        default_query: Mapping[str, str] | None = None,
-    ) -> None:
-        check_http_options(
-            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
-        )
-        self.model = model
-        root = base_url or ollama_host(os.environ.get("OLLAMA_HOST"))
-        url = endpoint_url(self.path, base_url, http_client, root)
+    def __init__(self, **options: Unpack[_Arguments]) -> None:
+        given = self._settings(options, ())
+        root = given.base_url or ollama_host(os.environ.get("OLLAMA_HOST"))
+        url = given.endpoint(self.path, root)
         sent = {"Content-Type": "application/json", "Accept": "application/x-ndjson"}
-        key = api_key if api_key is not None else os.environ.get("OLLAMA_API_KEY")
+        key = given.api_key if given.api_key is not None else os.environ.get("OLLAMA_API_KEY")
         if key:
             sent["Authorization"] = f"Bearer {key}"
-        sent = merge_headers(sent, default_headers, headers)
-        self._transport = HttpTransport(
-            url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
-        )
+        self._transport = given.transport(url, sent)
 
     @property
     def url(self) -> str:
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
         return self._transport.url
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """The headers every request is sent with."""
-        return self._transport.headers
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when ``/api/chat`` cannot be sent
@@ -131,14 +99,4 @@ class OllamaBackend:
         sent."""
         body = ollama_body(request, model=request.model or self.model)
         decoder = OllamaDecoder(tools=bool(body.get("tools")), call=forced_call(request))
-        payload = encode_body(body)
-        return stream_deltas(
-            lambda: self._transport.open(payload, request),
-            decoder,
-            framing=JsonLinesReader,
-            prompt_estimate=estimate_tokens(payload),
-        )
-
-    async def aclose(self) -> None:
-        """Close the httpx client if this backend made it."""
-        await self._transport.aclose()
+        return self._deltas(request, body, decoder, framing=JsonLinesReader)

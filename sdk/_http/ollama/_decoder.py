@@ -28,6 +28,7 @@ from typing import Any
 
 from sdk._backend import Delta, Usage
 from sdk._errors import TransportError
+from sdk._http._json_message import json_object
 
 __all__ = ["OllamaDecoder"]
 
@@ -50,20 +51,7 @@ class OllamaDecoder:
 
     def decode(self, event: str, data: str) -> str | list[Delta]:
         """The deltas of one line (``event`` is always ``""`` in JSON lines)."""
-        try:
-            line = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise TransportError(
-                f"malformed stream: a line is not JSON: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            ) from exc
-        if not isinstance(line, dict):
-            raise TransportError(
-                f"malformed stream: a line is not a JSON object: {data[:200]!r}",
-                retryable=False,
-                body=data[:2000],
-            )
+        line = json_object(data, "a line", "a line", fast=False)
         if line.get("error") is not None:
             error = line["error"]
             said = error if isinstance(error, str) else json.dumps(error)

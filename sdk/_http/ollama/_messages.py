@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdk._errors import StreamUsageError
-from sdk._http._chat_messages import call_arguments, checked_message
+from sdk._http._chat_messages import chat_calls, checked_messages, text_and_images
 
 __all__ = ["ollama_messages"]
 
@@ -38,11 +38,10 @@ def ollama_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     """The messages of an ``/api/chat`` body (see the module docstring)."""
     out: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool call id -> its function's name
-    for number, message in enumerate(messages):
-        where = f"messages[{number}]"
-        message = checked_message(message, where, _KEYS, "Ollama's messages have no place for")
-        role = message.get("role")
-        role = "system" if role == "developer" else role
+    for where, message, given in checked_messages(
+        messages, _KEYS, "Ollama's messages have no place for"
+    ):
+        role = "system" if given == "developer" else given
         if role not in _ROLES:
             raise StreamUsageError(f"{where} has role {role!r}; Ollama has {sorted(_ROLES)}")
         turn: dict[str, Any] = {"role": role}
@@ -63,45 +62,24 @@ def ollama_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 def _content(content: Any, where: str) -> tuple[str, list[str]]:
     if content is None or isinstance(content, str):
         return content or "", []
-    if not isinstance(content, list):
-        raise StreamUsageError(f"{where}.content must be a string or a list of parts")
-    texts: list[str] = []
-    images: list[str] = []
-    for i, part in enumerate(content):
-        here = f"{where}.content[{i}]"
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else image
-            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-                raise StreamUsageError(
-                    f"{here}: Ollama takes an image's bytes, so give it as a base64 data: URL "
-                    f"(not {str(url)[:40]!r})"
-                )
-            images.append(url.partition(";base64,")[2])
-        else:
-            raise StreamUsageError(f"{here}: Ollama's messages take text and images, not {kind!r}")
+    parts = text_and_images(
+        content,
+        where,
+        not_data=lambda url: (
+            f"Ollama takes an image's bytes, so give it as a base64 data: URL (not {url!r})"
+        ),
+        takes="Ollama's messages take text and images",
+    )
+    texts = [part for part in parts if isinstance(part, str)]
+    images = [part.data for part in parts if not isinstance(part, str)]
     return "".join(texts), images
 
 
 def _calls(calls: Any, where: str, names: dict[str, str]) -> list[dict[str, Any]]:
-    if not isinstance(calls, list):
-        raise StreamUsageError(f"{where}.tool_calls must be a list")
-    out = []
-    for i, call in enumerate(calls):
-        here = f"{where}.tool_calls[{i}]"
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise StreamUsageError(f"{here} needs a 'function' with a 'name'")
-        value = call_arguments(
-            function, here, lambda v: f"Ollama's arguments are a JSON object, not {v!r}"
-        )
-        if isinstance(call.get("id"), str):
-            names[call["id"]] = function["name"]
-        out.append({"function": {"name": function["name"], "arguments": dict(value)}})
-    return out
+    checked = chat_calls(
+        calls, where, lambda v: f"Ollama's arguments are a JSON object, not {v!r}", names=names
+    )
+    return [{"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in checked]
 
 
 def _tool_name(message: Mapping[str, Any], where: str, names: Mapping[str, str]) -> str:

@@ -36,6 +36,12 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
+from sdk._http._request_checks import (
+    calls_forced,
+    refuse_constraint,
+    refuse_effort,
+    refuse_parameters,
+)
 from sdk._http.ollama._messages import ollama_messages
 from sdk._schema import schema_name
 
@@ -53,29 +59,10 @@ def check_ollama_request(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` for what ``/api/chat`` cannot be sent: a
     constraint other than JSON Schema (unless ``mode="none"``), a named parameter it has no
     equivalent for, a forced call of one of several tools (:func:`forced_call`)."""
-    if request.constraint is not None and request.mode != "none":
-        kind = type(request.constraint).__name__
-        raise UnsupportedConstraint(
-            f"Ollama's /api/chat cannot be sent a {kind} (its format takes JSON Schema); pass "
-            f"mode='none' to send nothing and have the client alone check the {kind}"
-        )
-    for name in request.parameters:
-        if name not in _PARAMETERS:
-            raise UnsupportedConstraint(
-                f"{name}= has no equivalent in Ollama's /api/chat; leave it out (or pass "
-                "Ollama's own field in extra=)"
-            )
-    effort = request.parameters.get("reasoning_effort")
-    if effort is not None and effort not in _THINK:
-        raise UnsupportedConstraint(
-            f"reasoning_effort={effort!r} has no equivalent in Ollama's think (it takes "
-            f"{', '.join(map(repr, _THINK))})"
-        )
-    if (
-        request.mode == "tool"
-        and request.tool_choice not in ("auto", "none")
-        and forced_call(request) is None
-    ):
+    refuse_constraint(request, "Ollama's /api/chat", "its format takes JSON Schema")
+    refuse_parameters(request, _PARAMETERS, "Ollama's /api/chat", "Ollama's own field in extra=")
+    refuse_effort(request, _THINK, "Ollama's think")
+    if calls_forced(request) and forced_call(request) is None:
         names = ", ".join(repr(t.name) for t in request.tools)
         raise UnsupportedConstraint(
             f"Ollama cannot force a call of one of several tools ({names}): it has no "
@@ -95,7 +82,7 @@ def forced_call(request: GenerationRequest) -> str | None:
     ``"required"`` (or no choice) among several tools included (refused by
     :func:`check_ollama_request`).
     """
-    if request.mode != "tool" or request.tool_choice in ("auto", "none"):
+    if not calls_forced(request):
         return None
     if not request.tools:
         return schema_name(request.schema_name)

@@ -18,28 +18,21 @@ sends the request again.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import TypedDict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
-import httpx
+from typing_extensions import Unpack
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._http._read_loop import stream_deltas
-from sdk._http._transport import (
-    HttpTransport,
-    Opened,
-    check_http_options,
-    encode_body,
-    endpoint_url,
-    estimate_tokens,
-)
+from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
+from sdk._http._read_loop import EventDecoder
+from sdk._http._transport import Opened
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._flavours import Api, Server, check_request, check_server
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
-from sdk._merge import merge_headers
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIBackend", "ResponsesBackend", "ServerOptions"]
 
@@ -47,15 +40,10 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Where requests go when no base URL is given and ``$OPENAI_BASE_URL`` is not set."""
 
 
-class ServerOptions(TypedDict, total=False):
+class ServerOptions(HttpOptions, total=False):
     """The options of :class:`OpenAIBackend` besides ``base_url``, ``api_key`` and ``model``
-    (``Client(...)`` takes the same)."""
+    (``Client(...)`` takes the same): the shared ones, and these."""
 
-    http_client: httpx.AsyncClient | None
-    timeout: httpx.Timeout | float | None
-    headers: Mapping[str, str] | None
-    default_headers: Mapping[str, str] | None
-    default_query: Mapping[str, str] | None
     organization: str | None
     project: str | None
     strict: bool
@@ -67,7 +55,20 @@ class ServerOptions(TypedDict, total=False):
     azure_ad_token_provider: TokenProvider | None
 
 
-class OpenAIBackend:
+_AZURE = (
+    "api_version",
+    "azure_endpoint",
+    "azure_deployment",
+    "azure_ad_token",
+    "azure_ad_token_provider",
+)  # any of them given: the backend is Azure's
+
+
+class _Arguments(EndpointOptions, ServerOptions, total=False):
+    """All that :class:`OpenAIBackend` takes."""
+
+
+class OpenAIBackend(HttpBackend):
     """A :class:`~sdk._backend.Backend` for an OpenAI-compatible Chat Completions server.
 
     ``base_url`` is the API root (``http://127.0.0.1:8080/v1``; ``/chat/completions`` is added).
@@ -115,64 +116,44 @@ class OpenAIBackend:
     """The endpoint, below ``base_url``."""
     api: Api = "chat"
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        model: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        headers: Mapping[str, str] | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        default_query: Mapping[str, str] | None = None,
-        organization: str | None = None,
-        project: str | None = None,
-        strict: bool = True,
-        server: Server | None = None,
-        api_version: str | None = None,
-        azure_endpoint: str | None = None,
-        azure_deployment: str | None = None,
-        azure_ad_token: str | None = None,
-        azure_ad_token_provider: TokenProvider | None = None,
-    ) -> None:
-        check_http_options(
-            base_url, api_key, model, http_client, timeout, headers, default_headers, default_query
-        )
+    def __init__(self, **options: Unpack[_Arguments]) -> None:
+        given = self._settings(options, ServerOptions.__optional_keys__)
+        strict = options.get("strict", True)
         if not isinstance(strict, bool):
             raise TypeError(f"strict must be True or False, not {strict!r}")
+        organization, project = options.get("organization"), options.get("project")
         for name, value in (("organization", organization), ("project", project)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        server = options.get("server")
         check_server(server, self.api)
         self.server = server
-        self.model = model
         self.strict = strict
-        azure = (api_version, azure_endpoint, azure_deployment, azure_ad_token)
         self._azure: AzureSettings | None = None
-        if any(v is not None for v in azure) or azure_ad_token_provider is not None:
+        if any(options.get(name) is not None for name in _AZURE):
             self._azure = azure_settings(
-                base_url=base_url,
-                api_key=api_key,
-                api_version=api_version,
-                azure_endpoint=azure_endpoint,
-                azure_deployment=azure_deployment,
-                azure_ad_token=azure_ad_token,
-                azure_ad_token_provider=azure_ad_token_provider,
+                base_url=given.base_url,
+                api_key=given.api_key,
+                api_version=options.get("api_version"),
+                azure_endpoint=options.get("azure_endpoint"),
+                azure_deployment=options.get("azure_deployment"),
+                azure_ad_token=options.get("azure_ad_token"),
+                azure_ad_token_provider=options.get("azure_ad_token_provider"),
             )
         sent = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "Cache-Control": "no-store",
         }
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        key = given.api_key if given.api_key is not None else os.environ.get("OPENAI_API_KEY")
+        query = given.default_query
         if self._azure is not None:
             url = self._azure.root  # each request's URL: AzureSettings.url
             sent.update(self._azure.static_headers)
-            default_query = {**(default_query or {}), "api-version": self._azure.api_version}
+            query = {**(query or {}), "api-version": self._azure.api_version}
         else:
-            root = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            url = endpoint_url(self.path, base_url, http_client, root)
+            root = given.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+            url = given.endpoint(self.path, root)
         if self._azure is None and key:
             sent["Authorization"] = f"Bearer {key}"
         elif self._azure is None and url.startswith(OPENAI_BASE_URL):
@@ -186,56 +167,49 @@ class OpenAIBackend:
             sent["OpenAI-Organization"] = organization
         if project:
             sent["OpenAI-Project"] = project
-        sent = merge_headers(sent, default_headers, headers)
-        self._transport = HttpTransport(
-            url, headers=sent, query=default_query, http_client=http_client, timeout=timeout
-        )
+        self._transport = given.transport(url, sent, query=query)
 
     @property
     def url(self) -> str:
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
         return self._transport.url
 
-    @property
-    def http_client(self) -> httpx.AsyncClient:
-        """The httpx client requests go through."""
-        return self._transport.http_client
-
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures (``status``, ``retryable``, ``retry_after``), :class:`~sdk.BackendError` when
         the server sends several choices, :class:`~sdk.StreamUsageError` for ``n > 1``."""
-        body, wrapped = chat_request(
+        return self._send(request, chat_request, chat_decoder)
+
+    def _send(
+        self,
+        request: GenerationRequest,
+        build: Callable[..., tuple[dict[str, Any], bool]],
+        decoder: Callable[[GenerationRequest, Server | None], EventDecoder],
+    ) -> AsyncIterator[Delta]:
+        """The deltas of ``request``, its body made by ``build`` (this API's request builder),
+        its events read by ``decoder(request, server)``."""
+        body, wrapped = build(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
-        decoder = chat_decoder(request, self.server)
-        payload = encode_body(body)
-        return stream_deltas(
-            lambda: self._open(payload, request),
-            decoder,
-            unwrap=wrapped,
-            prompt_estimate=estimate_tokens(payload),
-        )
+        return self._deltas(request, body, decoder(request, self.server), unwrap=wrapped)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
         ``request`` (:func:`sdk._http.openai._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
 
-    async def _open(self, payload: bytes, request: GenerationRequest) -> Opened:
+    async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); to Azure, at
         the URL of the request's deployment, with a token asked for this request."""
         azure = self._azure
         if azure is None:
-            return await self._transport.open(payload, request)
-        url = azure.url(self.api, request.model or self.model)
+            return await self._transport.open(payload, request, url=url)
         return await self._transport.open(
-            payload, request, url=url, headers=await azure.fresh_headers()
+            payload,
+            request,
+            url=azure.url(self.api, request.model or self.model),
+            headers=await azure.fresh_headers(),
         )
-
-    async def aclose(self) -> None:
-        """Close the httpx client if this backend made it."""
-        await self._transport.aclose()
 
 
 class ResponsesBackend(OpenAIBackend):
@@ -246,16 +220,6 @@ class ResponsesBackend(OpenAIBackend):
     api: Api = "responses"
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
-        """Stream one response; errors as for :meth:`sdk._http.OpenAIBackend.generate`, and
+        """Stream one response; errors as for :meth:`sdk._http.openai.OpenAIBackend.generate`, and
         ``response.failed`` / ``error`` events as :class:`~sdk.TransportError`."""
-        body, wrapped = responses_request(
-            request, model=request.model or self.model, strict=self.strict, server=self.server
-        )
-        decoder = responses_decoder(request, self.server)
-        payload = encode_body(body)
-        return stream_deltas(
-            lambda: self._open(payload, request),
-            decoder,
-            unwrap=wrapped,
-            prompt_estimate=estimate_tokens(payload),
-        )
+        return self._send(request, responses_request, responses_decoder)

@@ -60,8 +60,10 @@ from pydantic_core import from_json
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, TransportError
+from sdk._http._json_message import loads
+from sdk._http._request_checks import calls_forced
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Server, calls_forced, emulated_call
+from sdk._http.openai._flavours import Server, emulated_call
 from sdk._http.openai._usage import chat_usage
 
 __all__ = [
@@ -79,6 +81,7 @@ _RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
 # How many of a tool call's entries wait for its id, when the id did not come with the first
 # (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
 # server that never sends ids delays the call's checks by no more than this.
+_CUT = "length"  # the finish reason of output cut off: a call's arguments are unfinished
 HOLD_FOR_ID = 3
 
 
@@ -101,6 +104,7 @@ class ChunkDecoder:
         # With ids asked for: calls whose id has not come yet -> (their text, their name).
         self._waiting: dict[int, tuple[list[str], str | None]] = {}
         self._no_id: set[int] = set()  # calls whose text stopped waiting for an id
+        self._argued: set[int] = set()  # calls some arguments text came for
         self._finish_reason: str | None = None
         self._said: dict[str, Any] = {}  # what was reported about the response (id...)
         self._usage: Usage | None = None
@@ -137,7 +141,7 @@ class ChunkDecoder:
         try:
             chunk = from_json(data, cache_strings="keys")
         except (ValueError, TypeError):
-            chunk = _loads_chunk(data)  # refused by pydantic-core: json.loads decides
+            chunk = loads(data, "an event's data")  # refused by pydantic-core: json.loads decides
         if type(chunk) is not dict:
             raise TransportError(
                 f"malformed stream: a chunk is not a JSON object: {data[:200]!r}",
@@ -208,6 +212,7 @@ class ChunkDecoder:
             if reason:
                 self._finish_reason = str(reason)
                 out.extend(self._let_go())
+                out.extend(self._no_arguments())
         if self._finish_reason is not None and self._usage is not None:
             out.extend(self.end())
         return out
@@ -219,6 +224,16 @@ class ChunkDecoder:
             return waited
         self._ended = True
         return [*waited, Delta(finish_reason=self._finish_reason, usage=self._usage)]
+
+    def _no_arguments(self) -> list[Delta]:
+        """At the finish reason, each call that had no arguments text: ``{}`` (a tool that takes
+        none, sent with ``"arguments": ""``), unless the output was cut off (``length``: its
+        arguments are unfinished, not empty)."""
+        if self._finish_reason == _CUT:
+            return []
+        empty = sorted({*self._named, *self._ids} - self._argued)
+        self._argued.update(empty)
+        return [Delta(text="{}", tool_call=index) for index in empty]
 
     def _let_go(self, but: int | None = None) -> list[Delta]:
         """The calls still waiting for their id (all of them, or all but call ``but``): their
@@ -270,6 +285,8 @@ class ChunkDecoder:
         if isinstance(arguments, Mapping):  # an object, not its text: some servers send one
             arguments = json.dumps(arguments, ensure_ascii=False)
         text = arguments if isinstance(arguments, str) else ""
+        if text:
+            self._argued.add(index)
         new_name = None
         if index not in self._named and name is not None:
             self._named[index] = name
@@ -315,19 +332,6 @@ class ChunkDecoder:
         if self._current is not None:
             seen.append(self._current)
         return max(seen) + 1 if seen else 0
-
-
-def _loads_chunk(data: str) -> Any:
-    """``data`` read by ``json.loads`` (what pydantic-core refuses, such as a lone surrogate
-    escape, it may still read; its error is worded for the stream)."""
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransportError(
-            f"malformed stream: an event's data is not JSON: {data[:200]!r}",
-            retryable=False,
-            body=data[:2000],
-        ) from exc
 
 
 def _loads_or_text(data: str) -> Any:

@@ -28,11 +28,9 @@ server understands and can replace any key built here (e.g. a hand-written ``res
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._errors import StreamUsageError
 from sdk._http.openai._flavours import (
     Server,
     emulated_call,
@@ -41,24 +39,19 @@ from sdk._http.openai._flavours import (
     tool_choice,
 )
 from sdk._http.openai._parameters import chat_parameters
-from sdk._http.openai._strict import schema_to_send
+from sdk._http.openai._strict import StrictSchema, schema_to_send
+from sdk._parameters import check_single_choice
 from sdk._schema import schema_name
 
-__all__ = ["chat_body", "chat_request", "check_single_choice"]
+__all__ = ["chat_body", "chat_request", "response_format"]
 
 
-def check_single_choice(extra: Mapping[str, Any]) -> None:
-    """Raise :class:`~sdk.StreamUsageError` when ``extra`` asks for more than one choice.
-
-    One structured stream reads one document per choice; ``n > 1`` would interleave several
-    documents in one stream, so it is refused before any request is sent.
-    """
-    n = extra.get("n")
-    if n is not None and n != 1:
-        raise StreamUsageError(
-            f"n={n!r} is not supported: a structured stream reads one choice. "
-            "Start one stream per completion instead (they may run concurrently)."
-        )
+def response_format(name: str, sent: StrictSchema) -> dict[str, Any]:
+    """Chat Completions' ``response_format`` for a JSON Schema (as sent) named ``name``."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
+    }
 
 
 def chat_body(
@@ -120,10 +113,7 @@ def chat_request(
         tool = next((t for t in request.tools if t.name == call), None)
         sent = schema_to_send(tool.compiled.schema_dict() if tool else request.schema, strict)
         wrapped = sent.wrapped
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": call, "schema": sent.schema, "strict": sent.strict},
-        }
+        body["response_format"] = response_format(call, sent)
     elif request.tools or request.constraint is not None:
         body.update(special_fields(request, api="chat", server=server, strict=strict))
     elif request.mode in ("json_schema", "tool"):
@@ -131,10 +121,7 @@ def chat_request(
         sent = schema_to_send(request.schema, strict)
         wrapped = sent.wrapped
         if request.mode == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
-            }
+            body["response_format"] = response_format(name, sent)
         else:
             function: dict[str, Any] = {
                 "name": name,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import Choice, Constraint, Grammar, Regex, chosen_tool
@@ -50,10 +50,12 @@ from sdk._regex._ecma import portable
 from sdk._schema import schema_name
 
 __all__ = [
+    "APIS",
+    "DEFAULT_API",
     "SERVERS",
     "Api",
     "Server",
-    "calls_forced",
+    "check_api",
     "check_request",
     "check_server",
     "constraint_fields",
@@ -67,8 +69,10 @@ __all__ = [
 
 Server: TypeAlias = Literal["openai", "vllm", "llamacpp"]
 Api: TypeAlias = Literal["chat", "responses"]
-SERVERS = ("openai", "vllm", "llamacpp")
-_APIS = ("chat", "responses")
+SERVERS: tuple[Server, ...] = get_args(Server)
+APIS: tuple[Api, ...] = get_args(Api)
+DEFAULT_API: Api = APIS[0]
+"""The API ``Client(...)`` speaks when ``api=`` is not given: Chat Completions."""
 
 
 def check_server(server: object, api: object) -> None:
@@ -77,8 +81,13 @@ def check_server(server: object, api: object) -> None:
         raise ValueError(
             f"server must be one of {', '.join(map(repr, SERVERS))} or None, not {server!r}"
         )
-    if api not in _APIS:
-        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+    check_api(api)
+
+
+def check_api(api: object) -> None:
+    """Check ``Client(api=...)`` (``ValueError`` naming the value)."""
+    if api not in APIS:
+        raise ValueError(f"api must be {' or '.join(map(repr, APIS))}, not {api!r}")
 
 
 def check_request(request: GenerationRequest, *, server: Server | None, api: Api) -> None:
@@ -187,12 +196,6 @@ def emulated_call(request: GenerationRequest, *, api: Api, server: Server | None
     if request.tools and request.tool_choice in ("auto", "none", "required"):
         return None
     return tool_choice(request, api=api, server=server)[1]
-
-
-def calls_forced(request: GenerationRequest) -> bool:
-    """Whether ``request`` forces a tool call (its message text is then never the answer: the
-    decoders drop message text that is only whitespace)."""
-    return request.mode == "tool" and request.tool_choice not in ("auto", "none")
 
 
 def function_tool(

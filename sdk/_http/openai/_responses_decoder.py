@@ -41,8 +41,9 @@ from pydantic_core import from_json
 
 from sdk._backend import Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
+from sdk._http._request_checks import calls_forced
 from sdk._http.openai._errors import responses_error
-from sdk._http.openai._flavours import Server, calls_forced
+from sdk._http.openai._flavours import Server
 from sdk._http.openai._usage import responses_usage
 
 __all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]
@@ -218,8 +219,15 @@ class ResponsesDecoder:
         self._ended = True
         response = payload.get("response")
         response = response if isinstance(response, Mapping) else {}
+        empty: list[Delta] = []
         if kind == "response.completed":
             reason = "tool_calls" if self._count else "stop"
+            # A call with no arguments text (a tool that takes none): {}.
+            empty = [
+                Delta(text="{}", tool_call=call)
+                for call in range(self._count)
+                if not self._sent.get(call)
+            ]
         else:
             details = response.get("incomplete_details")
             raw = details.get("reason") if isinstance(details, Mapping) else None
@@ -228,7 +236,7 @@ class ResponsesDecoder:
         reported = None
         if isinstance(usage, Mapping):
             reported = responses_usage(usage)
-        return [Delta(finish_reason=reason, usage=reported)]
+        return [*empty, Delta(finish_reason=reason, usage=reported)]
 
 
 # What a JSON document may begin with (after whitespace).

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._http.openai._chat_request import check_single_choice
+from sdk._http.openai._chat_request import response_format
 from sdk._http.openai._flavours import (
     Server,
     json_object_format,
@@ -38,6 +38,7 @@ from sdk._http.openai._flavours import (
 from sdk._http.openai._parameters import responses_parameters
 from sdk._http.openai._responses_input import responses_input
 from sdk._http.openai._strict import schema_to_send
+from sdk._parameters import check_single_choice
 from sdk._schema import schema_name
 
 __all__ = ["responses_body", "responses_request"]
@@ -81,10 +82,7 @@ def responses_request(
         wrapped = sent.wrapped
         if request.mode == "json_schema" and server == "llamacpp":
             # llama.cpp's /responses turns the body into a chat request and ignores `text`.
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": sent.schema, "strict": sent.strict},
-            }
+            body["response_format"] = response_format(name, sent)
         elif request.mode == "json_schema":
             body["text"] = {
                 "format": {

@@ -21,42 +21,37 @@ closes that HTTP response at once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
-
 from sdk._backend import Delta, GenerationRequest
-from sdk._errors import (
-    APIConnectionError,
-    APITimeoutError,
-    MissingDependencyError,
-    TransportError,
-)
-from sdk._http._errors import both, status_error
+from sdk._http._errors import both
 from sdk._http._read_loop import EventDecoder, stream_deltas
-from sdk._http._transport import Opened, encode_body, estimate_tokens
+from sdk._http._transport import encode_body, estimate_tokens
+from sdk._http._vendor_sdk import (
+    blocking_settings,
+    connection_error,
+    http_errors,
+    import_sdk,
+    per_request,
+    raw_response,
+    sdk_status_error,
+)
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Api, Server, check_request, check_server
+from sdk._http.openai._flavours import Api, Server, check_api, check_request, check_server
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 
-__all__ = ["OpenAISDKBackend", "ResponsesSDKBackend", "per_request"]
-
-
-def per_request(request: GenerationRequest) -> dict[str, Any]:
-    """The openai SDK's per-request options for what ``request`` overrides: ``timeout``,
-    ``extra_headers``, ``extra_query`` (nothing when it overrides nothing)."""
-    options: dict[str, Any] = {}
-    if request.timeout is not None:
-        options["timeout"] = request.timeout
-    if request.extra_headers:
-        options["extra_headers"] = dict(request.extra_headers)
-    if request.extra_query:
-        options["extra_query"] = dict(request.extra_query)
-    return options
+__all__ = [
+    "OpenAISDKBackend",
+    "ResponsesSDKBackend",
+    "async_client",
+    "openai_sdk_backend",
+    "sync_client_hint",
+]
 
 
 class OpenAISDKBackend:
@@ -72,12 +67,7 @@ class OpenAISDKBackend:
     ) -> None:
         check_server(server, self.api)
         self.server = server
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - only without the openai package
-            raise MissingDependencyError(
-                "Client.from_openai needs the openai package: pip install openai"
-            ) from exc
+        openai = import_sdk("openai", "from_openai", "openai")
         if not isinstance(client, openai.AsyncOpenAI):
             raise TypeError(
                 f"Client.from_openai() takes an openai.AsyncOpenAI (or AsyncAzureOpenAI) "
@@ -89,67 +79,47 @@ class OpenAISDKBackend:
                 )
             )
         self._openai = openai
-        # The SDK's HTTP library: httpx for openai 1.x, httpx2 from openai 3.
-        errors: list[type[Exception]] = [httpx.HTTPError, openai.APIError]
-        try:
-            import httpx2
-        except ImportError:  # pragma: no cover - openai 1.x
-            pass
-        else:
-            errors.append(httpx2.HTTPError)
-        self._errors = tuple(errors)
+        self._errors = http_errors(openai.APIError)  # httpx, or httpx2 from openai 3
         self._client = client
         self.model = model
         self.strict = strict
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one completion; errors as for :meth:`sdk._http.openai.OpenAIBackend.generate`."""
-        body, wrapped = chat_request(
+        return self._send(
+            request, chat_request, "messages", lambda c: c.chat.completions, chat_decoder
+        )
+
+    def _send(
+        self,
+        request: GenerationRequest,
+        build: Callable[..., tuple[dict[str, Any], bool]],
+        items: str,
+        resource: Callable[[Any], Any],
+        decoder: Callable[[GenerationRequest, Server | None], EventDecoder],
+    ) -> AsyncIterator[Delta]:
+        """The deltas of ``request``: its body made by ``build`` (this API's request builder),
+        ``model`` and the body's ``items`` field named to ``resource(client)``'s
+        ``with_streaming_response.create`` and the rest sent as ``extra_body``; the raw response
+        read by ``decoder(request, server)``."""
+        body, wrapped = build(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         estimate = estimate_tokens(encode_body(body))
-        model, messages = body.pop("model"), body.pop("messages")
+        named = {"model": body.pop("model"), items: body.pop(items)}
         del body["stream"]
-        decoder = chat_decoder(request, self.server)
-        return self._stream(
-            lambda: self._client.chat.completions.with_streaming_response.create(
-                model=model, messages=messages, stream=True, extra_body=body, **per_request(request)
+        read = decoder(request, self.server)
+        return stream_deltas(
+            raw_response(
+                lambda: resource(self._client).with_streaming_response.create(
+                    **named, stream=True, extra_body=body, **per_request(request)
+                ),
+                self._call,
             ),
-            decoder,
+            read,
+            errors=self._errors,
             unwrap=wrapped,
             prompt_estimate=estimate,
-        )
-
-    def _stream(
-        self,
-        create: Callable[[], Any],
-        decoder: EventDecoder,
-        *,
-        unwrap: bool,
-        prompt_estimate: int | None = None,
-    ) -> AsyncIterator[Delta]:
-        """The deltas of the response ``create()`` opens (an SDK streaming-response manager);
-        ``unwrap``: the schema's root was sent wrapped."""
-
-        async def open_response() -> Opened:
-            # The raw streaming response, not the SDK's chunk iterator: the events then go
-            # through the same code as the httpx backend, and nothing of the SDK's own
-            # iterators is left half-consumed (it stops reading at [DONE] without closing its
-            # generators).
-            manager = create()
-            api_response = await self._call(manager.__aenter__())
-
-            async def release() -> None:
-                await manager.__aexit__(None, None, None)
-
-            return api_response.http_response, release
-
-        return stream_deltas(
-            open_response,
-            decoder,
-            errors=self._errors,
-            unwrap=unwrap,
-            prompt_estimate=prompt_estimate,
         )
 
     def check_request(self, request: GenerationRequest) -> None:
@@ -163,20 +133,10 @@ class OpenAISDKBackend:
         try:
             return await awaitable
         except openai.APIStatusError as exc:
-            status = exc.status_code
-            error: TransportError = status_error(
-                f"HTTP {status}: {exc.message}",
-                status=status,
-                headers=exc.response.headers,
-                body=exc.body,
-                response=exc.response,
-            )
-            raise both(error, exc) from exc
+            raise both(sdk_status_error(exc, body=exc.body), exc) from exc
         except openai.APIConnectionError as exc:
             timed_out = isinstance(exc, openai.APITimeoutError)
-            cls = APITimeoutError if timed_out else APIConnectionError
-            error = cls(f"the connection {'timed out' if timed_out else 'failed'}: {exc}")
-            raise both(error, exc) from exc
+            raise both(connection_error(exc, timed_out), exc) from exc
         except openai.APIError as exc:  # an error object inside the stream
             payload = exc.body if exc.body is not None else exc.message
             raise error_from_payload(payload, default=exc.message) from exc
@@ -193,17 +153,76 @@ class ResponsesSDKBackend(OpenAISDKBackend):
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one response; errors as for :class:`ResponsesBackend`."""
-        body, wrapped = responses_request(
-            request, model=request.model or self.model, strict=self.strict, server=self.server
+        return self._send(
+            request, responses_request, "input", lambda c: c.responses, responses_decoder
         )
-        estimate = estimate_tokens(encode_body(body))
-        model, items = body.pop("model"), body.pop("input")
-        del body["stream"]
-        return self._stream(
-            lambda: self._client.responses.with_streaming_response.create(
-                model=model, input=items, stream=True, extra_body=body, **per_request(request)
-            ),
-            responses_decoder(request, self.server),
-            unwrap=wrapped,
-            prompt_estimate=estimate,
-        )
+
+
+def async_client(client: Any) -> Any:
+    """``client`` as an ``openai.AsyncOpenAI`` when it is an ``openai.OpenAI`` (its API key,
+    organization, project, base URL, timeout, max retries, default headers and query copied
+    into a new one), as an ``openai.AsyncAzureOpenAI`` when it is an ``openai.AzureOpenAI``
+    (:func:`_async_azure`); anything else as it is (``Client.from_openai`` checks it)."""
+    openai = sys.modules.get("openai")  # an openai.OpenAI has imported it
+    if openai is None:
+        return client
+    if isinstance(client, openai.AzureOpenAI):
+        return _async_azure(openai, client)
+    if not isinstance(client, openai.OpenAI):
+        return client
+    return openai.AsyncOpenAI(
+        api_key=client.api_key,
+        organization=client.organization,
+        project=client.project,
+        base_url=client.base_url,
+        **blocking_settings(client),
+    )
+
+
+def _async_azure(openai: Any, client: Any) -> Any:
+    """An ``openai.AsyncAzureOpenAI`` with ``client``'s settings (an ``openai.AzureOpenAI``):
+    endpoint and deployment (or base URL), API version, and its one credential (key, Entra ID
+    token, or token provider, which an async client may call as it is)."""
+    from openai.lib.azure import API_KEY_SENTINEL
+
+    credential: dict[str, Any] = {}
+    if getattr(client, "_azure_ad_token", None) is not None:
+        credential["azure_ad_token"] = client._azure_ad_token
+    elif getattr(client, "_azure_ad_token_provider", None) is not None:
+        credential["azure_ad_token_provider"] = client._azure_ad_token_provider
+    elif client.api_key and client.api_key != API_KEY_SENTINEL:
+        credential["api_key"] = client.api_key
+    endpoint = getattr(client, "_azure_endpoint", None)
+    where: dict[str, Any] = (
+        {"azure_endpoint": str(endpoint), "azure_deployment": client._azure_deployment}
+        if endpoint is not None
+        else {"base_url": str(client.base_url)}
+    )
+    query = {k: v for k, v in (getattr(client, "_custom_query", {}) or {}).items()}
+    query.pop("api-version", None)  # the api_version below sets it
+    settings = {**blocking_settings(client), "default_query": query or None}
+    return openai.AsyncAzureOpenAI(
+        api_version=client._api_version,
+        organization=client.organization,
+        project=client.project,
+        **settings,
+        **where,
+        **credential,
+    )
+
+
+def sync_client_hint(value: object) -> str:
+    """What to say to a caller who gave an openai SDK client where an ``httpx.AsyncClient``
+    belongs (``SyncClient(http_client=openai.OpenAI())``): nothing for anything else."""
+    if type(value).__module__.startswith("openai"):
+        return "; for an openai.OpenAI client, use SyncClient.from_openai"
+    return ""
+
+
+def openai_sdk_backend(
+    client: Any, *, model: str, strict: bool, api: Api, server: Server | None
+) -> OpenAISDKBackend:
+    """The backend of ``Client.from_openai``: over ``client``, for ``api``."""
+    check_api(api)
+    kind = ResponsesSDKBackend if api == ResponsesSDKBackend.api else OpenAISDKBackend
+    return kind(client, model=model, strict=strict, server=server)

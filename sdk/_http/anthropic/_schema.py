@@ -15,8 +15,12 @@ The caller's schema                         What Anthropic is sent
 object without ``additionalProperties``     ``additionalProperties: false`` (required by
 / with ``false``                            the API; an open object cannot be sent)
 ``items``, ``minItems`` 0 or 1              as they are
+``prefixItems`` (a tuple)                   ``items``: ``anyOf`` the tuple's schemas and the
+                                            tail's (no tail: no ``items``), the tuple said
+                                            in the description
 ``enum`` / ``const`` of scalars             as they are
-``anyOf``, ``allOf``; ``oneOf``             as they are; ``oneOf`` as ``anyOf``
+``anyOf``, ``allOf``; ``oneOf``             as they are; ``oneOf`` as ``anyOf``; an object's
+                                            keys gathered where it is closed (below)
 ``$ref`` into ``$defs`` / ``definitions``   as it is (a recursive one: see below)
 ``format`` date-time, time, date,           as it is (another format: left to fieldstream)
 duration, email, hostname, uri, ipv4,
@@ -29,8 +33,17 @@ anything else (``minimum``, ``maximum``,    left out: fieldstream checks it
 ``multipleOf``, ``minLength``,
 ``maxLength``, ``maxItems``, ``minItems``
 > 1, ``uniqueItems``, ``not``, ``if``,
-``prefixItems``, ``contains``, ...)
+``contains``, ...)
 ==========================================  =============================================
+
+Every object is closed, so an object's keys are gathered where it is closed first
+(:func:`sdk._http._subset.gather_objects`): an ``allOf`` member's ``properties`` and
+``required`` are the object's (closed on its own, each member would forbid the others' keys and
+the schema would accept no object with any property), and the ``properties`` beside an
+``anyOf`` / ``oneOf`` go into each member, with the keys the other members list. A
+``tests/sdk/http/test_provider_schemas.py`` property test holds the promise: every document
+the caller's schema accepts (an object without ``additionalProperties`` read as closed to the
+properties its schema evaluates) is accepted by the schema sent.
 
 A schema that cannot be said in the subset without forbidding documents it allows (an object
 open to other properties: ``additionalProperties`` true or a schema, ``patternProperties``; a
@@ -41,9 +54,12 @@ checks the output.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from sdk._http._subset import Resolve, Ungatherable, gather_objects
 
 __all__ = ["FORMATS", "anthropic_schema"]
 
@@ -79,26 +95,38 @@ def anthropic_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     }
     if _recursive(schema, defs):
         return None
-    try:
-        out = _node(schema)
+
+    def resolve(ref: str) -> Mapping[str, Any] | None:
         for key, table in defs.items():
-            out[key] = {name: _node(sub) for name, sub in table.items()}
-    except _Unsayable:
+            prefix = f"#/{key}/"
+            if ref.startswith(prefix):
+                target = table.get(ref[len(prefix) :])
+                return target if isinstance(target, Mapping) else None
+        return None
+
+    try:
+        out = _node(schema, resolve)
+        for key, table in defs.items():
+            out[key] = {name: _node(sub, resolve) for name, sub in table.items()}
+    except (_Unsayable, Ungatherable):
         return None
     return out
 
 
-def _node(node: Any) -> dict[str, Any]:
+def _node(node: Any, resolve: Resolve) -> dict[str, Any]:
     if node is True or node == {}:
         raise _Unsayable  # any value: the subset has no such schema
     if not isinstance(node, Mapping):
         raise _Unsayable
+    # Each value's keys where it is closed: allOf members' properties in the node, the node's
+    # in each anyOf member (closing each node on its own forbids the others' keys).
+    node = gather_objects(node, resolve)
     out: dict[str, Any] = {}
     left: dict[str, Any] = {}
     kinds = node.get("type")
     if isinstance(kinds, list) and len(kinds) > 1:
         rest = {k: v for k, v in node.items() if k not in ("type", *_ANNOTATIONS)}
-        out["anyOf"] = [_node({**rest, "type": kind}) for kind in kinds]
+        out["anyOf"] = [_node({**rest, "type": kind}, resolve) for kind in kinds]
         for key in _ANNOTATIONS:
             if isinstance(node.get(key), str):
                 out[key] = node[key]
@@ -115,13 +143,13 @@ def _node(node: Any) -> dict[str, Any]:
             if isinstance(value, str):
                 out[key] = value
         elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
-            out["allOf" if key == "allOf" else "anyOf"] = [_node(v) for v in value]
+            out["allOf" if key == "allOf" else "anyOf"] = [_node(v, resolve) for v in value]
         elif key == "$ref" and isinstance(value, str):
             if not value.startswith("#/"):
                 raise _Unsayable  # an external reference
             out["$ref"] = value
         elif key == "properties" and isinstance(value, Mapping):
-            out["properties"] = {name: _node(sub) for name, sub in value.items()}
+            out["properties"] = {name: _node(sub, resolve) for name, sub in value.items()}
         elif key == "required" and isinstance(value, list):
             out["required"] = list(value)
         elif key == "additionalProperties":
@@ -129,8 +157,23 @@ def _node(node: Any) -> dict[str, Any]:
                 raise _Unsayable  # an open object or a map
         elif key == "patternProperties":
             raise _Unsayable
+        elif key == "items" and "prefixItems" in node:
+            continue  # said with prefixItems, below
+        elif key == "prefixItems" and isinstance(value, list):
+            # The subset has no tuples: every item may be any of the tuple's schemas or the
+            # tail's (sending the tail's alone would force the first items to its type).
+            tail = node.get("items", True)
+            options = [*value, tail] if tail is not False else list(value)
+            with contextlib.suppress(_Unsayable):  # an item the subset cannot say: any item
+                sent = [_node(o, resolve) for o in options]
+                unique = [o for i, o in enumerate(sent) if o not in sent[:i]]
+                if unique:
+                    out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            left[key] = value
+            if "items" in node:
+                left["items"] = tail
         elif key == "items" and isinstance(value, Mapping):
-            out["items"] = _node(value)
+            out["items"] = _node(value, resolve)
         elif key == "minItems" and value in (0, 1) and not isinstance(value, bool):
             out["minItems"] = value
         elif key in ("enum", "const"):

@@ -12,7 +12,12 @@ sees it.
 
 The rewrite never widens: every document the strict schema accepts is accepted by the schema
 given (objects are closed only where they had no ``additionalProperties``; optional properties
-become required; equivalent forms replace each other). A schema that cannot be said strictly
+become required; equivalent forms replace each other). Nor does it refuse more than that: an
+object's keys are gathered where it is closed first (:func:`sdk._http._subset.gather_objects`:
+``allOf`` members' properties into the object, the properties beside an ``anyOf`` into each
+member), so a document that gives every property and no other key passes
+(``tests/sdk/http/test_provider_schemas.py``); closed one by one, ``allOf`` members would
+forbid each other's keys and no document would pass. A schema that cannot be said strictly
 without changing what it means (a free-form object, a map, ``patternProperties``) is sent as it
 was, with ``strict: false``. Keywords a server does not support are kept, never dropped: a
 server that refuses them says so in its error, and the client checks them either way. The one
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from sdk._http._subset import Ungatherable, gather_objects
 from sdk._http._unwrap import WRAPPER_KEY
 
 __all__ = ["WRAPPER_KEY", "StrictSchema", "schema_to_send", "strict_schema"]
@@ -111,6 +117,13 @@ class _Rewriter:
             merged = _merge(node, all_of[0], drop="allOf")
             if merged is not None:
                 return self.rewrite(merged, path)
+        try:
+            # Each value's keys where it is closed (allOf members' properties in the node, the
+            # node's in each anyOf member): closing each node on its own forbids the others'.
+            node = gather_objects(node, lambda ref: _resolve(self.root, ref))
+        except Ungatherable:
+            self.loose = True
+            return node
         if _is_object(node):
             self._close(node)
         if "unevaluatedProperties" in node or "unevaluatedItems" in node:
@@ -163,6 +176,11 @@ class _Rewriter:
         siblings. At a cycle (a schema that refers to itself through such refs) the bare
         ``$ref`` stays and the siblings, annotations only, are dropped."""
         siblings = {k: v for k, v in node.items() if k != "$ref"}
+        # The definitions stay where the references look for them (the root), whatever the
+        # siblings become.
+        defs: dict[str, Any] = {
+            k: siblings.pop(k) for k in ("$defs", "definitions") if k in siblings
+        }
         if ref in self._inlining:
             if all(k in _ANNOTATIONS for k in siblings):
                 return {"$ref": ref}
@@ -175,6 +193,7 @@ class _Rewriter:
         merged = _merge(siblings, copy.deepcopy(target), drop=None)
         if merged is None:  # the siblings and the target disagree on a keyword: both hold
             merged = {"allOf": [copy.deepcopy(target), siblings]}
+        merged.update(defs)
         self._inlining.append(ref)
         try:
             return self.rewrite(merged, path)

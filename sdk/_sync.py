@@ -9,6 +9,21 @@ what it was waiting for in the loop before it raises, so nothing keeps running b
 caller's back. Leaving a ``with client.stream(...)`` block closes the generation whatever
 happened inside it (a ``break``, an exception, an interrupt). ``on_field`` callbacks run in the
 loop's thread, as they do in the async client.
+
+Signals are the application's: the client installs no handler and never changes one. It waits
+for a result, never for a signal, in slices of :data:`_WAIT_SLICE` seconds, so whatever SIGINT
+handler the process has runs in the waiting main thread within a slice:
+
+- Python's default (``KeyboardInterrupt``), or any handler that raises: the call is cancelled,
+  its generation closed, and the exception raised;
+- a handler that returns (one that records the signal for later): the call goes on to its end;
+- SIGINT ignored (what a process started in the background by a non-interactive shell, or
+  under ``nohup``, inherits): Ctrl-C does nothing to the call, which ends as it would have
+  (its reply, an error, the client's timeouts); ``signal.signal(signal.SIGINT,
+  signal.default_int_handler)`` gives Ctrl-C back.
+
+Python runs signal handlers in the main thread only: a call made in another thread is not
+interrupted by Ctrl-C.
 """
 
 from __future__ import annotations

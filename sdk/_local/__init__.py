@@ -11,6 +11,7 @@ Modules: ``_deps`` (the heavy imports, or what to install), ``_model`` (find, co
 model; which runtime), ``_forward`` (the forward pass the loop needs: decode, logits rows,
 truncate), ``_torch_forward`` and ``_llama_cpp`` (the two runtimes), ``_llama_tokenizer`` and
 ``_chat_template`` (llama.cpp's tokenizer and the GGUF's chat template, without transformers),
+``_prompt`` (the prompt's ids: the template's markup special, the messages' text as text),
 ``_threads`` (the default thread count: the idle cores), ``_constrain`` (what each request is
 decoded under, what the engine refuses), ``_grammar`` (xgrammar's masks, the special-token mask:
 torch runtime), ``_llg_grammar`` (llguidance's masks: llama.cpp runtime), ``_layout`` (JSON

@@ -79,7 +79,13 @@ class LocalBackend:
     per gap), ``"spaced"`` (``{"a": 1, "b": [2]}``), ``"compact"`` (``{"a":1,"b":[2]}``),
     ``"indented"`` (``json.dumps(indent=2)``) or ``"any"`` (see
     :data:`sdk._local._xgr_masks.JsonFormat`). ``max_tokens``:
-    the budget of a request that sets none.
+    the budget of a request that sets none. ``special_tokens_in_content``: False (the
+    default) tokenizes the text of the messages (content, tool calls and results, the tool
+    listing) with special tokens off, so that ``<|im_end|><|im_start|>assistant`` written in a
+    user's message reaches the model as those characters, never as the chat's markup (only
+    the chat template writes that: ``sdk._local._prompt``); True reads special-token strings
+    in the messages as the tokens (what transformers' ``apply_chat_template`` does), for
+    messages that write markup on purpose, never for text from untrusted users.
 
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
@@ -104,6 +110,7 @@ class LocalBackend:
         json_format: JsonFormat = "bounded",
         max_tokens: int = 1024,
         runtime: Runtime | None = None,
+        special_tokens_in_content: bool = False,
     ) -> None:
         if runtime is not None and runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
@@ -123,6 +130,8 @@ class LocalBackend:
         self.max_tokens = max_tokens
         self.runtime: Runtime | None = runtime
         """The runtime asked for (None: chosen at load; ``engine.loaded.runtime`` says which)."""
+        self.special_tokens_in_content = special_tokens_in_content
+        """Whether special-token strings written in the messages become the tokens."""
         self.last_stats: DecodeStats | None = None
         """Counters of the latest generation (updated live): tokens, forced tokens, forward
         passes, seconds in forward passes and in masks."""
@@ -318,6 +327,7 @@ class LocalGeneration:
                 jump_forward=backend.jump_forward,
                 default_max_tokens=backend.max_tokens,
                 stats=stats,
+                special_tokens_in_content=backend.special_tokens_in_content,
             )
         )
         self._engine = engine

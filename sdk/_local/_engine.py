@@ -21,6 +21,7 @@ from sdk._local._drafts import DraftMemory
 from sdk._local._llama_tokenizer import LlamaTokenizer
 from sdk._local._llg_masks import LlgGrammars
 from sdk._local._model import LoadedModel
+from sdk._local._prompt import prompt_ids
 from sdk._local._sampling import sampler_for
 from sdk._local._tools import prompt_messages, template_takes_tools
 from sdk._local._xgr_masks import Grammars, JsonFormat
@@ -69,9 +70,13 @@ class Engine:
         """True while a worker thread is inside a decoding step of this engine."""
         return self._step_lock.locked()
 
-    def prompt_ids(self, request: GenerationRequest) -> list[int]:
+    def prompt_ids(
+        self, request: GenerationRequest, *, special_tokens_in_content: bool = False
+    ) -> list[int]:
         """The request's conversation, through the tokenizer's chat template, as token ids
-        (with the tools and the format of their calls for a ``tools`` request: ``_tools``)."""
+        (with the tools and the format of their calls for a ``tools`` request: ``_tools``);
+        special-token strings in the messages are plain text unless
+        ``special_tokens_in_content`` (``_prompt``)."""
         tokenizer = self.loaded.tokenizer
         if not getattr(tokenizer, "chat_template", None):
             raise BackendError(
@@ -88,11 +93,9 @@ class Engine:
             )
             if listing is not None:
                 extra["tools"] = listing
-        text = tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True, **extra
+        return prompt_ids(
+            tokenizer, messages, extra, special_tokens_in_content=special_tokens_in_content
         )
-        ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
-        return ids
 
     def start(
         self,
@@ -101,12 +104,13 @@ class Engine:
         jump_forward: bool,
         default_max_tokens: int,
         stats: DecodeStats,
+        special_tokens_in_content: bool = False,
     ) -> Generation:
         """Prepare one generation (tokenize, compile the schema or constraint) and return it.
 
         Nothing is decoded until the caller runs :meth:`step` (or iterates the generation).
         """
-        prompt = self.prompt_ids(request)
+        prompt = self.prompt_ids(request, special_tokens_in_content=special_tokens_in_content)
         limit = request.max_tokens or request.parameters.get("max_completion_tokens")
         max_tokens = limit if limit is not None else default_max_tokens
         if self.context_length is not None:

@@ -137,8 +137,12 @@ class LlamaTokenizer:
             for i in sorted(self.control_ids | self.user_defined_ids)
         }
 
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        """``text`` as token ids; special tokens written in it are matched whole.
+    def encode(
+        self, text: str, add_special_tokens: bool = False, *, split_special_tokens: bool = False
+    ) -> list[int]:
+        """``text`` as token ids; special tokens written in it are matched whole, unless
+        ``split_special_tokens`` (as transformers names it: they are then tokenized as the
+        plain text they are written with, llama.cpp's ``parse_special`` off).
 
         ``add_special_tokens`` adds what the vocabulary adds around a text (a BOS for some
         models); the engine never asks for it (its chat template writes them).
@@ -149,7 +153,13 @@ class LlamaTokenizer:
             out = (ctypes.c_int32 * size)()
             n = int(
                 self._lib.llama_tokenize(
-                    self._vocab, data, len(data), out, size, add_special_tokens, True
+                    self._vocab,
+                    data,
+                    len(data),
+                    out,
+                    size,
+                    add_special_tokens,
+                    not split_special_tokens,
                 )
             )
             if n >= 0:
@@ -158,10 +168,15 @@ class LlamaTokenizer:
                 raise BackendError(f"llama.cpp cannot tokenize a text of {len(data)} bytes")
             size = -n
 
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
-        """``{"input_ids": self.encode(text, add_special_tokens)}``, as a transformers
-        tokenizer answers."""
-        return {"input_ids": self.encode(text, add_special_tokens)}
+    def __call__(
+        self, text: str, add_special_tokens: bool = False, *, split_special_tokens: bool = False
+    ) -> dict[str, list[int]]:
+        """``{"input_ids": self.encode(text, ...)}``, as a transformers tokenizer answers."""
+        return {
+            "input_ids": self.encode(
+                text, add_special_tokens, split_special_tokens=split_special_tokens
+            )
+        }
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (invalid UTF-8 replaced by U+FFFD, as transformers does);

@@ -7,7 +7,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import httpx
@@ -41,7 +41,7 @@ def body_of(doc: str, size: int = 4, end: bool = True) -> Body:
     return Body(parts)
 
 
-def sse(body: Body) -> httpx.Response:
+def sse(body: httpx.AsyncByteStream) -> httpx.Response:
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
 
@@ -120,8 +120,38 @@ def test_an_exception_in_the_block_closes_the_generation(
     assert body.closed
 
 
+# How long a test waits for what it sent (a signal, a thread's step) before it fails saying what
+# never came: far longer than a loaded machine needs, far shorter than the suite's timeout.
+WAIT = 30.0
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raising ``KeyboardInterrupt`` in the main thread (Python's default), for the test,
+    then what it was. A process started in the background by a non-interactive shell (``cmd &``
+    in a script, many CI runners) inherits SIGINT ignored: a test that sends one and waits for
+    its ``KeyboardInterrupt`` would wait for good."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def sigint_as(request: pytest.FixtureRequest) -> Iterator[None]:
+    """SIGINT's disposition set to ``request.param`` for the test, then what it was."""
+    previous = signal.signal(signal.SIGINT, request.param)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Hanging(httpx.AsyncByteStream):
-    """A body that sends a first part, then waits forever (until closed)."""
+    """A body that sends a first part, then waits until closed; after :data:`WAIT` seconds it
+    fails, saying the interrupt it waited for never reached the call (the test then fails with
+    that, not at the suite's timeout)."""
 
     def __init__(self) -> None:
         self.closed = False
@@ -132,12 +162,48 @@ class Hanging(httpx.AsyncByteStream):
 
         yield chunk('{"name": "R')
         self.started.set()
-        await anyio.sleep_forever()
+        await anyio.sleep(WAIT)
+        raise AssertionError(f"no interrupt reached the waiting call in {WAIT} s")
 
     async def aclose(self) -> None:
         self.closed = True
 
 
+class Resumed(httpx.AsyncByteStream):
+    """A body that sends a first part, waits until :attr:`resume` is set (by the test, once its
+    signal was sent or handled), then the rest of :data:`GOOD`."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.resume = threading.Event()
+
+    async def __aiter__(self) -> Any:
+        import anyio
+
+        yield chunk(GOOD[:5])
+        self.started.set()
+        with anyio.fail_after(WAIT):  # the test's step never came: fail, do not hang
+            # A threading.Event, set from another thread or a signal handler: polled, since
+            # an anyio.Event may only be set from the loop's own thread.
+            while not self.resume.is_set():  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        yield chunk(GOOD[5:])
+        yield chunk(finish="stop")
+        yield b"data: [DONE]\n\n"
+
+
+def _in_thread(target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def _joined(thread: threading.Thread) -> None:
+    thread.join(WAIT)
+    assert not thread.is_alive(), f"the test's signalling thread did not end in {WAIT} s"
+
+
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_while_waiting_closes_the_generation(
     router: respx.MockRouter, client: SyncClient
 ) -> None:
@@ -151,17 +217,17 @@ def test_ctrl_c_while_waiting_closes_the_generation(
     assert main is not None
 
     def interrupt() -> None:
-        assert body.started.wait(30)
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
         signal.pthread_kill(main, signal.SIGINT)
 
-    timer = threading.Thread(target=interrupt)
     with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
-        timer.start()
+        timer = _in_thread(interrupt)
         s.result()  # waits on the hanging body until the interrupt
-    timer.join()
+    _joined(timer)
     assert body.closed
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
     router: respx.MockRouter, client: SyncClient
 ) -> None:
@@ -175,17 +241,106 @@ def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
     )
 
     def interrupt() -> None:
-        assert body.started.wait(30)
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread, not main
 
-    thread = threading.Thread(target=interrupt)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
-        thread.start()
+        thread = _in_thread(interrupt)
         s.result()
-    thread.join()
+    _joined(thread)
     assert body.closed
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < WAIT
+
+
+@pytest.mark.parametrize("sigint_as", [signal.SIG_IGN], indirect=True)
+@pytest.mark.usefixtures("sigint_as")
+def test_with_sigint_ignored_a_ctrl_c_leaves_the_call_to_its_end(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    """SIGINT ignored (``nohup``, a background job of a script): the SyncClient installs no
+    handler of its own and waits for no signal, so the call runs to its end and returns."""
+    body = Resumed()
+    router.post("/chat/completions").mock(return_value=sse(body))
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
+        signal.pthread_kill(main, signal.SIGINT)  # discarded: ignored
+        time.sleep(0.3)  # three of the waiting call's slices
+        body.resume.set()
+
+    with client.stream(messages=MESSAGES, schema=Pet) as s:
+        thread = _in_thread(interrupt)
+        assert s.result() == Pet(name="Rex", kind="dog", age=3)
+    _joined(thread)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # left as the process had it
+
+
+class Stop(Exception):
+    """What an application's own SIGINT handler raises."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise Stop(signum)
+
+
+@pytest.mark.parametrize("sigint_as", [_raise_stop], indirect=True)
+@pytest.mark.usefixtures("sigint_as")
+def test_a_handler_of_the_app_s_own_that_raises_interrupts_the_wait(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    """A handler the application installed runs while the call waits (within a slice); what it
+    raises ends the call as ``KeyboardInterrupt`` does: the generation is closed first."""
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
+        signal.pthread_kill(main, signal.SIGINT)
+
+    with pytest.raises(Stop), client.stream(messages=MESSAGES, schema=Pet) as s:
+        thread = _in_thread(interrupt)
+        s.result()
+    _joined(thread)
+    assert body.closed
+
+
+def test_a_handler_of_the_app_s_own_that_returns_leaves_the_call_running(
+    router: respx.MockRouter, client: SyncClient
+) -> None:
+    """A handler that only records the signal (a flag the application reads later) runs while
+    the call waits, and the call goes on to its end: the SyncClient does not turn a signal into
+    an interrupt the application did not ask for."""
+    body = Resumed()
+    router.post("/chat/completions").mock(return_value=sse(body))
+    handled: list[int] = []
+
+    def record(signum: int, frame: Any) -> None:
+        handled.append(signum)
+        body.resume.set()  # the rest of the reply comes only once the handler has run
+
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
+        signal.pthread_kill(main, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, record)
+    try:
+        with client.stream(messages=MESSAGES, schema=Pet) as s:
+            thread = _in_thread(interrupt)
+            assert s.result() == Pet(name="Rex", kind="dog", age=3)
+        _joined(thread)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert handled == [signal.SIGINT]
 
 
 def test_ctrl_c_inside_the_portal_after_the_task_began_still_closes_the_generation(
@@ -211,7 +366,7 @@ def test_ctrl_c_inside_the_portal_after_the_task_began_still_closes_the_generati
         future = real(self, func, *args, **kw)
         if armed[0]:
             armed[0] = False
-            assert body.started.wait(30)  # the task is reading the body
+            assert body.started.wait(WAIT)  # the task is reading the body
             raise KeyboardInterrupt  # as a SIGINT's handler would, here
         return future
 
@@ -237,7 +392,7 @@ def test_one_client_from_many_threads(router: respx.MockRouter, client: SyncClie
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        _joined(t)
     assert results == [Pet(name="Rex", kind="dog", age=3)] * 8
 
 
@@ -434,13 +589,13 @@ def test_leaving_a_batch_early_stops_what_runs(router: respx.MockRouter) -> None
     router.post("/chat/completions").mock(side_effect=hang)
     with SyncClient(base_url=BASE, api_key="k", max_retries=0) as client:
         with client.batch([{"id": i, "prompt": "x"} for i in range(3)], schema=Pet) as results:
-            assert all(b.started.wait(30) for b in _wait_for(bodies, 3))
+            assert all(b.started.wait(WAIT) for b in _wait_for(bodies, 3))
             del results  # never read: leaving the block cancels the three
     assert len(bodies) == 3 and all(b.closed for b in bodies)
 
 
 def _wait_for(items: list[Hanging], n: int) -> list[Hanging]:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT
     while len(items) < n and time.monotonic() < deadline:
         time.sleep(0.01)
     return items

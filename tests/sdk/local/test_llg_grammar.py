@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 import pytest
 
 from sdk import Choice, Grammar, Regex, StructuralTag, Tag, Tool, UnsupportedConstraint
@@ -22,6 +21,7 @@ from sdk._local._llg_strict import strict_schema
 from sdk._local._tools import tools_structural_tag
 from tests.sdk.local._local_support import import_llguidance_hf
 
+np = pytest.importorskip("numpy", reason="needs numpy (the local extra)")
 llguidance = pytest.importorskip("llguidance", reason="needs llguidance (the local extra)")
 llguidance_hf = import_llguidance_hf()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 import pytest
 
 from sdk._backend import GenerationRequest
@@ -27,6 +26,7 @@ from sdk._local._llg_specs import check_llg
 from sdk._local._llg_strict import strict_schema
 from tests.sdk.local._local_support import import_llguidance_hf
 
+np = pytest.importorskip("numpy", reason="needs numpy (the local extra)")
 llguidance_hf = import_llguidance_hf()
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from sdk import BackendError, Grammar, UnsupportedConstraint
@@ -21,6 +20,7 @@ from sdk._local._constrain import GrammarSpec
 from sdk._local._llg_masks import LlgGrammars
 from tests.sdk.local._local_support import collect, constrained, import_llguidance_hf, text_of
 
+np = pytest.importorskip("numpy", reason="needs numpy (the local extra)")
 llguidance_hf = import_llguidance_hf()
 
 NAMES_END = GrammarSpec("lark", 'start: "hi" <|im_end|>')

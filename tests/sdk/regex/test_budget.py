@@ -9,8 +9,13 @@ stream does not stall the other streams on its event loop.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import re
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,6 +40,7 @@ from sdk._regex._budget import (
     BudgetSpent,
     could,
     enter,
+    fullmatch,
     leave,
 )
 from sdk._regex._ecma import compile_ecma, pattern_size
@@ -336,3 +342,99 @@ def test_a_regex_format_value_that_would_take_hours_to_compile_is_judged_on_its_
     accepted = FieldTracker(schema, formats="assert")
     accepted.feed(json.dumps({"r": wide}))
     assert accepted.close() == {"r": wide}
+
+
+# The budget is the check's own thread's CPU time (issue 38, section 2): the ``regex`` package's
+# own clock is the process's, which other busy threads advance too (the local engine's llama.cpp
+# threads decoding beside an HTTP stream), so a check that used a third of its budget in its
+# own work ran out.
+
+OWN_BUDGET = 0.3  # seconds: large enough that the clocks' granularity does not matter
+
+
+def _needing(pattern: regex.Pattern[str], low: float, high: float, *, partial: bool) -> str:
+    """``"a" * n + "!"`` whose whole failed match (``partial``: as a prefix check makes it)
+    takes this thread between ``low`` and ``high`` seconds of its CPU time, alone, with no
+    budget; for ``^(a|aa)+$``, about x1.6 a character."""
+    for n in range(16, 60):
+        text = "a" * n + "!"
+        begun = time.thread_time()
+        assert pattern.fullmatch(text, partial=partial) is None
+        own = time.thread_time() - begun
+        if own > high:
+            break
+        if own >= low:
+            return text
+    pytest.fail(f"no length of {pattern.pattern!r} took {low}-{high} s of CPU time alone")
+
+
+@contextlib.contextmanager
+def _busy_threads(count: int) -> Iterator[None]:
+    """``count`` threads hashing in a loop, in C with the GIL released (as llama.cpp's decoding
+    threads run): each advances the process's CPU clock as fast as it gets a core."""
+    stop = threading.Event()
+    begun = threading.Barrier(count + 1)
+    data = b"x" * (1 << 20)
+
+    def spin() -> None:
+        begun.wait()
+        while not stop.is_set():
+            hashlib.sha256(data).digest()
+
+    threads = [threading.Thread(target=spin, daemon=True) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    begun.wait()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        assert not any(thread.is_alive() for thread in threads)
+
+
+@pytest.mark.parametrize("check", ["final", "prefix"])
+def test_a_check_under_its_budget_completes_beside_busy_threads(check: str) -> None:
+    """A check that needs a quarter to a half of its budget of its own thread's CPU time, beside
+    six threads that keep the process's CPU clock running about seven times as fast: it
+    completes, with the verdict (the old process-clock budget ran out here: the final check
+    raised, the prefix check deferred with "maybe")."""
+    pattern = regex.compile(r"^(a|aa)+$", regex.V1)
+    text = _needing(pattern, 0.25 * OWN_BUDGET, 0.5 * OWN_BUDGET, partial=check == "prefix")
+    budget = Budget(OWN_BUDGET)
+    with _busy_threads(6):
+        token = enter(budget)
+        try:
+            process, own = time.process_time(), time.thread_time()
+            if check == "final":
+                verdict = fullmatch(pattern, pattern.pattern, text)
+            else:
+                verdict = could(pattern, text, whole=True)
+            process, own = time.process_time() - process, time.thread_time() - own
+        finally:
+            leave(token)
+    assert verdict is False  # judged: the "!" cannot be part of a match
+    assert pattern not in budget.spent
+    # The premise: the other threads spent the process's clock past the budget meanwhile.
+    assert process > OWN_BUDGET, f"the busy threads did not compete ({process:.3f} s in all)"
+
+
+def test_a_check_over_its_budget_still_runs_out_beside_busy_threads() -> None:
+    """A hostile check (four characters more: about x6.5 the work) runs out all the same, once
+    its own thread spent (nearly) its budget in one run: other threads' CPU never makes it run
+    out sooner."""
+    pattern = regex.compile(r"^(a|aa)+$", regex.V1)
+    text = _needing(pattern, 0.25 * OWN_BUDGET, 0.5 * OWN_BUDGET, partial=False)[:-1] + "aaaa!"
+    budget = Budget(OWN_BUDGET)
+    with _busy_threads(6):
+        token = enter(budget)
+        try:
+            own = time.thread_time()
+            with pytest.raises(BudgetSpent) as info:
+                fullmatch(pattern, pattern.pattern, text)
+            own = time.thread_time() - own
+        finally:
+            leave(token)
+    assert info.value.timeout == OWN_BUDGET
+    assert own >= 0.9 * OWN_BUDGET

@@ -348,7 +348,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: type[T],
-        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        concurrency: int | None = None,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[T]]]: ...
@@ -358,7 +358,7 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        concurrency: int | None = None,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]: ...
@@ -367,11 +367,15 @@ class Client:
         requests: Iterable[Any] | AsyncIterable[Any],
         *,
         schema: Any,
-        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        concurrency: int | None = None,
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:
         """Run many requests, at most ``concurrency`` at once; their results as they complete.
+
+        ``concurrency`` None: the backend's ``slots`` where it has them (the local engine
+        decodes that many streams together, and queues the rest), else
+        ``DEFAULT_BATCH_CONCURRENCY`` (8).
 
         ``requests``: :class:`~sdk.BatchRequest` values or mappings ``{"id": ..., "prompt":
         ...}`` / ``{"id": ..., "messages": [...]}`` (``system``, when given, comes before each
@@ -385,10 +389,17 @@ class Client:
             self.stream,
             requests,
             schema=schema,
-            concurrency=concurrency,
+            concurrency=concurrency if concurrency is not None else self._batch_concurrency(),
             system=system,
             options=options,
         )
+
+    def _batch_concurrency(self) -> int:
+        """What :meth:`batch` runs at once by default (see there)."""
+        slots = getattr(self._backend, "slots", None)
+        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+            return slots
+        return DEFAULT_BATCH_CONCURRENCY
 
     async def aclose(self) -> None:
         """Release the backend (the httpx client this client made, the local engine); a copy

@@ -190,9 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument(
         "--concurrency",
         type=_positive_int,
-        default=DEFAULT_CLI_CONCURRENCY,
+        default=None,
         metavar="N",
-        help=f"requests running at once (default: {DEFAULT_CLI_CONCURRENCY})",
+        help="requests running at once (default: the local engine's slots, which it decodes "
+        f"together; {DEFAULT_CLI_CONCURRENCY} for a server)",
     )
 
     out = parser.add_argument_group("output")

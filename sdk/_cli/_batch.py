@@ -44,6 +44,7 @@ from sdk._cli._progress import BatchProgress
 from sdk._cli._report import JsonLinesReport, error_info, jsonable
 from sdk._cli._signals import Terminated, until_sigterm
 from sdk._client import Client
+from sdk._constants import DEFAULT_CLI_CONCURRENCY
 from sdk._errors import StreamError
 
 __all__ = ["run_batch_command"]
@@ -143,7 +144,10 @@ async def _run(
     async with (
         Client.from_backend(backend) as client,
         client.batch(
-            requests, schema=schema, concurrency=args.concurrency, **request_options(args)
+            requests,
+            schema=schema,
+            concurrency=args.concurrency or getattr(backend, "slots", DEFAULT_CLI_CONCURRENCY),
+            **request_options(args),
         ) as finished,
     ):
         async for result in finished:

@@ -42,14 +42,14 @@ from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._llg_specs import check_llg
-from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
+from sdk._local._model import DEFAULT_SLOTS, RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
 from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
-_engines: dict[tuple[str, str, str, str | None, str], Engine] = {}
+_engines: dict[tuple[str, str, str, str | None, str, int], Engine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -87,6 +87,14 @@ class LocalBackend:
     in the messages as the tokens (what transformers' ``apply_chat_template`` does), for
     messages that write markup on purpose, never for text from untrusted users.
 
+    Many streams at once: ``slots`` generations decode together, one forward pass for all of
+    them per step (continuous batching, ``sdk._local._scheduler``); more wait in a first-in,
+    first-out queue until a slot frees (their wait shows as time to first token). ``context``:
+    the tokens each slot holds on llama.cpp (one generation's prompt and output), so its KV
+    cache holds ``slots * context`` tokens (SmolLM2-135M: 23 KB a token, 377 MB for the default
+    4 x 4096); None is the model's training context, at most 4096. Backends with other
+    ``slots`` or ``context`` load the model again (llama.cpp: one context each).
+
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
     (``tools=``), each compiled by the runtime's grammar engine (:meth:`check_request`
@@ -111,6 +119,8 @@ class LocalBackend:
         max_tokens: int = 1024,
         runtime: Runtime | None = None,
         special_tokens_in_content: bool = False,
+        slots: int = DEFAULT_SLOTS,
+        context: int | None = None,
     ) -> None:
         if runtime is not None and runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
@@ -120,6 +130,10 @@ class LocalBackend:
             raise ValueError(f"json_format must be one of {JSON_FORMATS}, not {json_format!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, not {max_tokens}")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"slots must be an int >= 1, not {slots!r}")
+        if context is not None and context < 1:
+            raise ValueError(f"context must be >= 1, not {context}")
         self.model = model
         self.device = device
         self.dtype = dtype
@@ -132,6 +146,10 @@ class LocalBackend:
         """The runtime asked for (None: chosen at load; ``engine.loaded.runtime`` says which)."""
         self.special_tokens_in_content = special_tokens_in_content
         """Whether special-token strings written in the messages become the tokens."""
+        self.slots = slots
+        """Generations decoded together (the rest wait in the queue); ``client.batch`` runs as
+        many at once by default."""
+        self.context = context
         self.last_stats: DecodeStats | None = None
         """Counters of the latest generation (updated live): tokens, forced tokens, forward
         passes, seconds in forward passes and in masks."""
@@ -159,6 +177,8 @@ class LocalBackend:
             cache_dir=self.cache_dir,
             runtime=self.runtime,
             threads=threads,
+            slots=self.slots,
+            context=self.context,
         )
         if isinstance(loaded.forward, LlamaCppForward):
             loaded.forward.threads = threads  # the weights are shared; the last load sets them
@@ -166,7 +186,14 @@ class LocalBackend:
             torch = require("torch")
             if threads != torch.get_num_threads():
                 torch.set_num_threads(threads)
-        key = (loaded.source, loaded.runtime, loaded.device, self.dtype, self.json_format)
+        key = (
+            loaded.source,
+            loaded.runtime,
+            loaded.device,
+            self.dtype,
+            self.json_format,
+            id(loaded),
+        )
         with _engines_lock:
             engine = _engines.get(key)
             if engine is None:
@@ -321,7 +348,7 @@ class LocalGeneration:
             engine = await anyio.to_thread.run_sync(backend.load)
         backend.last_stats = self.stats
         request, stats = self._request, self.stats
-        self._generation = await anyio.to_thread.run_sync(
+        generation = await anyio.to_thread.run_sync(
             lambda: engine.start(
                 request,
                 jump_forward=backend.jump_forward,
@@ -330,7 +357,18 @@ class LocalGeneration:
                 special_tokens_in_content=backend.special_tokens_in_content,
             )
         )
-        self._engine = engine
+        self._engine, self._generation = engine, generation
+        # A slot of the model, or a place in its queue: a cancelled or closed waiter leaves it
+        # at once (the thread that waited is let go, and finds itself withdrawn).
+        try:
+            admitted = await anyio.to_thread.run_sync(
+                engine.admit, generation, abandon_on_cancel=True
+            )
+        except BaseException:
+            engine.release(generation)
+            raise
+        if not admitted or self._closed:
+            raise StopAsyncIteration
         self._active = True
         backend.active += 1
 
@@ -383,11 +421,14 @@ class LocalGeneration:
         return rewound
 
     async def aclose(self) -> None:
-        """Stop the generation: at once, or when the step in flight (another task's) returns."""
+        """Stop the generation: at once, or when the step in flight (another task's) returns;
+        a generation waiting for a slot leaves the queue at once."""
         self._closed = True
         self._pending.clear()
         if not self._busy:
             self._release()
+        elif self._engine is not None and self._generation is not None:
+            self._engine.scheduler.withdraw(self._generation)
 
     def _deactivate(self) -> None:
         if self._active:
@@ -398,8 +439,8 @@ class LocalGeneration:
         self._closed = True
         self._pending.clear()
         self._deactivate()
-        if self._generation is not None:
-            self._generation.close()
+        if self._engine is not None and self._generation is not None:
+            self._engine.release(self._generation)
 
     def __del__(self) -> None:
         # Dropped without aclose(): give back the KV cache and the active count.

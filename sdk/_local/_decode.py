@@ -15,8 +15,11 @@ draws one random number per token either way. The gain is forward passes: a run 
 tokens costs one pass instead of k.
 
 A :class:`Generation` runs one forward pass per :meth:`~Generation.step` and returns a
-:class:`Batch` (iterating it steps until the last batch), so a caller that stops asking stops
-the loop within one step; it holds no thread.
+:class:`StepOutput` (iterating it steps until the last one), so a caller that stops asking
+stops the loop within one step; it holds no thread. A step is two halves around the forward
+pass, :meth:`~Generation.prepare` (what to decode) and :meth:`~Generation.complete` (mask and
+sample the logits), so that ``_scheduler`` can decode the next tokens of many generations in one
+pass.
 
 Rewinding. A generation keeps every token it wrote with the character and byte offsets where
 it ends (``_output``). :meth:`Generation.rewind` cuts the output back to the last token boundary
@@ -49,7 +52,7 @@ from sdk._local._output import Output
 from sdk._local._sampling import NumpySampler, Sampler
 from sdk._local._xgr_masks import Constraint
 
-__all__ = ["Batch", "DecodeStats", "Generation", "Piece"]
+__all__ = ["DecodeStats", "Generation", "Piece", "StepOutput"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +68,9 @@ class Piece:
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
-    """What one forward pass produced: confirmed forced tokens, then the model's own pick."""
+class StepOutput:
+    """What one step of a generation wrote: confirmed forced tokens, then the model's own
+    pick."""
 
     pieces: tuple[Piece, ...]
     """The tokens, in order (empty when the first pick was a stop token)."""
@@ -183,11 +187,14 @@ class Generation:
         """``"stop"`` or ``"length"`` once the last batch is out (None again after a rewind)."""
         self._closed = False
         self._broken = False
+        self._drafts: list[int] = []
+        """The drafts of the step in flight (between prepare and complete)."""
+        self._started = 0.0
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> Iterator[StepOutput]:
         return self
 
-    def __next__(self) -> Batch:
+    def __next__(self) -> StepOutput:
         if self._closed or self.finish_reason is not None:
             raise StopIteration
         return self.step()
@@ -204,8 +211,31 @@ class Generation:
             self._sequence.close()
             self._sequence = None
 
-    def step(self) -> Batch:
-        """Run one forward pass; return the tokens it wrote (the last batch has a finish)."""
+    @property
+    def sequence(self) -> ForwardPass | None:
+        """The sequence the generation decodes on (None once closed)."""
+        return self._sequence
+
+    def step(self) -> StepOutput:
+        """Run one forward pass; return the tokens it wrote (the last output has a finish)."""
+        plan = self.prepare()
+        if isinstance(plan, StepOutput):
+            return plan
+        tokens, keep = plan
+        assert self._sequence is not None
+        try:
+            rows = self._sequence.decode(tokens, keep)
+        except BaseException:
+            self.fail()
+            raise
+        return self.complete(rows)
+
+    def prepare(self) -> StepOutput | tuple[list[int], int]:
+        """The first half of a step: what the next forward pass must decode (the tokens to
+        append to :attr:`sequence` and how many logits rows to keep), or the last output when
+        the step needs no pass (``max_tokens`` reached). The caller decodes the tokens (alone,
+        or in one round with other generations' tokens: ``_scheduler``) and hands the rows to
+        :meth:`complete`, or calls :meth:`fail` when the pass failed."""
         if self._closed:
             raise StreamUsageError("this generation is closed")
         if self.finish_reason is not None:
@@ -213,14 +243,18 @@ class Generation:
         if self._broken:
             raise StreamUsageError("a step of this generation failed (rewind it to go on)")
         try:
-            return self._step()
+            return self._prepare()
         except BaseException:
-            # Half a step ran (the cache may hold a position the output does not): only a
-            # rewind, which crops to an absolute length, makes the state whole again.
-            self._broken = True
+            self.fail()
             raise
 
-    def _step(self) -> Batch:
+    def fail(self) -> None:
+        """Mark the step in flight failed: half a step ran (the cache may hold a position the
+        output does not), and only a rewind, which crops to an absolute length, makes the state
+        whole again."""
+        self._broken = True
+
+    def _prepare(self) -> StepOutput | tuple[list[int], int]:
         stats, output = self.stats, self.output
         if len(output) >= self.max_tokens:
             return self._finish([], "length")
@@ -235,11 +269,33 @@ class Generation:
             if recorder.from_memory:
                 stats.remembered_tokens += len(drafts)
         stats.drafted_tokens += len(drafts)
+        self._drafts = drafts
+        self._started = time.perf_counter()
+        return self._feed + drafts, len(drafts) + 1
+
+    @property
+    def first_row_masked(self) -> LlgConstraint | None:
+        """The llguidance constraint whose mask for the first row of the next :meth:`complete`
+        may be filled ahead, with other generations' in one call (``_llg_masks.fill_masks``),
+        or None (no constraint, or xgrammar's)."""
+        constraint = self._constraint
+        return constraint if isinstance(constraint, LlgConstraint) else None
+
+    def complete(self, rows: Any) -> StepOutput:
+        """The second half of a step (see :meth:`prepare`): mask and sample ``rows``, the
+        logits the pass returned; the tokens written."""
+        try:
+            return self._complete(rows)
+        except BaseException:
+            self.fail()
+            raise
+
+    def _complete(self, rows: Any) -> StepOutput:
+        stats, output = self.stats, self.output
+        constraint, recorder, drafts = self._constraint, self._recorder, self._drafts
         sequence = self._sequence
         assert sequence is not None
-        started = time.perf_counter()
-        rows = sequence.decode(self._feed + drafts, len(drafts) + 1)
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - self._started
         if stats.forward_passes == 0:
             stats.prefill_s = elapsed
         stats.forward_passes += 1
@@ -282,7 +338,7 @@ class Generation:
                 sequence.truncate(sequence.length - (len(drafts) - i))
                 self._feed = [token]
                 break
-        return Batch(tuple(pieces))
+        return StepOutput(tuple(pieces))
 
     def _accept(self, token: int) -> None:
         if self._constraint is not None:
@@ -294,12 +350,12 @@ class Generation:
         self.stats.forced_tokens += forced
         return Piece(token, self.output.append(token, self._vocab[token]), forced)
 
-    def _finish(self, pieces: list[Piece], reason: str) -> Batch:
+    def _finish(self, pieces: list[Piece], reason: str) -> StepOutput:
         tail = self.output.flush()
         if tail:
             pieces.append(Piece(-1, tail, False))
         self.finish_reason = reason
-        return Batch(tuple(pieces), reason)
+        return StepOutput(tuple(pieces), reason)
 
     def _apply_bans(self, logits: Any) -> None:
         if self.vocab_index is None:

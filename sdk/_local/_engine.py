@@ -1,9 +1,9 @@
 """One loaded model ready to serve requests: prompt building, grammars, the decode loop.
 
 An :class:`Engine` is what a :class:`~sdk._local.LocalBackend` drives. Everything here is
-synchronous and blocking; the backend runs it in worker threads. Steps of concurrent
-generations on one engine take turns (one forward pass at a time), which keeps the CPU's
-cores for the pass that runs instead of splitting them between several.
+synchronous and blocking; the backend runs it in worker threads. The steps of concurrent
+generations on one model are decoded together, one forward pass for all of them, by the
+model's scheduler (``_scheduler``: its slots, its fair queue, its rounds).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sdk._constraints import Choice, Grammar, Regex
 from sdk._errors import BackendError
 from sdk._local._bans import VocabIndex
 from sdk._local._constrain import spec_of
-from sdk._local._decode import Batch, DecodeStats, Generation
+from sdk._local._decode import DecodeStats, Generation, StepOutput
 from sdk._local._drafts import DraftMemory
 from sdk._local._llama_tokenizer import LlamaTokenizer
 from sdk._local._llg_masks import LlgGrammars
@@ -48,7 +48,8 @@ def grammars_for(
 
 
 class Engine:
-    """A model, its tokenizer and its grammar compiler, serving one request at a time per step."""
+    """A model, its tokenizer and its grammar compiler; its generations decode together in the
+    model's scheduler."""
 
     def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "bounded") -> None:
         self.loaded = loaded
@@ -61,14 +62,15 @@ class Engine:
         self.draft_memory = DraftMemory()
         """How the model wrote each forced text last time, shared by this engine's generations
         (jump-forward drafts it; see ``_drafts``)."""
-        self._step_lock = loaded.step_lock  # shared by the engines of one model
+        self.scheduler = loaded.scheduler
+        """The slots, queue and rounds of the model (shared by the engines of one model)."""
         self._vocab_index: VocabIndex | None = None
         self._index_lock = threading.Lock()
 
     @property
     def busy(self) -> bool:
-        """True while a worker thread is inside a decoding step of this engine."""
-        return self._step_lock.locked()
+        """True while a worker thread is inside a decoding step of this engine's model."""
+        return self.scheduler.busy
 
     def prompt_ids(
         self, request: GenerationRequest, *, special_tokens_in_content: bool = False
@@ -154,17 +156,27 @@ class Engine:
             text_output=isinstance(request.constraint, Choice | Regex | Grammar),
         )
 
-    def step(self, generation: Generation) -> Batch:
-        """Run one forward pass of ``generation`` (blocking) and return what it produced."""
-        with self._step_lock:
-            return generation.step()
+    def admit(self, generation: Generation) -> bool:
+        """Block until ``generation`` holds one of the model's slots (``Scheduler.admit``)."""
+        return self.scheduler.admit(generation)
+
+    def step(self, generation: Generation) -> StepOutput:
+        """Run the next step of ``generation`` (blocking) in a round with the model's other
+        active generations, and return what it wrote (it is admitted first if it holds no
+        slot yet)."""
+        return self.scheduler.step(generation)
+
+    def release(self, generation: Generation) -> None:
+        """Close ``generation`` and give its slot (or its place in the queue) back."""
+        generation.close()
+        self.scheduler.release(generation)
 
     def rewind(self, generation: Generation, offset: int, *, ban: bool = True) -> Rewound:
-        """Rewind ``generation`` to character ``offset`` (see :meth:`Generation.rewind`)."""
+        """Rewind ``generation`` to character ``offset`` (see :meth:`Generation.rewind`; the
+        KV cache is cut at its next step, so this runs beside the others' rounds)."""
         if generation.vocab_index is None:
             generation.vocab_index = self.vocab_index()
-        with self._step_lock:
-            return generation.rewind(offset, ban=ban)
+        return generation.rewind(offset, ban=ban)
 
     def vocab_index(self) -> VocabIndex:
         """The tokenizer's vocabulary sorted by bytes, for rewind bans (built once, on demand)."""

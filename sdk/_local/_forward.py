@@ -4,7 +4,9 @@ Everything that makes the local engine fieldstream's own (the grammar masks, the
 jump-forward drafts verified in one pass, rewinds in place, the usage counts) lives in
 ``_decode`` and needs only this of a model, through a :class:`ForwardPass` (one sequence and
 its KV cache): *decode these tokens* (returning the logits of the last ``keep`` positions, one
-row each), *read a row* (index the returned rows), and *truncate the sequence to n tokens*.
+row each), *read a row* (index the returned rows), and *truncate the sequence to n tokens*. The
+continuous batching of ``_scheduler`` splits the first in two: *append tokens* to each sequence,
+then *decode many* sequences in one round (``ForwardModel.decode_many``).
 
 A :class:`ForwardModel` is a loaded model that opens such sequences. Two implement it:
 ``_torch_forward`` (transformers over torch: any Hugging Face causal LM, CPU or CUDA) and
@@ -35,6 +37,11 @@ class ForwardPass(Protocol):
         be written in place (the masks are applied to them)."""
         ...
 
+    def append(self, tokens: Sequence[int]) -> None:
+        """Add ``tokens`` to the sequence without decoding them: the next
+        :meth:`ForwardModel.decode_many` that takes the sequence decodes them."""
+        ...
+
     def truncate(self, length: int) -> None:
         """Keep the first ``length`` tokens of the sequence (``0 <= length <= self.length``)."""
         ...
@@ -60,4 +67,13 @@ class ForwardModel(Protocol):
 
     def sequence(self) -> ForwardPass:
         """A new, empty sequence."""
+        ...
+
+    def decode_many(self, wants: Sequence[tuple[Any, int]]) -> list[Any]:
+        """One round over several sequences of this model (each appended to since its last
+        round): for each ``(sequence, keep)``, the logits of its last ``keep`` tokens once all
+        its tokens are decoded (valid until the next round), None while part of a long prompt
+        is left for the next round, or the BackendError of that sequence alone. On llama.cpp
+        one ``llama_decode`` call; on torch one pass per sequence. Raises when the pass fails
+        (for every sequence of the round)."""
         ...

@@ -52,7 +52,11 @@ TESTED_XLLAMACPP = ("2026.10.11549",)
 """The ``xllamacpp`` versions whose llama.cpp this binding was checked against."""
 
 DEFAULT_CONTEXT = 4096
-"""The KV cache's size in tokens when the model's training context is larger."""
+"""Tokens each slot's KV cache holds (one generation's prompt and output) when the model's
+training context is larger."""
+
+DEFAULT_SLOTS = 4
+"""Sequences one context decodes together (see the module docstring)."""
 
 _PARAMS_SIZE = 1024
 """Bytes reserved for ``llama_model_params`` / ``llama_context_params`` (168 in 2026.10)."""
@@ -63,6 +67,16 @@ _CONTEXT_HEAD_DEFAULTS = {"n_ctx": 512, "n_batch": 2048, "n_ubatch": 512, "n_seq
 _BATCH = 2048
 """Tokens one ``llama_decode`` call takes at most (``n_batch``)."""
 
+ROUND_TOKENS = 512
+"""Tokens one round of :meth:`LlamaCppForward.decode_many` decodes at most when several
+sequences share it (``n_ubatch``): every sequence's next token and drafts first, then as much of
+the prompts being prefilled as fits, so a long prompt is prefilled in pieces between the others'
+tokens instead of stalling them."""
+
+_MIN_SHARED = 16
+"""The shortest cached prefix a new sequence copies from another slot (``llama_memory_seq_cp``
+copies the slot's whole KV buffer: below this, decoding the prefix again costs less)."""
+
 
 class LoadCheckFailed(BackendError):
     """The installed llama.cpp does not match what this binding was checked against."""
@@ -72,7 +86,10 @@ class _Params(ctypes.Structure):
     _fields_ = (("raw", ctypes.c_uint64 * (_PARAMS_SIZE // 8)),)
 
 
-class _Batch(ctypes.Structure):
+class _LlamaBatch(ctypes.Structure):
+    """llama.cpp's ``llama_batch``: the tokens of one ``llama_decode`` call, each with its
+    position, its sequence ids and whether its logits are wanted."""
+
     _fields_ = (
         ("n_tokens", ctypes.c_int32),
         ("token", ctypes.POINTER(ctypes.c_int32)),
@@ -106,14 +123,16 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "llama_model_meta_val_str": (_i32, [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "llama_model_n_ctx_train": (_i32, [_p]),
     "llama_n_ctx": (ctypes.c_uint32, [_p]),
+    "llama_n_ctx_seq": (ctypes.c_uint32, [_p]),
+    "llama_n_seq_max": (ctypes.c_uint32, [_p]),
     "llama_set_n_threads": (None, [_p, _i32, _i32]),
-    "llama_batch_init": (_Batch, [_i32, _i32, _i32]),
-    "llama_batch_free": (None, [_Batch]),
-    "llama_decode": (_i32, [_p, _Batch]),
+    "llama_batch_init": (_LlamaBatch, [_i32, _i32, _i32]),
+    "llama_batch_free": (None, [_LlamaBatch]),
+    "llama_decode": (_i32, [_p, _LlamaBatch]),
     "llama_get_logits": (ctypes.POINTER(ctypes.c_float), [_p]),
     "llama_get_memory": (_p, [_p]),
     "llama_memory_seq_rm": (ctypes.c_bool, [_p, _i32, _i32, _i32]),
-    "llama_memory_seq_pos_max": (_i32, [_p, _i32]),
+    "llama_memory_seq_cp": (None, [_p, _i32, _i32, _i32, _i32]),
     "llama_free": (None, [_p]),
     "llama_model_free": (None, [_p]),
 }
@@ -189,15 +208,23 @@ def _set_context_head(params: _Params, values: dict[str, int]) -> None:
         head[i] = values[name]
 
 
-def load_llama_cpp(gguf: Path, *, threads: int) -> LlamaCppForward:
-    """Load ``gguf`` through llama.cpp, checked as the module docstring says.
+def load_llama_cpp(
+    gguf: Path, *, threads: int, slots: int = DEFAULT_SLOTS, context: int | None = None
+) -> LlamaCppForward:
+    """Load ``gguf`` through llama.cpp, checked as the module docstring says, with one context
+    of ``slots`` sequences of ``context`` tokens each (None: the model's training context, at
+    most :data:`DEFAULT_CONTEXT`).
 
     Raises :class:`LoadCheckFailed` naming what did not match, BackendError when llama.cpp
-    cannot read the file.
+    cannot read the file, ValueError for slots or a context below 1.
     """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, not {slots}")
+    if context is not None and context < 1:
+        raise ValueError(f"context must be >= 1, not {context}")
     lib = _library()
-    context = lib.llama_context_default_params()
-    head = _context_head(context)
+    params = lib.llama_context_default_params()
+    head = _context_head(params)
     if head != _CONTEXT_HEAD_DEFAULTS:
         raise LoadCheckFailed(
             f"llama_context_default_params() of xllamacpp {_installed_version()} starts with "
@@ -222,20 +249,26 @@ def load_llama_cpp(gguf: Path, *, threads: int) -> LlamaCppForward:
     try:
         vocab = lib.llama_model_get_vocab(model)
         n_vocab = int(lib.llama_vocab_n_tokens(vocab))
-        trained = int(lib.llama_model_n_ctx_train(model))
-        n_ctx = min(trained, DEFAULT_CONTEXT) if trained > 0 else DEFAULT_CONTEXT
-        _set_context_head(
-            context, {"n_ctx": n_ctx, "n_batch": _BATCH, "n_ubatch": 512, "n_seq_max": 1}
-        )
-        ctx = lib.llama_init_from_model(model, context)
+        if context is None:
+            trained = int(lib.llama_model_n_ctx_train(model))
+            context = min(trained, DEFAULT_CONTEXT) if trained > 0 else DEFAULT_CONTEXT
+        n_ctx = context * slots
+        head = {"n_ctx": n_ctx, "n_batch": _BATCH, "n_ubatch": ROUND_TOKENS, "n_seq_max": slots}
+        _set_context_head(params, head)
+        ctx = lib.llama_init_from_model(model, params)
         if not ctx:
-            raise BackendError(f"llama.cpp could not create a context for {str(gguf)!r}")
-        made = int(lib.llama_n_ctx(ctx))
-        if made != n_ctx:
+            raise BackendError(
+                f"llama.cpp could not create a context of {slots} x {context} tokens for "
+                f"{str(gguf)!r}"
+            )
+        made = (int(lib.llama_n_ctx(ctx)), int(lib.llama_n_seq_max(ctx)))
+        per_seq = int(lib.llama_n_ctx_seq(ctx))
+        if made != (n_ctx, slots) or per_seq != context:
             lib.llama_free(ctx)
             raise LoadCheckFailed(
-                f"llama.cpp made a context of {made} tokens, not the {n_ctx} written into "
-                "llama_context_params.n_ctx"
+                f"llama.cpp made a context of {made[0]} tokens in {made[1]} sequences of "
+                f"{per_seq}, not the {n_ctx} in {slots} of {context} written into "
+                "llama_context_params (n_ctx, n_seq_max)"
             )
     except BaseException:
         lib.llama_model_free(model)
@@ -250,11 +283,30 @@ def load_llama_cpp(gguf: Path, *, threads: int) -> LlamaCppForward:
         lib.llama_free(ctx)
         lib.llama_model_free(model)
         raise
-    return LlamaCppForward(lib, model, ctx, n_vocab, n_ctx, frozenset(stops), threads, tokenizer)
+    return LlamaCppForward(
+        lib, model, ctx, n_vocab, context, slots, frozenset(stops), threads, tokenizer
+    )
+
+
+class _Slot:
+    """One of the context's sequences (a seq id) and what its KV cache holds."""
+
+    __slots__ = ("cached", "owner", "seq_id", "used")
+
+    def __init__(self, seq_id: int) -> None:
+        self.seq_id = seq_id
+        self.cached: list[int] = []
+        """The tokens this seq id's KV cache holds, in order (kept after its owner leaves:
+        a later sequence with the same prefix starts from them)."""
+        self.owner: LlamaSequence | None = None
+        self.used = 0
+        """When the slot last decoded (a round counter): the least recently used is lent out
+        first."""
 
 
 class LlamaCppForward:
-    """A GGUF model in llama.cpp as a :class:`~sdk._local._forward.ForwardModel`."""
+    """A GGUF model in llama.cpp as a :class:`~sdk._local._forward.ForwardModel`: one context of
+    :attr:`slots` sequences that :meth:`decode_many` decodes together."""
 
     runtime = "llama.cpp"
     device = "cpu"
@@ -266,6 +318,7 @@ class LlamaCppForward:
         ctx: int,
         vocab_size: int,
         context_length: int,
+        slots: int,
         stop_token_ids: frozenset[int],
         threads: int,
         tokenizer: LlamaTokenizer,
@@ -277,13 +330,25 @@ class LlamaCppForward:
         self._memory = lib.llama_get_memory(ctx)
         self.vocab_size = vocab_size
         self.context_length: int | None = context_length
+        """Tokens one sequence may hold (each slot's share of the KV cache)."""
         self._n_ctx = context_length
+        self.slots = slots
+        """Sequences the context decodes together (``n_seq_max``)."""
         self.stop_token_ids = stop_token_ids
         self._batch = lib.llama_batch_init(_BATCH, 0, 1)
-        self._cached: list[int] = []
-        """The tokens the KV cache holds (sequence 0), in order."""
+        self._slots = [_Slot(i) for i in range(slots)]
+        self._rounds = 0
+        self._lock = threading.RLock()
+        """Held by every call into the context (decode, the KV cache's edits): one round at a
+        time."""
+        self._owners = threading.Lock()
+        """Held while a slot changes hands (short: a sequence closes without waiting for the
+        round in flight)."""
         self.decoded_tokens = 0
         """Tokens run through ``llama_decode`` so far (a reused prefix is not counted)."""
+        self.copied_tokens = 0
+        """Tokens of cached prefixes copied from one slot to another (``llama_memory_seq_cp``)
+        instead of being decoded again."""
         self.threads = threads
 
     @property
@@ -299,95 +364,236 @@ class LlamaCppForward:
         self._threads = value
 
     def sequence(self) -> LlamaSequence:
-        """A new, empty sequence (it shares the context's KV cache; see the module docstring)."""
+        """A new, empty sequence (it takes a slot at its first decode; see the module
+        docstring)."""
         return LlamaSequence(self)
 
-    def _decode(self, tokens: list[int], keep: int) -> Any:
-        """Make the KV cache hold ``tokens``; the logits of the last ``keep`` of them."""
-        if len(tokens) > self._n_ctx:
-            raise BackendError(
-                f"{len(tokens)} tokens do not fit the llama.cpp context of {self._n_ctx}"
-            )
-        cached = self._cached
-        limit = min(len(cached), len(tokens) - keep)
-        common = 0
-        while common < limit and cached[common] == tokens[common]:
-            common += 1
-        if common < len(cached):
-            if not self._lib.llama_memory_seq_rm(self._memory, 0, common, -1):
-                raise BackendError("llama.cpp could not truncate its KV cache")
-            del cached[common:]
-        start = common
-        while start < len(tokens):
-            end = min(len(tokens), start + _BATCH)
-            if end < len(tokens) and len(tokens) - end < keep:
-                end = len(tokens) - keep  # the rows asked for all come out of the last call
-            self._submit(tokens, start, end, max(0, keep - (len(tokens) - end)))
-            cached.extend(tokens[start:end])
-            start = end
+    def decode_many(self, wants: Sequence[tuple[LlamaSequence, int]]) -> list[Any]:
+        """One round: decode, in one ``llama_decode`` call, what each sequence's KV cache lacks
+        (the tokens :meth:`LlamaSequence.append` added), at most :data:`ROUND_TOKENS` of them
+        when there are several sequences (the others' next tokens first, then the prompts in
+        the order given).
+
+        For each ``(sequence, keep)`` (distinct sequences, at most :attr:`slots`): the logits
+        of its last ``keep`` tokens (a ``keep`` x V numpy view of llama.cpp's buffer, valid
+        until the next round) when all its tokens are decoded, None when part of its prompt is
+        left for the next round, or the BackendError of a sequence that does not fit its slot.
+        Raises BackendError when llama.cpp fails (the KV cache of every sequence in the round
+        is then forgotten).
+        """
+        if len(wants) > self.slots or len({id(s) for s, _ in wants}) != len(wants):
+            raise ValueError(f"a round takes at most {self.slots} distinct sequences")
+        with self._lock:
+            return self._round(wants, ROUND_TOKENS if len(wants) > 1 else _BATCH)
+
+    def _round(self, wants: Sequence[tuple[LlamaSequence, int]], budget: int) -> list[Any]:
+        results: list[Any] = [None] * len(wants)
+        live: list[int] = []
+        for i, (sequence, keep) in enumerate(wants):
+            if not 1 <= keep <= len(sequence._tokens):
+                raise ValueError(f"keep must be in 1..{len(sequence._tokens)}, not {keep}")
+            if len(sequence._tokens) > self._n_ctx:
+                results[i] = BackendError(
+                    f"{len(sequence._tokens)} tokens do not fit the llama.cpp context of "
+                    f"{self._n_ctx}"
+                )
+            else:
+                live.append(i)
+        self._rounds += 1
+        members = {id(wants[i][0]) for i in live}
+        for i in live:
+            self._align(wants[i][0], wants[i][1], members)
+        # The next tokens of sequences being decoded first, then prefills, in the order given.
+        order = sorted(live, key=lambda i: len(wants[i][0]._pending()) > 1 + _SMALL_STEP)
+        plan: list[tuple[int, int, int]] = []  # (want, tokens this round, logits rows)
+        room = budget
+        for i in order:
+            sequence, keep = wants[i]
+            pending = len(sequence._tokens) - len(sequence._slot_cached())
+            take = min(pending, room)
+            if take < pending and pending - take < keep:
+                take = pending - keep  # the rows asked for all come out of one round
+            if take <= 0:
+                continue
+            plan.append((i, take, keep if take == pending else 0))
+            room -= take
+        if not plan:
+            return results
+        self._submit([(wants[i][0], take, rows) for i, take, rows in plan])
         logits = self._lib.llama_get_logits(self._ctx)
         if not logits:
             raise BackendError("llama.cpp returned no logits")
+        total = sum(rows for _, _, rows in plan)
         # A view of llama.cpp's buffer (no copy): the masks write into it.
-        return self._np.ctypeslib.as_array(logits, shape=(keep, self.vocab_size))
+        buffer = self._np.ctypeslib.as_array(logits, shape=(total, self.vocab_size))
+        row = 0
+        for i, _, rows in plan:
+            if rows:
+                results[i] = buffer[row : row + rows]
+                row += rows
+        return results
 
-    def _submit(self, tokens: list[int], start: int, end: int, outputs: int) -> None:
-        batch, n = self._batch, end - start
-        for i in range(n):
-            batch.token[i] = tokens[start + i]
-            batch.pos[i] = start + i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = i >= n - outputs
+    def _align(self, sequence: LlamaSequence, keep: int, members: set[int]) -> None:
+        """Give ``sequence`` a slot (its own, a free one, or the least recently used one of a
+        sequence outside the round) and cut the slot's KV cache to the prefix it shares with
+        the sequence, short of the ``keep`` tokens whose logits are wanted."""
+        slot = sequence._slot
+        if slot is None or slot.owner is not sequence:
+            slot = self._lend(sequence, members)
+        cached, tokens = slot.cached, sequence._tokens
+        limit = min(len(cached), len(tokens) - keep)
+        common = min(sequence._valid, limit)
+        while common < limit and cached[common] == tokens[common]:
+            common += 1
+        if common < len(cached):
+            if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, common, -1):
+                raise BackendError("llama.cpp could not truncate its KV cache")
+            del cached[common:]
+        sequence._valid = common
+        slot.used = self._rounds
+
+    def _lend(self, sequence: LlamaSequence, members: set[int]) -> _Slot:
+        tokens = sequence._tokens
+        with self._owners:
+            free = [s for s in self._slots if s.owner is None]
+            if free:
+                slot = max(free, key=lambda s: (_shared(s.cached, tokens), -s.used))
+            else:  # a round holds at most `slots` sequences: one slot is not the round's
+                taken = [s for s in self._slots if id(s.owner) not in members]
+                slot = min(taken, key=lambda s: s.used)
+                assert slot.owner is not None
+                slot.owner._slot = None
+            slot.owner, sequence._slot = sequence, slot
+        mine = _shared(slot.cached, tokens)
+        best, source = mine, None
+        for other in self._slots:
+            if other is not slot:
+                shared = _shared(other.cached, tokens)
+                if shared > best:
+                    best, source = shared, other
+        if source is not None and best - mine >= _MIN_SHARED:
+            # Copy the other slot's cache (all of it: llama.cpp copies whole KV buffers between
+            # the sequences of a context), then cut the copy to the shared prefix.
+            self._lib.llama_memory_seq_cp(self._memory, source.seq_id, slot.seq_id, -1, -1)
+            slot.cached = source.cached[:best]
+            if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, best, -1):
+                raise BackendError("llama.cpp could not truncate its KV cache")
+            self.copied_tokens += best
+        sequence._valid = 0
+        return slot
+
+    def _submit(self, plan: Sequence[tuple[LlamaSequence, int, int]]) -> None:
+        batch, n = self._batch, 0
+        for sequence, take, rows in plan:
+            slot = sequence._slot
+            assert slot is not None
+            start = len(slot.cached)
+            tokens, seq_id = sequence._tokens, slot.seq_id
+            for j in range(take):
+                batch.token[n] = tokens[start + j]
+                batch.pos[n] = start + j
+                batch.n_seq_id[n] = 1
+                batch.seq_id[n][0] = seq_id
+                batch.logits[n] = j >= take - rows
+                n += 1
         batch.n_tokens = n
         self.decoded_tokens += n
         status = int(self._lib.llama_decode(self._ctx, batch))
         if status != 0:
-            # The KV cache may hold part of the batch now: forget what it holds.
-            self._lib.llama_memory_seq_rm(self._memory, 0, -1, -1)
-            self._cached.clear()
+            # The KV cache may hold part of the batch now: forget what these slots hold.
+            for sequence, _, _ in plan:
+                assert sequence._slot is not None
+                self._lib.llama_memory_seq_rm(self._memory, sequence._slot.seq_id, -1, -1)
+                sequence._slot.cached.clear()
+                sequence._valid = 0
             what = "the context is full" if status == 1 else f"status {status}"
             raise BackendError(
-                f"llama.cpp could not decode {n} tokens at position {start}: {what} "
-                f"(context: {self.context_length} tokens)"
+                f"llama.cpp could not decode {n} tokens of {len(plan)} sequences: {what} "
+                f"(context: {self.context_length} tokens per sequence)"
             )
+        for sequence, take, _ in plan:
+            slot = sequence._slot
+            assert slot is not None
+            slot.cached.extend(sequence._tokens[len(slot.cached) : len(slot.cached) + take])
+            sequence._valid = len(slot.cached)
 
     def forget(self) -> None:
-        """Empty the KV cache: the next pass decodes its whole sequence (a cold start)."""
-        self._lib.llama_memory_seq_rm(self._memory, 0, -1, -1)
-        self._cached.clear()
+        """Empty the KV cache of every slot: the next pass of each sequence decodes it whole
+        (a cold start)."""
+        with self._lock:
+            for slot in self._slots:
+                self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
+                slot.cached.clear()
+                if slot.owner is not None:
+                    slot.owner._valid = 0
 
     def close(self) -> None:
         """Free the context and the model (nothing may use them afterwards)."""
-        if self._ctx:
-            self._lib.llama_batch_free(self._batch)
-            self._lib.llama_free(self._ctx)
-            self._lib.llama_model_free(self._model)
-            self._ctx = self._model = 0
+        with self._lock:
+            if self._ctx:
+                self._lib.llama_batch_free(self._batch)
+                self._lib.llama_free(self._ctx)
+                self._lib.llama_model_free(self._model)
+                self._ctx = self._model = 0
+
+
+_SMALL_STEP = 64
+"""Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts."""
+
+
+def _shared(cached: list[int], tokens: list[int]) -> int:
+    """How many leading tokens ``cached`` and ``tokens`` share."""
+    limit = min(len(cached), len(tokens) - 1)  # the last token is decoded again for its logits
+    n = 0
+    while n < limit and cached[n] == tokens[n]:
+        n += 1
+    return n
 
 
 class LlamaSequence:
-    """One sequence over a :class:`LlamaCppForward` (see ``ForwardPass``)."""
+    """One sequence over a :class:`LlamaCppForward` (see ``ForwardPass``): its tokens, and the
+    slot whose KV cache holds them while it has one."""
 
     def __init__(self, forward: LlamaCppForward) -> None:
         self._forward = forward
         self._tokens: list[int] = []
+        self._slot: _Slot | None = None
+        self._valid = 0
+        """Leading tokens known to be in the slot's KV cache as they are here."""
 
     @property
     def length(self) -> int:
         """Tokens in the sequence."""
         return len(self._tokens)
 
+    def _slot_cached(self) -> list[int]:
+        assert self._slot is not None
+        return self._slot.cached
+
+    def _pending(self) -> list[int]:
+        cached = self._slot.cached if self._slot is not None else []
+        return self._tokens[len(cached) :]
+
+    def append(self, tokens: Sequence[int]) -> None:
+        """Add ``tokens`` to the sequence (decoded by the next round that takes it)."""
+        self._tokens.extend(tokens)
+
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
         """Append ``tokens``; the logits of the last ``keep`` positions: a ``keep`` x V numpy
         float32 array over llama.cpp's buffer (valid until the next decode of this model)."""
         if not 1 <= keep <= len(tokens):
             raise ValueError(f"keep must be in 1..{len(tokens)}, not {keep}")
+        before = len(self._tokens)
         self._tokens.extend(tokens)
         try:
-            return self._forward._decode(self._tokens, keep)
+            while True:
+                (rows,) = self._forward.decode_many([(self, keep)])
+                if isinstance(rows, BackendError):
+                    raise rows
+                if rows is not None:
+                    return rows
         except BaseException:
-            del self._tokens[len(self._tokens) - len(tokens) :]
+            self.truncate(before)
             raise
 
     def truncate(self, length: int) -> None:
@@ -395,6 +601,11 @@ class LlamaSequence:
         if not 0 <= length <= len(self._tokens):
             raise ValueError(f"cannot truncate {len(self._tokens)} tokens to {length}")
         del self._tokens[length:]
+        self._valid = min(self._valid, length)
 
     def close(self) -> None:
-        """Nothing to free: the context belongs to the model."""
+        """Give the slot back; its KV cache stays for a later sequence with the same prefix."""
+        with self._forward._owners:
+            slot, self._slot = self._slot, None
+            if slot is not None and slot.owner is self:
+                slot.owner = None

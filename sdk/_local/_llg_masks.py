@@ -31,7 +31,7 @@ from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
 from sdk._local._llg_specs import llg_grammar
 
-__all__ = ["LlgConstraint", "LlgGrammars"]
+__all__ = ["LlgConstraint", "LlgGrammars", "fill_masks"]
 
 _SPEC_CACHE = 64
 """How many compiled constraints (JSON Schemas included) :class:`LlgGrammars` keeps."""
@@ -176,10 +176,15 @@ class LlgConstraint:
         self._forbidden[self._width :] = True  # rows the tokenizer has no token for
         self._steps: list[tuple[int, bool]] = []
         """Per accepted step: how many tokens it consumed, whether it ended with a stop token."""
+        self._prefilled = False
+        """True when :func:`fill_masks` filled the bitmask for the matcher's present state."""
 
     def _fill(self) -> Any:
         """Fill the bitmask for the next token; return which of the V rows it allows."""
-        self._llg_numpy.fill_next_token_bitmask(self._matcher, self._bitmask)
+        if self._prefilled:
+            self._prefilled = False
+        else:
+            self._llg_numpy.fill_next_token_bitmask(self._matcher, self._bitmask)
         bits = self._np.unpackbits(self._bitmask.view(self._np.uint8), bitorder="little")
         allowed = bits[: self._width].view(bool)
         if self._matcher.is_error():
@@ -260,6 +265,7 @@ class LlgConstraint:
 
     def accept(self, token_id: int) -> None:
         """Advance past ``token_id``; it must be one the last mask allowed."""
+        self._prefilled = False
         if token_id in self._grammars.stop_token_ids:
             # llguidance reads any stop token as its own end of sequence, and records it only
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
@@ -297,6 +303,7 @@ class LlgConstraint:
 
     def rollback(self, count: int) -> None:
         """Undo the last ``count`` accepted steps (tokens; a stop token included)."""
+        self._prefilled = False
         if count <= 0:
             return
         if count > len(self._steps):
@@ -358,3 +365,33 @@ class LlgConstraint:
             return list(self._grammars.ll_tokenizer.tokenize_str(text))
         ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False)
         return ids
+
+
+_executor: Any = None
+_executor_lock = threading.Lock()
+
+
+def fill_masks(constraints: Sequence[LlgConstraint]) -> None:
+    """Fill the next mask of every one of ``constraints`` in one call, llguidance's native
+    threads computing them in parallel (``LLExecutor``, ``fill_next_token_bitmask_par``); the
+    next :meth:`LlgConstraint.mask` of each uses it (unless its matcher moves first). The
+    scheduler calls it for the first row of every generation of a round."""
+    global _executor
+    if len(constraints) < 2:
+        return  # one mask: filled where it is used, as before
+    llg_numpy = constraints[0]._llg_numpy
+    with _executor_lock:
+        if _executor is None:
+            _executor = require("llguidance").LLExecutor()
+        executor = _executor
+    by_width: dict[int, list[LlgConstraint]] = {}
+    for constraint in constraints:
+        by_width.setdefault(constraint._bitmask.shape[1], []).append(constraint)
+    for width, group in by_width.items():
+        bitmask = constraints[0]._np.full((len(group), width), -1, dtype=constraints[0]._np.int32)
+        llg_numpy.fill_next_token_bitmask_par(
+            executor, [(c._matcher, i) for i, c in enumerate(group)], bitmask
+        )
+        for i, constraint in enumerate(group):
+            constraint._bitmask[0] = bitmask[i]
+            constraint._prefilled = True

@@ -36,13 +36,14 @@ import shutil
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sdk._errors import BackendError
 from sdk._local._deps import TORCH_HINT, require
 from sdk._local._forward import ForwardModel
+from sdk._local._scheduler import Scheduler
 from sdk._local._torch_forward import TorchForward
 
 __all__ = [
@@ -73,6 +74,9 @@ RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)
 
 logger = logging.getLogger("fieldstream")
 
+DEFAULT_SLOTS = 4
+"""Generations one loaded model decodes together (``slots``; the rest wait in its queue)."""
+
 
 @dataclass(frozen=True, slots=True)
 class LoadedModel:
@@ -89,10 +93,15 @@ class LoadedModel:
     """Where the weights were read from (a directory, or a Hugging Face model id)."""
     model: Any = None
     """The ``transformers`` causal LM (eval mode, on ``device``) of the torch runtime, else None."""
-    step_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
-    """Held by every decoding step on this model, whichever engine runs it: one forward pass at
-    a time keeps the cores for it, and llama.cpp's context (and its logits buffer, which the
-    step masks in place) serves one sequence at a time."""
+    scheduler: Scheduler = field(init=False, compare=False)
+    """Runs every decoding step on this model, whichever engine it comes from: its slots, its
+    queue and its rounds (``_scheduler``)."""
+    slots: InitVar[int] = DEFAULT_SLOTS
+
+    def __post_init__(self, slots: int) -> None:
+        object.__setattr__(
+            self, "scheduler", Scheduler(self.forward, getattr(self.forward, "slots", slots))
+        )
 
     @property
     def runtime(self) -> Runtime:
@@ -241,6 +250,8 @@ def load_model(
     cache_dir: str | os.PathLike[str] | None = None,
     runtime: Runtime | None = None,
     threads: int = 1,
+    slots: int = DEFAULT_SLOTS,
+    context: int | None = None,
 ) -> LoadedModel:
     """Load (once per process) the model and tokenizer named by ``model``.
 
@@ -248,15 +259,20 @@ def load_model(
     model directory, or a Hugging Face model id. ``runtime``: see :func:`choose_runtime` and the
     module docstring. ``dtype`` is a torch dtype name (``"float32"``, ``"bfloat16"``, ...) for
     the torch runtime; by default float32 on CPU and bfloat16 on CUDA. ``threads``: llama.cpp's
-    threads (the torch runtime's are process-wide: the caller sets them). Raises BackendError
-    when the model cannot be loaded, ValueError for a runtime that cannot run it.
+    threads (the torch runtime's are process-wide: the caller sets them). ``slots``: how many
+    generations decode together (on llama.cpp, sequences of its context); ``context``: the
+    tokens each of llama.cpp's slots holds, its KV budget (None: the model's training context,
+    at most ``_llama_cpp.DEFAULT_CONTEXT``; the torch runtime's caches grow as needed). A model
+    is loaded once per (source, runtime, device, dtype), and on llama.cpp per (slots, context)
+    too; the torch runtime's slots are those of its first load. Raises BackendError when the
+    model cannot be loaded, ValueError for a runtime that cannot run it.
     """
     chosen = choose_runtime(runtime, model, device)
     if chosen == "llama.cpp":
         gguf = _gguf_of(model)
         assert gguf is not None
         try:
-            return _load_llama_cpp(gguf, threads)
+            return _load_llama_cpp(gguf, threads, slots, context)
         except BackendError as exc:
             from sdk._local._llama_cpp import LoadCheckFailed
 
@@ -289,22 +305,22 @@ def load_model(
         if hit is not None:
             return hit
         try:
-            loaded = _load_pretrained(source, dev, getattr(torch, dtype_name))
+            loaded = _load_pretrained(source, dev, getattr(torch, dtype_name), slots)
         except (OSError, ValueError) as exc:
             raise BackendError(f"could not load the local model {source!r}: {exc}") from exc
         _loaded[key] = loaded
         return loaded
 
 
-def _load_llama_cpp(gguf: Path, threads: int) -> LoadedModel:
+def _load_llama_cpp(gguf: Path, threads: int, slots: int, context: int | None) -> LoadedModel:
     from sdk._local._llama_cpp import load_llama_cpp
 
-    key = (str(gguf), "llama.cpp", "cpu")
+    key = (str(gguf), "llama.cpp", f"cpu/{slots}x{context}")
     with _load_lock:
         hit = _loaded.get(key)
         if hit is not None:
             return hit
-        forward = load_llama_cpp(gguf, threads=threads)
+        forward = load_llama_cpp(gguf, threads=threads, slots=slots, context=context)
         loaded = LoadedModel(
             forward=forward, tokenizer=forward.tokenizer, device="cpu", source=str(gguf)
         )
@@ -348,7 +364,7 @@ def gguf_tokenizer(gguf: Path, cache_dir: str | os.PathLike[str] | None = None) 
     return tokenizer
 
 
-def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:
+def _load_pretrained(source: str, device: str, dtype: Any, slots: int) -> LoadedModel:
     transformers = require("transformers")
     local = Path(source).is_dir()
     # A local directory needs no network: say so, or transformers probes the Hub for it.
@@ -363,6 +379,7 @@ def _load_pretrained(source: str, device: str, dtype: Any) -> LoadedModel:
         device=device,
         source=source,
         model=model,
+        slots=slots,
     )
 
 

@@ -36,6 +36,11 @@ class TorchForward:
         """A new, empty sequence with its own KV cache."""
         return TorchSequence(self)
 
+    def decode_many(self, wants: Sequence[tuple[TorchSequence, int]]) -> list[Any]:
+        """One round: each sequence's appended tokens, one forward pass per sequence (see
+        ``ForwardModel.decode_many``)."""
+        return [sequence._run(keep) for sequence, keep in wants]
+
 
 class TorchSequence:
     """One sequence over a :class:`TorchForward` (see ``ForwardPass``)."""
@@ -45,18 +50,31 @@ class TorchSequence:
         transformers = require("transformers")
         self._forward = forward
         self._cache: Any = transformers.DynamicCache(config=forward.model.config)
+        self._pending: list[int] = []
+        """Tokens appended and not decoded yet."""
 
     @property
     def length(self) -> int:
-        """Tokens the KV cache holds."""
-        return int(self._cache.get_seq_length())
+        """Tokens in the sequence (those the KV cache holds, and those appended since)."""
+        return int(self._cache.get_seq_length()) + len(self._pending)
+
+    def append(self, tokens: Sequence[int]) -> None:
+        """Add ``tokens`` (the next :meth:`TorchForward.decode_many` decodes them)."""
+        self._pending.extend(tokens)
 
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
         """Run the model over ``tokens``; the logits of the last ``keep`` positions."""
+        self._pending.extend(tokens)
+        return self._run(keep)
+
+    def _run(self, keep: int) -> Any:
         torch, model = self._torch, self._forward.model
+        tokens, self._pending = self._pending, []
+        if not 1 <= keep <= len(tokens):
+            raise ValueError(f"keep must be in 1..{len(tokens)}, not {keep}")
         with torch.inference_mode():
             out = model(
-                input_ids=torch.tensor([list(tokens)], device=self._forward.device),
+                input_ids=torch.tensor([tokens], device=self._forward.device),
                 use_cache=True,
                 logits_to_keep=keep,
                 **{self._forward._cache_kwarg: self._cache},
@@ -64,11 +82,14 @@ class TorchSequence:
         return out.logits[0]
 
     def truncate(self, length: int) -> None:
-        """Crop the KV cache to its first ``length`` positions."""
-        remove = self.length - length
-        if remove > 0:
-            # ``crop(-n)`` means "remove n" in transformers 5 and "keep all but n" in 4.x.
-            self._cache.crop(-remove)
+        """Crop the sequence to its first ``length`` positions (the KV cache too)."""
+        cached = int(self._cache.get_seq_length())
+        if length >= cached:
+            del self._pending[length - cached :]
+            return
+        self._pending.clear()
+        # ``crop(-n)`` means "remove n" in transformers 5 and "keep all but n" in 4.x.
+        self._cache.crop(-(cached - length))
 
     def close(self) -> None:
         """Drop the KV cache."""

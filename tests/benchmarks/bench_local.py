@@ -30,6 +30,20 @@ tokens jump-forward forced. Decode speed excludes the prompt on both sides (the 
 conversation, the answer and a feedback message appended: what a retry with feedback sends)
 against a cold request of that same conversation (KV cache emptied first), per runtime.
 
+    .venv/bin/python tests/benchmarks/bench_local.py --concurrency 1,4,8 --vs-llama
+        [--threads 1,2] [--repeat 3] [--max-tokens 64] [--overlap]
+
+instead serves N streams at once, for each N given: N different requests (the cases in turn,
+each prompt numbered) started together through ``LocalBackend.generate`` (as an app serving N
+visitors does; ``slots`` = N) and, with ``--vs-llama``, through llama.cpp's server with
+``n_parallel`` = N (streamed over HTTP, one client thread a stream), greedy, interleaved (the
+engine without jump-forward, with it, then the server; then again), for each thread count.
+Prints the medians of: aggregate tok/s (every stream's completion tokens over the wall time
+from the first request sent to the last stream done), per-stream tok/s (a stream's tokens after
+its first one over the time since it), time to first token (mean and worst of the streams),
+and, for jump-forward, the forced tokens apart (its tok/s counts them, as a user sees them).
+``--overlap`` fills the round's masks in a helper thread during the pass (``_scheduler``).
+
     .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
         [--max-tokens 32]
 
@@ -330,19 +344,209 @@ def thread_counts(engine: Engine, counts: list[int], repeat: int, max_tokens: in
     print(f"same text with every thread count: {len(set(texts.values())) == 1}")
 
 
+@dataclass
+class Streams:
+    """One run of N streams at once."""
+
+    wall: float
+    tokens: list[int]
+    forced: list[int]
+    first: list[float]
+    """Each stream's time to first token, from the moment all were started."""
+    ends: list[float]
+    texts: list[str]
+
+    @property
+    def aggregate(self) -> float:
+        return sum(self.tokens) / self.wall
+
+    @property
+    def per_stream(self) -> float:
+        rates = [
+            (n - 1) / max(end - first, 1e-9)
+            for n, first, end in zip(self.tokens, self.first, self.ends, strict=True)
+            if n > 1
+        ]
+        return statistics.mean(rates) if rates else 0.0
+
+
+def stream_cases(n: int) -> list[tuple[dict[str, Any], str]]:
+    """N different requests: the cases in turn, each prompt numbered."""
+    return [
+        (CASES[i % len(CASES)][1], f"{CASES[i % len(CASES)][2]} (Request {i + 1}.)")
+        for i in range(n)
+    ]
+
+
+def local_streams(backend: Any, n: int, max_tokens: int) -> Streams:
+    import anyio
+
+    cases = stream_cases(n)
+    tokens, forced = [0] * n, [0] * n
+    first, ends = [0.0] * n, [0.0] * n
+    texts = [""] * n
+
+    async def one(i: int, started: float) -> None:
+        schema, prompt = cases[i]
+        request = GenerationRequest(
+            messages=({"role": "user", "content": prompt},), schema=schema, max_tokens=max_tokens
+        )
+        parts: list[str] = []
+        async for delta in backend.generate(request):
+            if delta.text and not parts:
+                first[i] = time.perf_counter() - started
+            parts.append(delta.text)
+            if delta.usage is not None:
+                tokens[i] = delta.usage.completion_tokens
+                forced[i] = delta.usage.forced_tokens
+        ends[i] = time.perf_counter() - started
+        texts[i] = "".join(parts)
+
+    async def run() -> float:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(one, i, started)
+        return time.perf_counter() - started
+
+    wall = anyio.run(run)
+    return Streams(wall, tokens, forced, first, ends, texts)
+
+
+def server_streams(base_url: str, n: int, max_tokens: int) -> Streams:
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = stream_cases(n)
+    tokens, first, ends = [0] * n, [0.0] * n, [0.0] * n
+    texts = [""] * n
+    started = time.perf_counter()
+
+    def one(i: int) -> None:
+        schema, prompt = cases[i]
+        body = {
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "stream": True,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "out", "schema": schema, "strict": True},
+            },
+        }
+        request = urllib.request.Request(
+            f"{base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        parts: list[str] = []
+        with urllib.request.urlopen(request, timeout=600) as response:
+            for raw in response:
+                line = raw.decode().strip()
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                for choice in chunk.get("choices", []):
+                    text = (choice.get("delta") or {}).get("content") or ""
+                    if text and not parts:
+                        first[i] = time.perf_counter() - started
+                    if text:
+                        parts.append(text)
+                timings = chunk.get("timings")
+                if timings and "predicted_n" in timings:
+                    tokens[i] = int(timings["predicted_n"])
+        ends[i] = time.perf_counter() - started
+        texts[i] = "".join(parts)
+
+    with ThreadPoolExecutor(n) as pool:
+        list(pool.map(one, range(n)))
+    return Streams(time.perf_counter() - started, tokens, [0] * n, first, ends, texts)
+
+
+def concurrency(args: argparse.Namespace) -> None:
+    """N streams at once on the engine and on llama.cpp's server (module docstring)."""
+    from sdk._local import LocalBackend
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from tests.integration.llama_server import start
+
+    counts = [int(n) for n in args.concurrency.split(",")]
+    threads_list = [int(n) for n in str(args.threads_list).split(",")]
+    print(
+        f"streams {counts}, threads {threads_list}, max_tokens {args.max_tokens}, repeat "
+        f"{args.repeat}, overlap {args.overlap}, load average {os.getloadavg()[0]:.1f} at the start"
+    )
+    print(
+        f"{'thr':>3} {'N':>2} {'engine':<12}{'aggr tok/s':>11}{'vs srv':>8}{'stream tok/s':>13}"
+        f"{'ttft mean':>10}{'ttft max':>9}{'forced':>8}   aggregate runs"
+    )
+    for threads in threads_list:
+        for n in counts:
+            labels = ["local", "local jf"] + (["server"] if args.vs_llama else [])
+            backends = {
+                "local": LocalBackend(threads=threads, slots=n, context=1024, jump_forward=False),
+                "local jf": LocalBackend(threads=threads, slots=n, context=1024),
+            }
+            for backend in backends.values():
+                engine = backend.load()
+                engine.loaded.forward.threads = threads  # type: ignore[attr-defined]
+                engine.scheduler.overlap_masks = args.overlap
+            local_streams(backends["local"], n, 4)  # warm up
+            runs: dict[str, list[Streams]] = {label: [] for label in labels}
+            server = start(threads=threads, parallel=n) if args.vs_llama else None
+            try:
+                if server is not None:
+                    server_streams(server.base_url, n, 4)  # warm up
+                for _ in range(args.repeat):
+                    for label in labels:
+                        if label == "server":
+                            assert server is not None
+                            runs[label].append(server_streams(server.base_url, n, args.max_tokens))
+                        else:
+                            runs[label].append(local_streams(backends[label], n, args.max_tokens))
+            finally:
+                if server is not None:
+                    server.stop()
+            ref = statistics.median(r.aggregate for r in runs["server"]) if server else 0.0
+            for label in labels:
+                rs = runs[label]
+                aggregate = statistics.median(r.aggregate for r in rs)
+                ratio = f"{aggregate / ref:.2f}x" if ref else "-"
+                stream = statistics.median(r.per_stream for r in rs)
+                ttft = statistics.median(statistics.mean(r.first) for r in rs)
+                worst = statistics.median(max(r.first) for r in rs)
+                forced = statistics.median(sum(r.forced) for r in rs)
+                total = statistics.median(sum(r.tokens) for r in rs)
+                extra = f"{forced:.0f}/{total:.0f}" if label == "local jf" else ""
+                each = " ".join(f"{r.aggregate:.1f}" for r in rs)
+                print(
+                    f"{threads:>3} {n:>2} {label:<12}{aggregate:>11.1f}{ratio:>8}{stream:>13.1f}"
+                    f"{ttft * 1000:>8.0f}ms{worst * 1000:>7.0f}ms{extra:>8}   {each}"
+                )
+            same = all(r.texts == runs["local"][0].texts for r in runs["local"] + runs["local jf"])
+            print(f"        same texts on every local run (jump-forward on and off): {same}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default=None)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", dest="threads_text", default=None)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--json-format", default=JSON_FORMATS[0], choices=JSON_FORMATS)
     parser.add_argument("--runtime", default=None, choices=RUNTIMES)
     parser.add_argument("--vs-llama", action="store_true", help="race llama.cpp's server")
     parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
+    parser.add_argument("--concurrency", help="streams at once, e.g. 1,4,8")
+    parser.add_argument("--overlap", action="store_true", help="masks during the pass")
     args = parser.parse_args()
+    if args.concurrency:
+        args.threads_list = args.threads_text or "1,2"
+        concurrency(args)
+        return
+    args.threads = int(args.threads_text or 1)
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()

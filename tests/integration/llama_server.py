@@ -10,9 +10,10 @@ It runs in its own process because ``xllamacpp.Server`` lives in the process tha
 and has no stop method: a child process can be ended cleanly at teardown, and its C++ threads
 and logs stay out of the test process.
 
-Settings: one slot (``n_parallel=1``, so a request's tokens are the server's tokens and an
-aborted request's count can be compared with a full one), 2048 tokens of context, the CPU
-threads given, ``/metrics`` and ``/slots`` on.
+Settings: one slot by default (``n_parallel=1``, so a request's tokens are the server's tokens
+and an aborted request's count can be compared with a full one), 2048 tokens of context, the
+CPU threads given, ``/metrics`` and ``/slots`` on; ``parallel`` slots of 1024 tokens each for
+the concurrency benchmark.
 """
 
 from __future__ import annotations
@@ -53,15 +54,15 @@ def free_port() -> int:
         return port
 
 
-def _serve(port: int, threads: int) -> None:
+def _serve(port: int, threads: int, parallel: int = 1) -> None:
     import xllamacpp
 
     params = xllamacpp.CommonParams()
     params.model.path = str(model_path())
     params.hostnames = ["127.0.0.1"]
     params.port = port
-    params.n_parallel = 1
-    params.n_ctx = 2048
+    params.n_parallel = parallel
+    params.n_ctx = 2048 if parallel == 1 else 1024 * parallel
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.endpoint_metrics = True
@@ -175,13 +176,18 @@ class LlamaServer(ChildServer):
             time.sleep(0.05)
 
 
-def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:
-    """Start the server in a child process and wait until it is ready (at most 3 minutes)."""
+def start(threads: int | None = None, log: Path | None = None, parallel: int = 1) -> LlamaServer:
+    """Start the server in a child process and wait until it is ready (at most 3 minutes);
+    ``parallel``: its slots (``n_parallel``; 1024 tokens of context each when more than one)."""
     threads = threads or min(2, os.cpu_count() or 1)
     stderr = open(log, "w") if log else subprocess.DEVNULL
     try:
         base_url, process = start_child(
-            [__file__, "--port", str(free_port()), "--threads", str(threads)],
+            [
+                __file__,
+                *("--port", str(free_port()), "--threads", str(threads)),
+                *("--parallel", str(parallel)),
+            ],
             what=f"the llama.cpp server (see {log or 'its stderr'})",
             stderr=stderr,
         )
@@ -193,4 +199,4 @@ def start(threads: int | None = None, log: Path | None = None) -> LlamaServer:
 
 if __name__ == "__main__":
     args = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
-    _serve(int(args["--port"]), int(args.get("--threads", "2")))
+    _serve(int(args["--port"]), int(args.get("--threads", "2")), int(args.get("--parallel", "1")))

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from sdk import BatchRequest, Choice, Client, Retry, UnsupportedConstraint
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._batch import BatchInputError
+from sdk._constants import DEFAULT_BATCH_CONCURRENCY
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +72,21 @@ async def test_every_request_once_at_most_concurrency_at_a_time() -> None:
     assert all(r.ok and r.value == Answer(n=int(r.id[1:])) for r in results)
     assert all(r.attempts == 1 and r.usage == Usage(5, 2) for r in results)
     assert backend.peak == 4
+
+
+async def test_the_default_concurrency_is_the_backend_s_slots() -> None:
+    """A backend with ``slots`` (the local engine: streams it decodes together) runs that many
+    at once; one without runs ``DEFAULT_BATCH_CONCURRENCY``."""
+    backend = Backend(pause=0.001)
+    backend.slots = 3  # type: ignore[attr-defined]
+    client = Client.from_backend(backend)
+    results = await collect(client, [{"id": f"r{i}", "prompt": str(i)} for i in range(20)])
+    assert len(results) == 20 and backend.peak == 3
+    plain = Backend(pause=0.001)
+    await collect(
+        Client.from_backend(plain), [{"id": f"r{i}", "prompt": str(i)} for i in range(20)]
+    )
+    assert plain.peak == DEFAULT_BATCH_CONCURRENCY
 
 
 async def test_bad_input_and_failed_requests_are_results_not_crashes() -> None:

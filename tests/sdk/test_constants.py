@@ -28,7 +28,7 @@ def test_max_retries_is_written_once() -> None:
         assert default(entry, "max_retries") == _constants.WRAPPED_MAX_RETRIES, entry
     args = build_parser().parse_args(["--schema", "{}", "hi"])
     assert args.retries == _constants.DEFAULT_MAX_RETRIES
-    assert args.concurrency == _constants.DEFAULT_CLI_CONCURRENCY
+    assert args.concurrency is None  # the local engine's slots, else DEFAULT_CLI_CONCURRENCY
 
 
 def test_the_other_defaults_read_the_constants() -> None:
@@ -48,7 +48,10 @@ def test_the_other_defaults_read_the_constants() -> None:
     )
     assert StreamConfig().max_concurrency == _constants.DEFAULT_CALLBACK_CONCURRENCY
     assert default(Dispatcher, "max_concurrency") == _constants.DEFAULT_CALLBACK_CONCURRENCY
-    assert default(sdk.Client.batch, "concurrency") == _constants.DEFAULT_BATCH_CONCURRENCY
+    assert default(sdk.Client.batch, "concurrency") is None  # the backend's slots, else:
+    assert sdk.Client.from_backend(object())._batch_concurrency() == (  # type: ignore[arg-type]
+        _constants.DEFAULT_BATCH_CONCURRENCY
+    )
     assert default(run_batch, "concurrency") == _constants.DEFAULT_BATCH_CONCURRENCY
     assert default(compile_schema, "max_pattern_size") == _constants.DEFAULT_MAX_PATTERN_SIZE
     assert default(compile_ecma, "max_size") == _constants.DEFAULT_MAX_PATTERN_SIZE

@@ -1,0 +1,141 @@
+"""Continuous batching: many generations decode together, each writing what it writes alone.
+
+The real default model on llama.cpp, greedy. A backend with 8 slots runs 8 different requests
+(JSON Schemas with jump-forward, free text, a Choice, a Regex, a seeded sample) at once and
+each stream must write exactly its text alone; then the slots and the queue: a cancelled
+stream frees its slot for a queued one, a cancelled waiter leaves the queue, and the queue is
+first in, first out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from sdk import Choice, Regex
+from sdk._backend import Delta, GenerationRequest
+from sdk._local import LocalBackend
+from sdk._local._engine import Engine
+from tests.sdk.local._local_support import CASES, PERSON, TEXT, constrained, request_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+REQUESTS: list[GenerationRequest] = [
+    request_for(CASES["person"][1], PERSON),
+    request_for(CASES["nested"][1], CASES["nested"][0]),
+    request_for(CASES["array-maxitems"][1], CASES["array-maxitems"][0]),
+    request_for("Write a long story about a dragon.", TEXT, max_tokens=40),
+    request_for(CASES["flags"][1], CASES["flags"][0]),
+    constrained("Is the sky green?", Choice(["yes", "no", "maybe"])),
+    constrained("Give a date.", Regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")),
+    request_for("Invent a pet.", PERSON, temperature=0.8, seed=7),
+]
+
+
+@pytest.fixture(scope="module")
+def batched() -> Iterator[LocalBackend]:
+    """The default model in its own context of 8 slots of 1024 tokens (loaded for this
+    module)."""
+    backend = LocalBackend(threads=1, runtime="llama.cpp", slots=8, context=1024)
+    backend.load()
+    yield backend
+
+
+@pytest.fixture(scope="module")
+def single() -> Iterator[LocalBackend]:
+    """One slot: a second stream waits in the queue."""
+    backend = LocalBackend(threads=1, runtime="llama.cpp", slots=1, context=1024)
+    backend.load()
+    yield backend
+
+
+async def _collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
+    return [delta async for delta in backend.generate(request)]
+
+
+def _text(deltas: list[Delta]) -> str:
+    return "".join(d.text for d in deltas)
+
+
+async def test_eight_streams_at_once_write_what_each_writes_alone(batched: LocalBackend) -> None:
+    engine = batched.load()
+    alone = [_text(await _collect(batched, request)) for request in REQUESTS]
+    rounds_before = engine.scheduler.rounds
+    together: list[str] = [""] * len(REQUESTS)
+    finishes: list[Any] = [None] * len(REQUESTS)
+
+    async def run(i: int) -> None:
+        deltas = await _collect(batched, REQUESTS[i])
+        together[i] = _text(deltas)
+        finishes[i] = deltas[-1].finish_reason
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(REQUESTS)):
+            tg.start_soon(run, i)
+    assert together == alone
+    assert all(finish in ("stop", "length") for finish in finishes)
+    sizes = engine.scheduler.round_sizes[-(engine.scheduler.rounds - rounds_before) :]
+    assert max(sizes) == len(REQUESTS)  # they did decode together
+    assert engine.scheduler.holders == 0 and not engine.busy
+
+
+async def test_a_cancelled_stream_frees_its_slot_for_a_queued_one(single: LocalBackend) -> None:
+    engine: Engine = single.load()
+    first = single.generate(REQUESTS[3])
+    await first.__anext__()
+    assert engine.scheduler.holders == 1
+    second_text: list[str] = []
+
+    async def second() -> None:
+        second_text.append(_text(await _collect(single, REQUESTS[5])))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(second)
+        with anyio.fail_after(30):
+            while engine.scheduler.queued == 0:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.2)
+        assert not second_text  # it waits: the only slot is taken
+        await first.aclose()  # type: ignore[attr-defined]
+    assert second_text and second_text[0] in ("yes", "no", "maybe")
+    assert engine.scheduler.holders == 0 and engine.scheduler.queued == 0
+
+
+async def test_a_cancelled_waiter_leaves_the_queue(single: LocalBackend) -> None:
+    engine = single.load()
+    first = single.generate(REQUESTS[3])
+    await first.__anext__()
+    with anyio.CancelScope() as scope:
+        scope.deadline = anyio.current_time() + 0.5
+        await _collect(single, REQUESTS[5])
+    assert scope.cancelled_caught
+    assert engine.scheduler.queued == 0
+    assert engine.scheduler.holders == 1
+    await first.aclose()  # type: ignore[attr-defined]
+    assert engine.scheduler.holders == 0
+    assert _text(await _collect(single, REQUESTS[5])) in ("yes", "no", "maybe")
+
+
+async def test_the_queue_is_first_in_first_out(single: LocalBackend) -> None:
+    engine = single.load()
+    first = single.generate(REQUESTS[3])
+    await first.__anext__()
+    started: list[int] = []
+
+    async def waiter(i: int) -> None:
+        gen = single.generate(REQUESTS[5])
+        async for delta in gen:
+            if delta.text and i not in started:
+                started.append(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(waiter, i)
+            with anyio.fail_after(30):
+                while engine.scheduler.queued < i + 1:  # noqa: ASYNC110
+                    await anyio.sleep(0.005)
+        await first.aclose()  # type: ignore[attr-defined]
+    assert started == [0, 1, 2, 3]

@@ -40,7 +40,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk._backend import Rewound
+from sdk._backend import LENGTH, STOP, Rewound
 from sdk._errors import StreamUsageError
 from sdk._local._bans import Bans, RewindExhausted, VocabIndex, forbidden_tokens
 from sdk._local._choice import banned_bytes
@@ -257,7 +257,7 @@ class Generation:
     def _prepare(self) -> StepOutput | tuple[list[int], int]:
         stats, output = self.stats, self.output
         if len(output) >= self.max_tokens:
-            return self._finish([], "length")
+            return self._finish([], LENGTH)
         constraint, recorder = self._constraint, self._recorder
         drafts: list[int] = []
         if recorder is not None:
@@ -304,7 +304,7 @@ class Generation:
         pieces: list[Piece] = []
         for i in range(len(drafts) + 1):
             if len(output) >= self.max_tokens:
-                return self._finish(pieces, "length")
+                return self._finish(pieces, LENGTH)
             if not self._verify and i < len(drafts):
                 assert constraint is not None and recorder is not None
                 token = drafts[i]
@@ -324,7 +324,7 @@ class Generation:
             stats.sample_s += time.perf_counter() - started
             self._accept(token)
             if token in self._stop_ids:
-                return self._finish(pieces, "stop")
+                return self._finish(pieces, STOP)
             if recorder is not None:
                 recorder.emitted(token)
             forced = i < len(drafts) and token == drafts[i]

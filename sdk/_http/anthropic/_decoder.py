@@ -41,19 +41,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._backend import Delta, Usage
+from sdk._backend import LENGTH, STOP, TOOL_CALLS, Delta, Usage
 from sdk._http._json_message import json_object
 from sdk._http.anthropic._errors import anthropic_error
 
 __all__ = ["STOP_REASONS", "AnthropicDecoder"]
 
 STOP_REASONS: Mapping[str, str] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
-    "refusal": "stop",
+    "end_turn": STOP,
+    "stop_sequence": STOP,
+    "max_tokens": LENGTH,
+    "model_context_window_exceeded": LENGTH,
+    "tool_use": TOOL_CALLS,
+    "refusal": STOP,
 }
 """Anthropic's ``stop_reason`` -> the finish reason the stream reads (Chat Completions' words);
 one not listed (``pause_turn``) is passed as it is."""

@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._backend import Delta, Usage
+from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, Usage
 from sdk._errors import BackendError
 from sdk._http._json_message import json_object
 from sdk._http.gemini._errors import gemini_error
@@ -92,7 +92,7 @@ class GeminiDecoder:
                     out.extend(self._candidate(candidate))
         feedback = record.get("promptFeedback")
         if not candidates and isinstance(feedback, Mapping) and feedback.get("blockReason"):
-            self._finish = "content_filter"
+            self._finish = CONTENT_FILTER
         if len(out) == 1 and type(out[0].text) is str and out[0] == Delta(text=out[0].text):
             return out[0].text  # the common record: text alone
         return out
@@ -121,11 +121,11 @@ class GeminiDecoder:
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason and self._finish is None:
             if reason in FILTERED:
-                self._finish = "content_filter"
+                self._finish = CONTENT_FILTER
             elif reason == "MAX_TOKENS":
-                self._finish = "length"
+                self._finish = LENGTH
             elif reason == "STOP":
-                self._finish = "tool_calls" if self._calls else "stop"
+                self._finish = TOOL_CALLS if self._calls else STOP
             else:
                 self._finish = reason
         return out

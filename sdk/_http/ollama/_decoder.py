@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._backend import Delta, Usage
+from sdk._backend import LENGTH, STOP, TOOL_CALLS, Delta, Usage
 from sdk._errors import TransportError
 from sdk._http._json_message import json_object
 
@@ -75,9 +75,9 @@ class OllamaDecoder:
         if line.get("done"):
             self.done = True
             reason = line.get("done_reason")
-            reason = reason if isinstance(reason, str) else "stop"
+            reason = reason if isinstance(reason, str) else STOP
             # A cut-off forced call's arguments are unfinished: "length" says so.
-            self._finish = "tool_calls" if self._calls and reason != "length" else reason
+            self._finish = TOOL_CALLS if self._calls and reason != LENGTH else reason
             self._usage = Usage(
                 prompt_tokens=_int(line.get("prompt_eval_count")),
                 completion_tokens=_int(line.get("eval_count")),

@@ -58,7 +58,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, GenerationRequest, Usage
+from sdk._backend import LENGTH, Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, TransportError
 from sdk._http._json_message import loads
 from sdk._http._request_checks import calls_forced
@@ -81,7 +81,6 @@ _RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
 # How many of a tool call's entries wait for its id, when the id did not come with the first
 # (a server may send it a chunk later): enough for the usual one-chunk lag, few enough that a
 # server that never sends ids delays the call's checks by no more than this.
-_CUT = "length"  # the finish reason of output cut off: a call's arguments are unfinished
 HOLD_FOR_ID = 3
 
 
@@ -229,7 +228,7 @@ class ChunkDecoder:
         """At the finish reason, each call that had no arguments text: ``{}`` (a tool that takes
         none, sent with ``"arguments": ""``), unless the output was cut off (``length``: its
         arguments are unfinished, not empty)."""
-        if self._finish_reason == _CUT:
+        if self._finish_reason == LENGTH:  # cut off: a call's arguments are unfinished
             return []
         empty = sorted({*self._named, *self._ids} - self._argued)
         self._argued.update(empty)

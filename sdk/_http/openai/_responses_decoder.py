@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import Delta, GenerationRequest
+from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
 from sdk._http._request_checks import calls_forced
 from sdk._http.openai._errors import responses_error
@@ -50,7 +50,7 @@ __all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_
 
 # The reasoning text itself (vLLM, gpt-oss) and, where only a summary is shown, the summary.
 _REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
-_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_INCOMPLETE = {"max_output_tokens": LENGTH, "content_filter": CONTENT_FILTER}
 
 
 class ResponsesDecoder:
@@ -221,7 +221,7 @@ class ResponsesDecoder:
         response = response if isinstance(response, Mapping) else {}
         empty: list[Delta] = []
         if kind == "response.completed":
-            reason = "tool_calls" if self._count else "stop"
+            reason = TOOL_CALLS if self._count else STOP
             # A call with no arguments text (a tool that takes none): {}.
             empty = [
                 Delta(text="{}", tool_call=call)

@@ -103,10 +103,12 @@ class _Rewriter:
         self.root = root
         self.loose = False
         self._inlining: list[str] = []  # $refs being inlined, to stop at a cycle
+        self._open: set[int] = set()  # members of an object left open: they stay open too
 
     def rewrite(self, node: Any, path: tuple[str, ...]) -> Any:
         if not isinstance(node, dict):
             return node
+        in_open = id(node) in self._open
         if node.get("default", 0) is None:
             del node["default"]  # no meaning in strict mode: the field is nullable anyway
         ref = node.get("$ref")
@@ -125,7 +127,15 @@ class _Rewriter:
             self.loose = True
             return node
         if _is_object(node):
-            self._close(node)
+            if in_open:
+                self.loose = True  # closing a member would forbid the keys its parent allows
+            else:
+                self._close(node)
+        if in_open or node.get("additionalProperties", False) is not False:
+            for key in ("anyOf", "oneOf", "allOf"):
+                members = node.get(key)
+                if isinstance(members, list):
+                    self._open.update(id(m) for m in members if isinstance(m, dict))
         if "unevaluatedProperties" in node or "unevaluatedItems" in node:
             self._unevaluated(node)
         for key in _SCHEMA_MAPS:

@@ -523,3 +523,22 @@ def test_what_the_property_test_found(name: str, schema: Schema, document: Any) 
     if name == "openai strict" and strict_schema(schema).wrapped:
         document = {WRAPPER_KEY: document}
     assert jsonschema.Draft202012Validator(sent).is_valid(document)
+
+
+def test_openai_strict_keeps_the_members_of_an_open_object_open() -> None:
+    # Found by the property test: an open object whose anyOf member names a property; closing
+    # the member forbade the extra keys the object allows.
+    from sdk._http.openai._strict import schema_to_send
+
+    schema = {
+        "properties": {"a": {"type": "string"}},
+        "additionalProperties": True,
+        "anyOf": [{"properties": {"a": {"enum": ["x"]}}, "required": ["a"], "type": "object"}],
+    }
+    document = {"a": "x", "z": "s"}
+    assert jsonschema.Draft202012Validator(schema).is_valid(document)
+    for root in (schema, {"type": "object", "properties": {"v": schema}, "required": ["v"]}):
+        sent = schema_to_send(root, True)
+        inner = document if root is schema else {"v": document}
+        judged = {"value": inner} if sent.wrapped else inner
+        assert jsonschema.Draft202012Validator(sent.schema).is_valid(judged), sent

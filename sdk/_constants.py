@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_RETRY_AFTER",
     "DEFAULT_MULTIPLIER",
     "DEFAULT_REGEX_TIMEOUT",
+    "DEFAULT_SLOTS",
     "DEFAULT_TIMEOUT",
     "WRAPPED_MAX_RETRIES",
 ]
@@ -108,3 +109,9 @@ blocks its event loop at most this long per check."""
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 """Bytes a pending line of a streamed response, or one event's data, may reach (16 MiB): the
 HTTP backends' framing (server-sent events, JSON lines) and their read loop."""
+
+DEFAULT_SLOTS: Final = 4
+"""Generations one loaded local model decodes together (``Client.local(slots=)``,
+``LocalBackend(slots=)``; the rest wait in its queue), and so what ``client.batch`` runs at
+once on the local engine: four sequences of SmolLM2-135M's 4096 tokens hold about 377 MB of
+KV cache."""

@@ -34,6 +34,7 @@ from functools import partial
 import anyio
 
 from sdk._backend import Delta, GenerationRequest, Rewound, Usage
+from sdk._constants import DEFAULT_SLOTS
 from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
 from sdk._local._constrain import check
@@ -42,7 +43,7 @@ from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._llg_specs import check_llg
-from sdk._local._model import DEFAULT_SLOTS, RUNTIMES, Runtime, choose_runtime, load_model
+from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
 from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sdk._constants import DEFAULT_SLOTS
 from sdk._errors import BackendError
 from sdk._local._deps import require
 from sdk._local._llama_tokenizer import LlamaTokenizer
@@ -55,8 +56,6 @@ DEFAULT_CONTEXT = 4096
 """Tokens each slot's KV cache holds (one generation's prompt and output) when the model's
 training context is larger."""
 
-DEFAULT_SLOTS = 4
-"""Sequences one context decodes together (see the module docstring)."""
 
 _PARAMS_SIZE = 1024
 """Bytes reserved for ``llama_model_params`` / ``llama_context_params`` (168 in 2026.10)."""

@@ -40,6 +40,7 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from sdk._constants import DEFAULT_SLOTS
 from sdk._errors import BackendError
 from sdk._local._deps import TORCH_HINT, require
 from sdk._local._forward import ForwardModel
@@ -73,9 +74,6 @@ Runtime = Literal["llama.cpp", "torch"]
 RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)
 
 logger = logging.getLogger("fieldstream")
-
-DEFAULT_SLOTS = 4
-"""Generations one loaded model decodes together (``slots``; the rest wait in its queue)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,12 +77,12 @@ async def test_every_request_once_at_most_concurrency_at_a_time() -> None:
 async def test_the_default_concurrency_is_the_backend_s_slots() -> None:
     """A backend with ``slots`` (the local engine: streams it decodes together) runs that many
     at once; one without runs ``DEFAULT_BATCH_CONCURRENCY``."""
-    backend = Backend(pause=0.001)
+    backend = Backend(pause=0.2)  # long enough that every slot fills under load
     backend.slots = 3  # type: ignore[attr-defined]
     client = Client.from_backend(backend)
     results = await collect(client, [{"id": f"r{i}", "prompt": str(i)} for i in range(20)])
     assert len(results) == 20 and backend.peak == 3
-    plain = Backend(pause=0.001)
+    plain = Backend(pause=0.2)
     await collect(
         Client.from_backend(plain), [{"id": f"r{i}", "prompt": str(i)} for i in range(20)]
     )

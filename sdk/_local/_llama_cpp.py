@@ -19,18 +19,31 @@ match, and the caller falls back to the torch implementation):
   only its own fields). The only fields written are the first four of
   ``llama_context_params`` (``n_ctx``, ``n_batch``, ``n_ubatch``, ``n_seq_max``, four
   ``uint32_t`` at offset 0, unchanged since 2024); they must read their documented defaults
-  (512, 2048, 512, 1) before they are written. Threads are set with ``llama_set_n_threads``;
+  (512, 2048, 512, 1) before they are written, and the context made must report them back
+  (``llama_n_ctx``, ``llama_n_seq_max``, and ``llama_n_ctx_seq`` = the context per slot).
+  Threads are set with ``llama_set_n_threads``;
 - ``llama_batch`` (seven fields, unchanged since 2023) must come out of ``llama_batch_init``
   with no tokens, no embeddings and every array allocated;
 - the model's tokenizer is llama.cpp's own (``_llama_tokenizer``), so its vocabulary is the
   logits' width by construction.
 
-One context serves every sequence of a model, one at a time (the engine runs one forward pass at
-a time anyway). It remembers which tokens its KV cache holds; a sequence's next pass keeps the
-longest prefix the cache shares with that sequence and decodes only the rest. So a request whose
-prompt begins like the previous one (a retry with feedback, the same system prompt) reuses that
-prefix's KV cache, a rewind costs no re-decoding, and two generations taking turns stay correct
-(each turn re-decodes what the other overwrote).
+One context serves every sequence of a model, several at once (continuous batching, driven by
+``_scheduler``). It holds :attr:`LlamaCppForward.slots` sequences (``n_seq_max``; llama.cpp's
+default, non-unified KV cache gives each its own ``context`` tokens, ``n_ctx = slots *
+context``). A :class:`LlamaSequence` takes a slot (a seq id) at its first decode and gives it
+back when closed; :meth:`LlamaCppForward.decode_many` decodes, in one ``llama_decode`` call,
+what every sequence of a round lacks, each row tagged with its sequence's seq id and a logits
+flag on the rows asked for, and hands each sequence its own rows. Each slot remembers which
+tokens its KV cache holds; a sequence's next round keeps the longest prefix its slot shares
+with it and decodes only the rest (``llama_memory_seq_rm`` per sequence), so a rewind costs no
+re-decoding. Slots keep their cache after their sequence closes: a new sequence takes the free
+slot whose cache shares the longest prefix with its tokens (a retry finds its request's), or
+copies a longer shared prefix from any other slot (``llama_memory_seq_cp``, which copies the
+slot's KV buffer, then ``seq_rm`` of the rest) instead of decoding it again. More sequences than
+slots stay correct (a slot is lent from the least recently used sequence outside the round, which
+decodes its tokens again when it next runs); the scheduler admits at most ``slots``
+generations, so serving never comes to that. A long prompt is prefilled in pieces
+(:data:`ROUND_TOKENS` a round) between the other sequences' tokens.
 """
 
 from __future__ import annotations
@@ -403,7 +416,8 @@ class LlamaCppForward:
         for i in live:
             self._align(wants[i][0], wants[i][1], members)
         # The next tokens of sequences being decoded first, then prefills, in the order given.
-        order = sorted(live, key=lambda i: len(wants[i][0]._pending()) > 1 + _SMALL_STEP)
+        prefilling = {i for i in live if _prefilling(wants[i][0])}
+        order = sorted(live, key=lambda i: i in prefilling)
         plan: list[tuple[int, int, int]] = []  # (want, tokens this round, logits rows)
         room = budget
         for i in order:
@@ -416,20 +430,32 @@ class LlamaCppForward:
                 continue
             plan.append((i, take, keep if take == pending else 0))
             room -= take
-        if not plan:
-            return results
-        self._submit([(wants[i][0], take, rows) for i, take, rows in plan])
-        logits = self._lib.llama_get_logits(self._ctx)
-        if not logits:
-            raise BackendError("llama.cpp returned no logits")
-        total = sum(rows for _, _, rows in plan)
-        # A view of llama.cpp's buffer (no copy): the masks write into it.
-        buffer = self._np.ctypeslib.as_array(logits, shape=(total, self.vocab_size))
-        row = 0
-        for i, _, rows in plan:
-            if rows:
-                results[i] = buffer[row : row + rows]
-                row += rows
+        # Each prompt's piece in a call of its own, the others' tokens together in the last
+        # call: a call that mixes a piece of a prompt with other sequences' tokens is split by
+        # llama.cpp into batches of other shapes, whose logits differ in the last bits from
+        # the prompt's decoded alone; a piece alone gives the same logits as the whole prompt.
+        calls = [[step] for step in plan if step[0] in prefilling]
+        together = [step for step in plan if step[0] not in prefilling]
+        if together:
+            calls.append(together)
+        for n, call in enumerate(calls):
+            self._submit([(wants[i][0], take, rows) for i, take, rows in call])
+            total = sum(rows for _, _, rows in call)
+            if not total:
+                continue
+            logits = self._lib.llama_get_logits(self._ctx)
+            if not logits:
+                raise BackendError("llama.cpp returned no logits")
+            # A view of llama.cpp's buffer (no copy): the masks write into it. The next call
+            # overwrites it: rows out of an earlier call of the round are copied.
+            buffer = self._np.ctypeslib.as_array(logits, shape=(total, self.vocab_size))
+            if n < len(calls) - 1:
+                buffer = buffer.copy()
+            row = 0
+            for i, _, rows in call:
+                if rows:
+                    results[i] = buffer[row : row + rows]
+                    row += rows
         return results
 
     def _align(self, sequence: LlamaSequence, keep: int, members: set[int]) -> None:
@@ -536,8 +562,17 @@ class LlamaCppForward:
                 self._ctx = self._model = 0
 
 
-_SMALL_STEP = 64
-"""Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts."""
+_SMALL_STEP = 33
+"""Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts
+(``_decode._MAX_DRAFT`` + 1)."""
+
+
+def _prefilling(sequence: LlamaSequence) -> bool:
+    """True when ``sequence`` (aligned) has a prompt to decode rather than its next token and
+    drafts: its slot holds nothing yet, or more than a step's tokens are missing."""
+    assert sequence._slot is not None
+    cached = len(sequence._slot.cached)
+    return cached == 0 or len(sequence._tokens) - cached > _SMALL_STEP
 
 
 def _shared(cached: list[int], tokens: list[int]) -> int:
@@ -568,10 +603,6 @@ class LlamaSequence:
     def _slot_cached(self) -> list[int]:
         assert self._slot is not None
         return self._slot.cached
-
-    def _pending(self) -> list[int]:
-        cached = self._slot.cached if self._slot is not None else []
-        return self._tokens[len(cached) :]
 
     def append(self, tokens: Sequence[int]) -> None:
         """Add ``tokens`` to the sequence (decoded by the next round that takes it)."""

@@ -4,7 +4,7 @@ The real default model on llama.cpp, greedy. A backend with 8 slots runs 8 diffe
 (JSON Schemas with jump-forward, free text, a Choice, a Regex, a seeded sample) at once and
 each stream must write exactly its text alone; then the slots and the queue: a cancelled
 stream frees its slot for a queued one, a cancelled waiter leaves the queue, and the queue is
-first in, first out.
+first in, first out; and on the forward pass, prefix sharing and prefill in pieces.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sdk import Choice, Regex
 from sdk._backend import Delta, GenerationRequest
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
+from sdk._local._llama_cpp import ROUND_TOKENS, LlamaCppForward
 from tests.sdk.local._local_support import CASES, PERSON, TEXT, constrained, request_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -99,7 +100,7 @@ async def test_a_cancelled_stream_frees_its_slot_for_a_queued_one(single: LocalB
                 await anyio.sleep(0.01)
         await anyio.sleep(0.2)
         assert not second_text  # it waits: the only slot is taken
-        await first.aclose()  # type: ignore[attr-defined]
+        await first.aclose()
     assert second_text and second_text[0] in ("yes", "no", "maybe")
     assert engine.scheduler.holders == 0 and engine.scheduler.queued == 0
 
@@ -114,7 +115,7 @@ async def test_a_cancelled_waiter_leaves_the_queue(single: LocalBackend) -> None
     assert scope.cancelled_caught
     assert engine.scheduler.queued == 0
     assert engine.scheduler.holders == 1
-    await first.aclose()  # type: ignore[attr-defined]
+    await first.aclose()
     assert engine.scheduler.holders == 0
     assert _text(await _collect(single, REQUESTS[5])) in ("yes", "no", "maybe")
 
@@ -137,5 +138,88 @@ async def test_the_queue_is_first_in_first_out(single: LocalBackend) -> None:
             with anyio.fail_after(30):
                 while engine.scheduler.queued < i + 1:  # noqa: ASYNC110
                     await anyio.sleep(0.005)
-        await first.aclose()  # type: ignore[attr-defined]
+        await first.aclose()
     assert started == [0, 1, 2, 3]
+
+
+def test_a_new_sequence_copies_a_shared_prefix_instead_of_decoding_it(
+    batched: LocalBackend,
+) -> None:
+    np = pytest.importorskip("numpy")
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    system = "You are a careful assistant who answers in JSON. " * 4
+    first = _prompt_with(engine, system, "Describe a cat.")
+    second = _prompt_with(engine, system, "Describe a dog.")
+    shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
+    assert shared > 40
+    forward.forget()
+    alone = forward.sequence()
+    cold = alone.decode(second, 1).copy()
+    alone.close()
+    forward.forget()
+    live = forward.sequence()
+    live.decode(first, 1)
+    copied, decoded = forward.copied_tokens, forward.decoded_tokens
+    new = forward.sequence()
+    warm = new.decode(second, 1).copy()
+    assert forward.copied_tokens - copied == shared  # copied from the live sequence's slot
+    assert forward.decoded_tokens - decoded == len(second) - shared
+    # The copied prefix was decoded with the other prompt, in a batch of another shape: the
+    # same pick, and here (this CPU, this build) the same logits to the last bit.
+    assert int(warm.argmax()) == int(cold.argmax())
+    assert float(np.abs(warm - cold).max()) < 1.0
+    live.close()
+    new.close()
+    # A retry of a finished request finds its slot as it was left: nothing copied or decoded
+    # again but the last token (its logits are asked for).
+    copied, decoded = forward.copied_tokens, forward.decoded_tokens
+    retry = forward.sequence()
+    retry.decode(second, 1)
+    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (0, 1)
+    retry.close()
+
+
+def _prompt_with(engine: Engine, system: str, user: str) -> list[int]:
+    request = GenerationRequest(
+        messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
+        schema=TEXT,
+    )
+    return engine.prompt_ids(request)
+
+
+def test_a_long_prompt_is_prefilled_in_pieces_between_the_others_tokens(
+    batched: LocalBackend,
+) -> None:
+    np = pytest.importorskip("numpy")
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    # Two system prompts with nothing in common: no prefix is copied from one to the other
+    # (a copied prefix was decoded in a batch of another shape: its last bits may differ).
+    long = _prompt_with(
+        engine, "Summarize.", "Summarize this. " + "The quick brown fox jumps over it. " * 100
+    )
+    assert len(long) > ROUND_TOKENS
+    forward.forget()
+    alone = forward.sequence()
+    expected = alone.decode(long, 1).copy()
+    alone.close()
+    forward.forget()
+    short = forward.sequence()
+    rows = short.decode(_prompt_with(engine, "Count.", "Count to ten."), 1)
+    big = forward.sequence()
+    big.append(long)
+    rounds = 0
+    while True:
+        short.append([int(rows[-1].argmax())])
+        rows, got = forward.decode_many([(short, 1), (big, 1)])
+        rounds += 1
+        assert rows is not None  # the short one has its next token every round
+        if got is not None:
+            break
+    assert rounds >= len(long) // ROUND_TOKENS
+    assert float(np.abs(got - expected).max()) == 0.0
+    short.close()
+    big.close()

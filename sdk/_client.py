@@ -371,7 +371,9 @@ class Client:
         system: str | None = None,
         **options: Unpack[RequestOptions],
     ) -> AbstractAsyncContextManager[AsyncIterator[BatchResult[Any]]]:
-        """Run many requests, at most ``concurrency`` at once; their results as they complete.
+        """Run many requests, at most ``concurrency`` at once (default 8,
+        ``sdk._constants.DEFAULT_BATCH_CONCURRENCY``); their results as they complete. On the
+        local engine they share one model (``docs/batch.md`` says what concurrency does there).
 
         ``concurrency`` None: the backend's ``slots`` where it has them (the local engine
         decodes that many streams together, and queues the rest), else

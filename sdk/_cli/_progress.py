@@ -7,8 +7,10 @@ request as it ends and one ``{"event": "batch", ...}`` line at the end.
 
 from __future__ import annotations
 
+import io
 import json
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from sdk._batch import BatchResult
@@ -64,6 +66,13 @@ class Tally:
         }
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no such method
+        return False
+
+
 class BatchProgress(Protocol):
     """Shows a batch's progress."""
 
@@ -111,15 +120,50 @@ class JsonProgress:
         self.out.flush()
 
 
+class _AboveTheBar(io.StringIO):
+    """The status lines of a batch under a progress bar (loading the model, ...): where they
+    share the bar's terminal, each whole line is printed by rich above the bar while it is
+    drawn, so that neither is written over the other (written to the terminal as they came,
+    a line landed on the bar's own, and each one left a copy of the bar behind); elsewhere (a
+    file, a pipe, or before and after the bar) they go to ``err`` as they are."""
+
+    def __init__(self, err: TextIO, console: Any, live: Callable[[], bool]) -> None:
+        super().__init__()
+        self._err = err
+        self._console = console
+        self._live = live
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        if not self._live():
+            return self._err.write(text)
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending and not self._live():
+            self._err.write(self._pending)
+            self._pending = ""
+        self._err.flush()
+
+    def isatty(self) -> bool:
+        return self._err.isatty()
+
+
 class RichProgress:
-    """A rich progress bar: done of total, failed, retries, tokens/s, time left."""
+    """A rich progress bar: done of total, failed, retries, tokens/s, time left. Status lines
+    written to :attr:`err` while it is drawn appear above it (:class:`_AboveTheBar`)."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        self.err = err
+        self.err: TextIO = err
         self.tally = Tally()
+        self._drawn = False
         self._progress = Progress(
             TextColumn("[bold]batch"),
             BarColumn(),
@@ -129,11 +173,14 @@ class RichProgress:
             transient=False,
         )
         self._task = self._progress.add_task("batch", total=None, status="")
+        if _is_terminal(out) and _is_terminal(err):  # one screen, presumably: share it
+            self.err = _AboveTheBar(err, self._progress.console, lambda: self._drawn)
 
     def start(self, total: int | None, *, skipped: int) -> None:
         self.tally.total, self.tally.skipped = total, skipped
         self._progress.update(self._task, total=total, status=self._status())
         self._progress.start()
+        self._drawn = True
 
     def update(self, result: BatchResult[Any]) -> None:
         self._progress.update(self._task, completed=self.tally.done, status=self._status())
@@ -141,6 +188,8 @@ class RichProgress:
     def stop(self, problem: str | None) -> None:
         self._progress.update(self._task, completed=self.tally.done, status=self._status())
         self._progress.stop()
+        self._drawn = False
+        self.err.flush()
         if problem is not None:
             self.err.write(f"fieldstream: batch stopped: {problem}\n")
 

@@ -134,7 +134,7 @@ class SchemaChecker:
             for s in frame.states:
                 conj = s.conj
                 if conj.unique:
-                    frame.seen = set()
+                    frame.seen = {}
                 if conj.contains:
                     s.counts = [0] * len(conj.contains)
         return frame.holds
@@ -485,8 +485,14 @@ class SchemaChecker:
         """An element of ``parent`` is final: ``uniqueItems`` and ``contains`` count it."""
         if parent.seen is not None:
             key = self._canon_for().key(value)
-            if key in parent.seen:
-                message = f"expected unique items; item {parent.count - 1} repeats an earlier one"
+            index = parent.count - 1
+            first = parent.seen.get(key)
+            if first is not None:
+                # Indexes, as in the value's path (/hobbies/2): counted from 0, and said so.
+                message = (
+                    f"expected unique items; the item at index {index} repeats the one at "
+                    f"index {first}"
+                )
                 for s in parent.states:
                     if s.alive and s.conj.unique:
                         reason = Reason(
@@ -494,7 +500,7 @@ class SchemaChecker:
                         )
                         self._kill(s, reason)
             else:
-                parent.seen.add(key)
+                parent.seen[key] = index
         if member.contains is not None:
             for slot, c in member.contains:
                 if c.alive:

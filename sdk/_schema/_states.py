@@ -298,7 +298,8 @@ class Frame:
         self.keyed = False  # some state judges the key being read while it streams
         self.key_checked = 0  # length of the key at the last additionalProperties check
         self.key_frame: Frame | None = None  # the key being read, as a string (propertyNames)
-        self.seen: set[Any] | None = None  # uniqueItems: equality keys of the items so far
+        # uniqueItems: the equality key of each distinct item so far, and its index
+        self.seen: dict[Any, int] | None = None
         self.contains: list[tuple[Any, State]] | None = None  # an element's contains states
         self.subs: dict[str | int, Any] | None = None  # members' stand-ins (pydantic: models)
         self.instance: Any = NO_INSTANCE  # the model instance this value validated to

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,92 @@ def test_the_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert code == 0
     text = out.getvalue()
     assert "batch" in text and "4/4" in text and "0 failed" in text
+
+
+class Terminal(io.StringIO):
+    """One terminal, which the command's stdout and stderr both write to."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def screen(raw: str) -> list[str]:
+    """The non-blank lines a terminal shows after ``raw``: carriage returns, newlines, erasing
+    a line (``ESC[2K``) and moving up (``ESC[nA``) applied; colours and cursor visibility
+    ignored (what rich writes for a live display)."""
+    lines, row, col = [""], 0, 0
+    for token in re.split(r"(\x1b\[[0-9;?]*[A-Za-z]|\r|\n)", raw):
+        if not token:
+            continue
+        if token == "\r":
+            col = 0
+        elif token == "\n":
+            row, col = row + 1, 0
+            if row == len(lines):
+                lines.append("")
+        elif token.startswith("\x1b["):
+            if token == "\x1b[2K":
+                lines[row] = ""
+            elif token.endswith("A"):
+                row = max(row - int(token[2:-1] or 1), 0)
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + len(token) :]
+            col += len(token)
+    return [line.rstrip() for line in lines if line.strip()]
+
+
+def test_status_lines_on_the_bars_terminal_go_above_it_and_the_bar_is_drawn_once(
+    tmp_path: Path,
+) -> None:
+    """On a terminal, the model-loading lines are printed above the bar, each on its own line,
+    and one bar is left at the end (they were written over the bar's line, and each left a
+    copy of the bar behind: three bars)."""
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"id": str(i), "prompt": "Ann"}) + "\n" for i in range(4)))
+    terminal = Terminal()
+
+    def loading(args: Any, report: Any) -> Backend:
+        report.status("loading SmolLM2-135M-Instruct (the default model)…")
+        report.status("loaded SmolLM2-135M-Instruct (the default model) on cpu in 1.0 s")
+        return Backend()
+
+    code = run(
+        ["-s", PERSON, "--input", str(source), "--output", str(target)],
+        make_backend=loading,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    assert code == 0
+    shown = screen(terminal.getvalue())
+    assert shown[:2] == [
+        "fieldstream: loading SmolLM2-135M-Instruct (the default model)…",
+        "fieldstream: loaded SmolLM2-135M-Instruct (the default model) on cpu in 1.0 s",
+    ]
+    assert len(shown) == 3, shown  # one bar
+    assert shown[2].startswith("batch") and "4/4" in shown[2] and "0 failed" in shown[2]
+
+
+def test_status_lines_to_another_place_than_the_bars_terminal_go_there_as_they_are(
+    tmp_path: Path,
+) -> None:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps({"id": "1", "prompt": "Ann"}) + "\n")
+    terminal, log = Terminal(), io.StringIO()
+
+    def loading(args: Any, report: Any) -> Backend:
+        report.status("loading the model…")
+        return Backend()
+
+    code = run(
+        ["-s", PERSON, "--input", str(source), "--output", str(target)],
+        make_backend=loading,
+        stdout=terminal,
+        stderr=log,
+    )
+    assert code == 0
+    assert log.getvalue() == "fieldstream: loading the model…\n"
+    assert "loading" not in terminal.getvalue()
 
 
 def test_a_rerun_with_nothing_left_starts_no_backend(tmp_path: Path) -> None:

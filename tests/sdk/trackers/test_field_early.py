@@ -423,3 +423,15 @@ def test_a_repeated_item_starts_where_the_repeat_begins() -> None:
         t.feed(doc + ",")
     assert info.value.keyword == "uniqueItems"
     assert info.value.start == doc.rindex("1.0")
+
+
+def test_a_repeated_item_is_named_by_its_index_and_the_first_ones() -> None:
+    """Indexes as in the path (``/1``, ``/3``): counted from 0, and the message says so, with
+    the index of the item it repeats ("item 3 repeats an earlier one" read as the third)."""
+    tracker = FieldTracker({"type": "array", "uniqueItems": True})
+    with pytest.raises(SchemaViolation) as info:
+        tracker.feed('["a", "b", "c", "b"]')
+    assert info.value.keyword == "uniqueItems"
+    assert str(info.value.message) == (
+        "expected unique items; the item at index 3 repeats the one at index 1"
+    )

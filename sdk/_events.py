@@ -284,3 +284,55 @@ Event: TypeAlias = (
 """What iterating a stream yields: one of the event classes, told apart by their ``type``
 (``if ev.type == "field":`` or ``match ev: case FieldEvent():`` narrows it for mypy and
 pyright)."""
+
+
+# A fast constructor for the tracker's hot path (a field-dense document makes a FieldEvent every
+# few tokens): a frozen dataclass's generated __init__ goes through object.__setattr__ once per
+# field (twelve here); this fills the same slots through their descriptors, as partial's event
+# constructors do. The object is indistinguishable from one FieldEvent's own __init__ builds
+# (tests/sdk/trackers/test_field_events_fast.py checks equality, repr and every attribute).
+_new = object.__new__
+_set_path = _PathEvent.__dict__["path"].__set__
+_field_slots = FieldEvent.__dict__
+_set_value = _field_slots["value"].__set__
+_set_offset = _field_slots["offset"].__set__
+_set_attempt = _field_slots["attempt"].__set__
+_set_forced = _field_slots["forced"].__set__
+_set_tool_call = _field_slots["tool_call"].__set__
+_set_tool_name = _field_slots["tool_name"].__set__
+_set_tool_call_id = _field_slots["tool_call_id"].__set__
+_set_segment = _field_slots["segment"].__set__
+_set_tag = _field_slots["tag"].__set__
+_set_instance = _field_slots["instance"].__set__
+_set_validated = _field_slots["_validated"].__set__
+
+
+def new_field_event(
+    path: Path,
+    value: Any,
+    offset: int,
+    attempt: int,
+    forced: int,
+    tool_call: int | None,
+    tool_name: str | None,
+    tool_call_id: str | None,
+    instance: Any,
+    validated: Any,
+) -> FieldEvent:
+    """``FieldEvent(path, value, offset, attempt, forced, tool_call, tool_name, tool_call_id,
+    instance=instance, _validated=validated)`` (no segment, no tag), built without the
+    dataclass's ``__init__``."""
+    ev: FieldEvent = _new(FieldEvent)
+    _set_path(ev, path)
+    _set_value(ev, value)
+    _set_offset(ev, offset)
+    _set_attempt(ev, attempt)
+    _set_forced(ev, forced)
+    _set_tool_call(ev, tool_call)
+    _set_tool_name(ev, tool_name)
+    _set_tool_call_id(ev, tool_call_id)
+    _set_segment(ev, None)
+    _set_tag(ev, None)
+    _set_instance(ev, instance)
+    _set_validated(ev, validated)
+    return ev

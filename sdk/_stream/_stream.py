@@ -370,6 +370,27 @@ class Stream(Generic[T]):
         except Exception as exc:
             await self._attempt_failed(exc)
             return
+        # Text that made no event (a string or a number growing, a key being read): pull the
+        # next chunk here rather than go back to the caller first, while nothing may
+        # interrupt the pull (the per-chunk path of a field-dense document).
+        while not new and type(chunk) is str and not dispatcher.running:
+            try:
+                chunk = await source.pull(interruptible=False)
+            except Exception as exc:
+                await self._attempt_failed(exc)
+                return
+            except BaseException:
+                await source.close()
+                raise
+            if chunk is Pulled.END:
+                await self._end_attempt()
+                return
+            assert chunk is not Pulled.INTERRUPTED  # not interruptible
+            try:
+                new = attempt.feed(chunk)
+            except Exception as exc:
+                await self._attempt_failed(exc)
+                return
         if self._progress and type(chunk) is Delta and chunk.usage is not None:
             self._events.append(UsageReported(attempt.number, attempt.usage))
         if new:

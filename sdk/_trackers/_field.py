@@ -25,7 +25,7 @@ from sdk._errors import (
     StreamUsageError,
     TruncatedError,
 )
-from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent
+from sdk._events import _UNCHANGED, FieldEvent, TextDelta, TrackerEvent, new_field_event
 from sdk._regex._budget import Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
@@ -362,7 +362,7 @@ class FieldTracker:
                         # A number ends before the character that finished it.
                         stop = ev.offset if kind == "number" else ev.offset + 1
                         n = forced.count(start, stop)
-                    event = FieldEvent(
+                    event = new_field_event(
                         ev.path,
                         ev.value,
                         ev.offset,
@@ -371,8 +371,8 @@ class FieldTracker:
                         self.tool_call,
                         self.tool_name,
                         self.tool_call_id,
-                        instance=instance,
-                        _validated=_UNCHANGED
+                        instance,
+                        _UNCHANGED
                         if validated is NO_INSTANCE or validated is UNDECIDED or validated is LATER
                         else validated,
                     )

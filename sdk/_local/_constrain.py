@@ -26,7 +26,9 @@ layout (``Grammars.compile_spec``).
 :func:`check` is ``LocalBackend.check_request``: it builds the request's xgrammar grammar
 (without a tokenizer: no model is loaded) and raises :class:`~sdk.UnsupportedConstraint`, before
 any request, for what xgrammar cannot compile (a regex with lookaround, backreferences or
-``\\p{..}`` classes; a grammar xgrammar's parser refuses), with xgrammar's reason. A Lark
+``\\p{..}`` classes; a grammar xgrammar's parser refuses), with xgrammar's reason. A JSON
+Schema is never refused: it is masked never narrower than the caller's schema and widened where
+xgrammar refuses a part of it (``_mask_schema``, ``_xgr_schema.xgr_plan``), found here. A Lark
 grammar written for llama.cpp behind ``%llguidance {}`` is read without that line (it only
 says which engine reads it); other llguidance directives are refused by xgrammar.
 """
@@ -158,16 +160,21 @@ def check_options(request: GenerationRequest) -> None:
 
 def check(request: GenerationRequest) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine cannot constrain
-    ``request`` (see the module docstring). A JSON Schema request is not checked here (its
-    grammar is compiled when the generation starts, as before). Without xgrammar installed
+    ``request`` (see the module docstring). A JSON Schema is widened here where xgrammar
+    refuses it, never refused. Without xgrammar installed
     nothing is checked: the first generation raises :class:`~sdk.MissingDependencyError`."""
     check_options(request)
     spec = spec_of(request)
-    if spec is None or spec.kind == "json_schema":
+    if spec is None:
         return
     try:
         import xgrammar as xgr
     except ImportError:
+        return
+    if spec.kind == "json_schema":
+        from sdk._local._xgr_schema import xgr_plan
+
+        xgr_plan(spec.text)  # widened where xgrammar refuses it: never refused (_mask_schema)
         return
     try:
         if spec.kind == "ebnf":

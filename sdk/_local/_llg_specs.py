@@ -23,8 +23,10 @@ spec kind           llguidance grammar
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sdk._backend import GenerationRequest
@@ -36,14 +38,17 @@ from sdk._local._llg_gbnf import gbnf_lark
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
+from sdk._local._mask_schema import Relaxation, mask_schema, widened
 
 __all__ = [
     "BOUNDED_GAP",
+    "MaskPlan",
     "check_llg",
     "json_segment",
     "laid_out_schema",
     "layout_options",
     "llg_grammar",
+    "schema_plan",
     "validation_error",
 ]
 
@@ -109,6 +114,7 @@ def json_segment(schema: Any, json_format: JsonFormat, prefix: str) -> tuple[str
     """A JSON Schema value inside a Lark grammar: its expression and the rules it needs. Under
     ``bounded`` and ``indented`` the structure is written as the xgrammar path lays it out
     where :mod:`sdk._local._llg_json` knows it; else ``%json`` with the layout's options."""
+    schema = schema_plan(json.dumps(schema, separators=(",", ":")), json_format).masked
     written = _structure(strict_schema(schema), json_format, prefix)
     if written is not None:
         return written
@@ -123,14 +129,7 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
     llg = require("llguidance")
     matcher = llg.LLMatcher
     if spec.kind == "json_schema":
-        schema = strict_schema(json.loads(spec.text))
-        if not isinstance(schema, dict):
-            schema = {} if schema else {"not": {}}
-        written = _structure(schema, json_format, "j")
-        if written is not None:
-            expr, rules = written
-            return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
-        return str(matcher.grammar_from_json_schema(schema, overrides=layout_options(json_format)))
+        return schema_plan(spec.text, json_format).grammar
     if spec.kind == "ebnf":
         return str(matcher.grammar_from_lark(gbnf_lark(spec.text)))
     if spec.kind == "regex":
@@ -141,6 +140,53 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
         json.loads(spec.text), lambda s, prefix: json_segment(s, json_format, prefix)
     )
     return lark if lark.startswith("{") else str(matcher.grammar_from_lark(lark))
+
+
+def _schema_grammar(schema: Any, json_format: JsonFormat) -> str:
+    """The grammar of a (mask) schema: strict, its structure written by ``_llg_json`` where it
+    knows it, else llguidance's JSON compiler."""
+    matcher = require("llguidance").LLMatcher
+    schema = strict_schema(schema)
+    if not isinstance(schema, dict):
+        schema = {} if schema else {"not": {}}
+    written = _structure(schema, json_format, "j")
+    if written is not None:
+        expr, rules = written
+        return str(matcher.grammar_from_lark("\n".join([f"start: {expr}", *rules])))
+    return str(matcher.grammar_from_json_schema(schema, overrides=layout_options(json_format)))
+
+
+@dataclass(frozen=True, slots=True)
+class MaskPlan:
+    """What the llama.cpp runtime masks for a JSON Schema: the ``grammar``, the schema it was
+    compiled from (``masked``: the caller's, relaxed), each :class:`Relaxation`, and
+    llguidance's reason for refusing the caller's schema as it was ("" when it took it)."""
+
+    grammar: str
+    masked: Any
+    relaxations: tuple[Relaxation, ...]
+    refused: str
+
+
+def _refusal(json_format: JsonFormat) -> Callable[[Any], str]:
+    def refusal(schema: Any) -> str:
+        try:
+            return validation_error(_schema_grammar(schema, json_format))
+        except Exception as exc:  # a malformed schema may fail anywhere in the translation
+            return str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+
+    return refusal
+
+
+@functools.lru_cache(maxsize=64)
+def schema_plan(text: str, json_format: JsonFormat) -> MaskPlan:
+    """The mask of the JSON Schema ``text`` on llguidance (cached: the request's check and
+    its compile share it): the caller's schema never narrowed (``_mask_schema.mask_schema``)
+    and, where llguidance still refuses it, widened until it compiles
+    (``_mask_schema.widened``)."""
+    schema, notes = mask_schema(json.loads(text))
+    masked, widenings, refused = widened(schema, _refusal(json_format))
+    return MaskPlan(_schema_grammar(masked, json_format), masked, (*notes, *widenings), refused)
 
 
 def validation_error(grammar: str, tokenizer: Any = None) -> str:

@@ -20,9 +20,22 @@ The input is not changed; constants and enums are not schemas and are left as th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["strict_schema"]
+__all__ = ["Closure", "closures", "strict_schema"]
+
+
+@dataclass(frozen=True, slots=True)
+class Closure:
+    """What the strict rule does with the object schema at ``path`` (a JSON pointer):
+    ``names``, the only properties it may write (in the grammar's key order), or none when
+    it is ``left open`` (``what`` says why)."""
+
+    path: str
+    names: tuple[str, ...]
+    what: str
+
 
 # Keywords whose value is one schema, a list of schemas, or a map of names to schemas.
 _ONE = (
@@ -51,21 +64,85 @@ def _typed(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _closed(node: dict[str, Any]) -> dict[str, Any]:
+def _resolve(root: Any, ref: str) -> Any:
+    """The local definition ``ref`` points to in ``root``, or None."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+_SAME_VALUE = ("allOf", "anyOf", "oneOf")
+
+
+def _named(
+    node: Any, root: Any, names: dict[str, None], required: set[str], seen: set[int]
+) -> None:
+    """The property names ``node`` and every subschema applying to the same value (``allOf``,
+    ``anyOf``, ``oneOf``, ``$ref``, ``if``/``then``/``else``, ``dependentSchemas``) list, and
+    the names they require, added to ``names`` (in order) and ``required``."""
+    if not isinstance(node, dict) or id(node) in seen:
+        return
+    seen.add(id(node))
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        names.update(dict.fromkeys(properties))
+    if isinstance(node.get("required"), list):
+        required.update(n for n in node["required"] if isinstance(n, str))
+    subs: list[Any] = []
+    for key in _SAME_VALUE:
+        if isinstance(node.get(key), list):
+            subs.extend(node[key])
+    subs.extend(node[key] for key in ("if", "then", "else") if isinstance(node.get(key), dict))
+    if isinstance(node.get("dependentSchemas"), dict):
+        subs.extend(node["dependentSchemas"].values())
+    if isinstance(node.get("$ref"), str):
+        subs.append(_resolve(root, node["$ref"]))
+    for sub in subs:
+        _named(sub, root, names, required, seen)
+
+
+def _closed(
+    node: dict[str, Any], root: Any, notes: list[Closure] | None, path: str
+) -> dict[str, Any]:
     """xgrammar's strict mode of an object schema: with ``properties`` or ``required`` and no
-    word on other properties, no other property may be written, and a required name the
-    properties do not list is not required (xgrammar writes none)."""
+    word on other properties, no property but those it and every subschema applying to the
+    same value name may be written (the others added to its ``properties`` as any value); left
+    open where closing would contradict the schema (a required name none lists, a
+    ``minProperties`` above the names)."""
     kind = node.get("type")
     is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
     if not is_object or "additionalProperties" in node or "unevaluatedProperties" in node:
         return node
     if not isinstance(node.get("properties"), dict) and "required" not in node:
         return node
-    out = {**node, "additionalProperties": False}
+    names: dict[str, None] = {}
+    required: set[str] = set()
+    _named(node, root, names, required, set())
+    low = node.get("minProperties", 0)
+    missing = sorted(required - set(names))
+    if missing or (isinstance(low, int) and low > len(names)):
+        if notes is not None:
+            why = f"required {missing} listed nowhere" if missing else f"minProperties {low}"
+            notes.append(Closure(path, (), f"left open: closing it would contradict ({why})"))
+        return node
     given = node.get("properties")
-    properties: dict[str, Any] = given if isinstance(given, dict) else {}
-    if isinstance(node.get("required"), list):
-        out["required"] = [name for name in node["required"] if name in properties]
+    properties: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
+    for name in names:
+        properties.setdefault(name, {})
+    out = {**node, "properties": properties, "additionalProperties": False}
+    if notes is not None:
+        notes.append(Closure(path, tuple(names), "closed to these names"))
     return out
 
 
@@ -104,17 +181,32 @@ def strict_schema(node: Any) -> Any:
     around it (an ``allOf`` member, a definition an ``allOf`` refers to, a branch of a schema
     with properties) is left open: closing it would close that value to the other schema's
     properties."""
-    return _strict(node, False, frozenset(_open_refs(node, False, set())))
+    return _strict(node, False, frozenset(_open_refs(node, False, set())), node, None, "")
 
 
-def _strict(node: Any, in_place: bool, open_refs: frozenset[str]) -> Any:
+def closures(node: Any) -> list[Closure]:
+    """Each object schema the strict rule closes or leaves open, in schema order."""
+    notes: list[Closure] = []
+    _strict(node, False, frozenset(_open_refs(node, False, set())), node, notes, "")
+    return notes
+
+
+def _strict(
+    node: Any,
+    in_place: bool,
+    open_refs: frozenset[str],
+    root: Any,
+    notes: list[Closure] | None,
+    path: str,
+) -> Any:
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = dict(node)
     for key, at, sub, here in _children(node, in_place):
         if key in ("$defs", "definitions") and f"#/{key}/{at}" in open_refs:
             here = True
-        done = _strict(sub, here, open_refs)
+        step = key if at is None else f"{key}/{str(at).replace('~', '~0').replace('/', '~1')}"
+        done = _strict(sub, here, open_refs, root, notes, f"{path}/{step}")
         if at is None:
             out[key] = done
         else:
@@ -123,9 +215,13 @@ def _strict(node: Any, in_place: bool, open_refs: frozenset[str]) -> Any:
             out[key][at] = done
     if in_place:
         return out
-    out = _closed(_typed(out))
+    out = _closed(_typed(out), root, notes, path or "/")
     if "prefixItems" in out and "items" not in out and "unevaluatedItems" not in out:
-        out["items"] = False
+        low = out.get("minItems", 0)
+        if not isinstance(low, int) or low <= len(out["prefixItems"]):
+            out["items"] = False  # else closing would contradict minItems: left open
     if isinstance(out.get("items"), list) and "additionalItems" not in out:
-        out["additionalItems"] = False
+        low = out.get("minItems", 0)
+        if not isinstance(low, int) or low <= len(out["items"]):
+            out["additionalItems"] = False
     return out

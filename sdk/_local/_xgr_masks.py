@@ -33,7 +33,7 @@ from sdk._local._layout import (
     laid_out,
     layout_options,
 )
-from sdk._local._xgr_schema import loosened_text
+from sdk._local._xgr_schema import loosened_text, xgr_plan
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
@@ -104,6 +104,7 @@ class Grammars:
         )
 
     def _compile_schema(self, text: str) -> Any:
+        text = xgr_plan(text).text  # never narrower than the caller's schema (_mask_schema)
         if self.json_format == "bounded":
             ebnf = bounded_ebnf(text)
             if ebnf is not None:

@@ -13,12 +13,20 @@ llguidance (the llama.cpp runtime) reads large counts lazily and is given the sc
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
+from sdk._local._mask_schema import (
+    Relaxation,
+    mask_schema,
+    united_pattern_properties,
+    widened,
+)
 from sdk._regex._ecma import EcmaRegexError, loosen_counts
 
-__all__ = ["MAX_MASK_COUNT", "loosened", "loosened_text"]
+__all__ = ["MAX_MASK_COUNT", "XgrPlan", "loosened", "loosened_text", "xgr_plan"]
 
 MAX_MASK_COUNT = 1000
 """The largest repetition count given to xgrammar as written (RE2's own limit on a count):
@@ -86,3 +94,49 @@ def loosened_text(schema_text: str) -> str:
     schema = json.loads(schema_text)
     new = loosened(schema)
     return schema_text if new is schema else json.dumps(new, separators=(",", ":"))
+
+
+# The place xgrammar's C++ errors start with: "[12:00:00] /project/cpp/file.cc:94: ".
+_XGRAMMAR_WHERE = re.compile(r"^\[[0-9:]+\] \S+:\d+: ")
+
+
+def _xgr_refusal(schema: Any) -> str:
+    """xgrammar's reason it cannot build the grammar of ``schema`` ("" when it can)."""
+    import xgrammar as xgr
+
+    try:
+        xgr.Grammar.from_json_schema(
+            loosened_text(json.dumps(schema, separators=(",", ":"))), strict_mode=True
+        )
+    except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
+        return _XGRAMMAR_WHERE.sub("", str(exc).strip()) or repr(exc)
+    return ""
+
+
+class XgrPlan:
+    """What the torch runtime masks for a JSON Schema: ``text`` (the schema xgrammar
+    compiles: the caller's never narrowed, widened where xgrammar refuses it), each
+    :class:`~sdk._local._mask_schema.Relaxation`, and xgrammar's reason for refusing the
+    caller's schema as it was ("" when it took it)."""
+
+    __slots__ = ("refused", "relaxations", "text")
+
+    def __init__(self, text: str, relaxations: tuple[Relaxation, ...], refused: str) -> None:
+        self.text = text
+        self.relaxations = relaxations
+        self.refused = refused
+
+
+@functools.lru_cache(maxsize=64)
+def xgr_plan(text: str) -> XgrPlan:
+    """The schema xgrammar masks for the JSON Schema ``text`` (cached: the request's check and
+    its compile share it). Without xgrammar installed, the never-narrower rewrite alone."""
+    schema, notes = mask_schema(json.loads(text))
+    schema, united = united_pattern_properties(schema)
+    notes = (*notes, *united)
+    try:
+        import xgrammar  # noqa: F401
+    except ImportError:
+        return XgrPlan(json.dumps(schema, separators=(",", ":")), notes, "")
+    masked, widenings, refused = widened(schema, _xgr_refusal)
+    return XgrPlan(json.dumps(masked, separators=(",", ":")), (*notes, *widenings), refused)

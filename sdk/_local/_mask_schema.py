@@ -298,8 +298,8 @@ def widened(schema: Any, refusal: Callable[[Any], str]) -> tuple[Any, tuple[Rela
     schema, "" when it can) is "": the schema, its relaxations, and the engine's first reason
     ("" when the schema compiled as it was)."""
     first = refusal(schema)
-    if not first:
-        return schema, (), ""
+    if not first or first.startswith("malformed"):
+        return schema, (), first  # a schema that is not one is refused, not widened
     notes: list[Relaxation] = []
     readable: dict[str, bool] = {}
 

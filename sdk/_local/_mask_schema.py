@@ -296,7 +296,9 @@ def _cut(schema: Any, depth: int, notes: list[Relaxation], reason: str) -> Any:
 def widened(schema: Any, refusal: Callable[[Any], str]) -> tuple[Any, tuple[Relaxation, ...], str]:
     """``schema`` relaxed until ``refusal(schema)`` (the engine's reason it cannot compile a
     schema, "" when it can) is "": the schema, its relaxations, and the engine's first reason
-    ("" when the schema compiled as it was)."""
+    ("" when the schema compiled as it was). A malformed schema (its translation failed: the
+    reason starts with "malformed") is returned as it is, to be refused: it is not a schema to
+    widen."""
     first = refusal(schema)
     if not first or first.startswith("malformed"):
         return schema, (), first  # a schema that is not one is refused, not widened

@@ -161,13 +161,58 @@ def constrained(
     )
 
 
-def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
-    """Every delta of one generation (run on asyncio, for sync tests)."""
+_CROWDED: list[bool] = [False]
+"""Whether :func:`collect` runs each generation in a full batch (the ``crowd`` fixture)."""
 
-    async def run() -> list[Delta]:
+
+def crowded(on: bool) -> None:
+    """Make :func:`collect` run each generation alone (False) or in a full batch (True)."""
+    _CROWDED[0] = on
+
+
+def companion(i: int) -> GenerationRequest:
+    """The ``i``-th generation that keeps a crowded backend's other slots busy: free text, a
+    schema, a seeded sample, in turn, long enough to outlast most tests' generations."""
+    kinds = [
+        request_for(f"Write a long story about a lighthouse, part {i}.", TEXT, max_tokens=400),
+        request_for(f"Invent a person, number {i}.", PERSON, max_tokens=400),
+        request_for(
+            f"Write a poem about rivers, verse {i}.", TEXT, max_tokens=400, seed=i, temperature=0.9
+        ),
+    ]
+    return kinds[i % len(kinds)]
+
+
+def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
+    """Every delta of one generation (run on asyncio, for sync tests). Crowded
+    (:func:`crowded`), the generation runs beside ``backend.slots - 1`` others that keep every
+    other slot busy (each started again when it ends) and are cancelled when it is done: what
+    it writes must not depend on them."""
+
+    async def alone() -> list[Delta]:
         return [delta async for delta in backend.generate(request)]
 
-    return anyio.run(run)
+    async def in_a_full_batch() -> list[Delta]:
+        async def keep_busy(i: int) -> None:
+            while True:
+                async for _ in backend.generate(companion(i)):
+                    pass
+
+        outcome: list[Delta] | BaseException = []
+        async with anyio.create_task_group() as tg:
+            for i in range(backend.slots - 1):
+                tg.start_soon(keep_busy, i)
+            await anyio.sleep(0.05)  # the companions take their slots first
+            try:
+                outcome = await alone()
+            except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
+                outcome = exc
+            tg.cancel_scope.cancel()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    return anyio.run(in_a_full_batch if _CROWDED[0] else alone)
 
 
 _greedy: weakref.WeakKeyDictionary[LocalBackend, dict[str, list[Delta]]] = (
@@ -181,10 +226,11 @@ begin), a new backend may get its address, and must not get its deltas."""
 def greedy_case(backend: LocalBackend, case: str) -> list[Delta]:
     """The greedy deltas of ``CASES[case]`` on ``backend``, computed once per backend."""
     cases = _greedy.setdefault(backend, {})
-    if case not in cases:
+    key = f"{case} crowded" if _CROWDED[0] else case
+    if key not in cases:
         schema, prompt = CASES[case]
-        cases[case] = collect(backend, request_for(prompt, schema))
-    return cases[case]
+        cases[key] = collect(backend, request_for(prompt, schema))
+    return cases[key]
 
 
 def text_of(deltas: Sequence[Delta]) -> str:

@@ -9,7 +9,7 @@ One thread: on a small CPU shared with other work, one thread decodes faster tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import pytest
@@ -18,7 +18,7 @@ from sdk._local import LocalBackend
 from sdk._local._engine import Engine
 from sdk._local._model import RUNTIMES, Runtime, default_gguf_path, gguf_tokenizer
 from sdk._local._xgr_masks import JsonFormat
-from tests.sdk.local._local_support import import_llguidance_hf
+from tests.sdk.local._local_support import crowded, import_llguidance_hf
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)
@@ -84,3 +84,30 @@ def tokenizer() -> Any:
 def ll_tokenizer(tokenizer: Any) -> Any:
     """llguidance's tokenizer of :func:`tokenizer`, through its Hugging Face bridge."""
     return import_llguidance_hf().from_tokenizer(tokenizer)
+
+
+@pytest.fixture(params=[False, True], ids=["alone", "full-batch"])
+def crowd(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Each generation of the test alone, then in a full batch (``_local_support.collect``
+    runs it beside generations that keep every other slot busy): the engine suite's modules
+    that ask for it (``pytestmark = pytest.mark.usefixtures("crowd")``) run both ways. The
+    full batch runs on the llama.cpp runtime (see ``pytest_collection_modifyitems``)."""
+    on: bool = request.param
+    crowded(on)
+    try:
+        yield on
+    finally:
+        crowded(False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The full-batch variants run on the llama.cpp runtime only: the torch runtime decodes
+    its sequences one after the other (each its own cache), so a crowd there costs every test
+    several times its time and checks nothing the batch on llama.cpp does not."""
+    kept, dropped = [], []
+    for item in items:
+        ids = getattr(getattr(item, "callspec", None), "id", "")
+        (dropped if "full-batch" in ids and "torch" in ids else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -21,7 +21,7 @@ from tests.sdk.local._local_support import (
     text_of,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("crowd")]
 
 
 @pytest.mark.parametrize("case", list(CASES))

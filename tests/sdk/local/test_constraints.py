@@ -52,6 +52,7 @@ TAG_PROMPT = (
 )
 
 
+@pytest.mark.usefixtures("crowd")
 def test_a_choice_is_one_of_the_choices(local_backend: LocalBackend) -> None:
     deltas = collect(local_backend, constrained(REVIEW, SENTIMENT, max_tokens=8))
     assert deltas[-1].finish_reason == "stop"
@@ -61,6 +62,7 @@ def test_a_choice_is_one_of_the_choices(local_backend: LocalBackend) -> None:
 @pytest.mark.parametrize(
     ("constraint", "prompt"), [(PHONE, PHONE_PROMPT), (SQL, SQL_PROMPT), (SQL_LARK, SQL_PROMPT)]
 )
+@pytest.mark.usefixtures("crowd")
 def test_regex_and_grammar_outputs_match(
     local_backend: LocalBackend, constraint: Regex | Grammar, prompt: str
 ) -> None:
@@ -76,6 +78,7 @@ def test_regex_and_grammar_outputs_match(
     assert usage is not None and usage.forced_tokens > 0
 
 
+@pytest.mark.usefixtures("crowd")
 def test_a_structural_tag_segment_follows_its_schema(local_backend: LocalBackend) -> None:
     deltas = collect(local_backend, constrained(TAG_PROMPT, TAG, max_tokens=40))
     assert deltas[-1].finish_reason == "stop"
@@ -92,6 +95,7 @@ def test_a_structural_tag_segment_follows_its_schema(local_backend: LocalBackend
     [(PHONE, PHONE_PROMPT), (TAG, TAG_PROMPT)],
     ids=["regex", "structural-tag"],
 )
+@pytest.mark.usefixtures("crowd")
 def test_jump_forward_writes_the_same_text(
     local_backend: LocalBackend,
     plain_backend: LocalBackend,
@@ -107,6 +111,7 @@ def test_jump_forward_writes_the_same_text(
     assert on[-1].usage.forced_tokens > 0 and off[-1].usage.forced_tokens == 0
 
 
+@pytest.mark.usefixtures("crowd")
 def test_segments_follow_the_engine_layout(
     layout_backends: Callable[[str], tuple[LocalBackend, LocalBackend]],
 ) -> None:

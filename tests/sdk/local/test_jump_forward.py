@@ -11,7 +11,7 @@ from sdk._local import LocalBackend
 from sdk._local._xgr_masks import JSON_FORMATS
 from tests.sdk.local._local_support import CASES, NESTED, collect, greedy_case, request_for, text_of
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("crowd")]
 
 COMPARED = ["person", "person-prose", "nested", "array-maxitems", "flags"]
 

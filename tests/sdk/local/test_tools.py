@@ -98,6 +98,7 @@ async def test_a_call_is_checked_against_its_own_tool(local_backend: LocalBacken
     assert not any(ev.tool_name == "search" and ev.path == ("query",) for ev in fields)
 
 
+@pytest.mark.usefixtures("crowd")
 def test_jump_forward_writes_the_same_calls(
     local_backend: LocalBackend, plain_backend: LocalBackend
 ) -> None:

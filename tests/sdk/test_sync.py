@@ -198,6 +198,28 @@ def _in_thread(target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
+def _hanging(router: respx.MockRouter) -> Hanging:
+    """A chat completions body that streams nothing and never ends, until closed."""
+    body = Hanging()
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+    )
+    return body
+
+
+def _interrupt_main_once_streaming(body: Hanging) -> Callable[[], None]:
+    """What a signalling thread runs: a real SIGINT to the main thread (what Ctrl-C does), once
+    ``body`` is being read."""
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
+        signal.pthread_kill(main, signal.SIGINT)
+
+    return interrupt
+
+
 def _joined(thread: threading.Thread) -> None:
     thread.join(WAIT)
     assert not thread.is_alive(), f"the test's signalling thread did not end in {WAIT} s"
@@ -207,19 +229,10 @@ def _joined(thread: threading.Thread) -> None:
 def test_ctrl_c_while_waiting_closes_the_generation(
     router: respx.MockRouter, client: SyncClient
 ) -> None:
-    body = Hanging()
-    router.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
-    )
+    body = _hanging(router)
     # A real SIGINT, to the main thread: what Ctrl-C does. Sent once the body is streaming,
     # while the main thread waits for the result (however slowly a loaded machine gets there).
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def interrupt() -> None:
-        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
-        signal.pthread_kill(main, signal.SIGINT)
-
+    interrupt = _interrupt_main_once_streaming(body)
     with pytest.raises(KeyboardInterrupt), client.stream(messages=MESSAGES, schema=Pet) as s:
         timer = _in_thread(interrupt)
         s.result()  # waits on the hanging body until the interrupt
@@ -235,10 +248,7 @@ def test_ctrl_c_caught_by_another_thread_still_interrupts_the_wait(
     signal to any thread) only sets a flag: a main thread asleep on a lock is not woken, and
     one unbounded wait for the result slept through it for good. Waited in slices, the main
     thread sees the flag at the next slice."""
-    body = Hanging()
-    router.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
-    )
+    body = _hanging(router)
 
     def interrupt() -> None:
         assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
@@ -293,17 +303,8 @@ def test_a_handler_of_the_app_s_own_that_raises_interrupts_the_wait(
 ) -> None:
     """A handler the application installed runs while the call waits (within a slice); what it
     raises ends the call as ``KeyboardInterrupt`` does: the generation is closed first."""
-    body = Hanging()
-    router.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
-    )
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def interrupt() -> None:
-        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
-        signal.pthread_kill(main, signal.SIGINT)
-
+    body = _hanging(router)
+    interrupt = _interrupt_main_once_streaming(body)
     with pytest.raises(Stop), client.stream(messages=MESSAGES, schema=Pet) as s:
         thread = _in_thread(interrupt)
         s.result()
@@ -325,13 +326,7 @@ def test_a_handler_of_the_app_s_own_that_returns_leaves_the_call_running(
         handled.append(signum)
         body.resume.set()  # the rest of the reply comes only once the handler has run
 
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def interrupt() -> None:
-        assert body.started.wait(WAIT), f"the body was not read in {WAIT} s"
-        signal.pthread_kill(main, signal.SIGINT)
-
+    interrupt = _interrupt_main_once_streaming(body)
     previous = signal.signal(signal.SIGINT, record)
     try:
         with client.stream(messages=MESSAGES, schema=Pet) as s:
@@ -355,10 +350,7 @@ def test_ctrl_c_inside_the_portal_after_the_task_began_still_closes_the_generati
     reading ("aclose(): asynchronous generator is already running") and it stays open."""
     from anyio.from_thread import BlockingPortal
 
-    body = Hanging()
-    router.post("/chat/completions").mock(
-        return_value=httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
-    )
+    body = _hanging(router)
     real = BlockingPortal.start_task_soon
     armed = [True]
 

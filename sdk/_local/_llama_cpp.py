@@ -37,9 +37,11 @@ flag on the rows asked for, and hands each sequence its own rows. Each slot reme
 tokens its KV cache holds; a sequence's next round keeps the longest prefix its slot shares
 with it and decodes only the rest (``llama_memory_seq_rm`` per sequence), so a rewind costs no
 re-decoding. Slots keep their cache after their sequence closes: a new sequence takes the free
-slot whose cache shares the longest prefix with its tokens (a retry finds its request's), or
-copies a longer shared prefix from any other slot (``llama_memory_seq_cp``, which copies the
-slot's KV buffer, then ``seq_rm`` of the rest) instead of decoding it again. More sequences than
+slot that keeps the live seq ids consecutive (llama.cpp decodes each run of consecutive seq ids
+in a micro-batch of its own), of those the one whose cache shares the longest prefix with its
+tokens (a retry finds its request's when nothing else is live), and copies a longer shared prefix
+from any other slot (``llama_memory_seq_cp``, which copies the slot's KV buffer, then ``seq_rm``
+of the rest) instead of decoding it again. More sequences than
 slots stay correct (a slot is lent from the least recently used sequence outside the round, which
 decodes its tokens again when it next runs); the scheduler admits at most ``slots``
 generations, so serving never comes to that. A long prompt is prefilled in pieces
@@ -489,7 +491,15 @@ class LlamaCppForward:
         with self._owners:
             free = [s for s in self._slots if s.owner is None]
             if free:
-                slot = max(free, key=lambda s: (_shared(s.cached, tokens), -s.used))
+                # The live seq ids kept in as few runs of consecutive ids as can be (llama.cpp
+                # decodes each run in a micro-batch of its own: see _round), then the longest
+                # cached prefix, then the lowest id; a longer prefix in another slot is copied
+                # below.
+                live = {s.seq_id for s in self._slots if s.owner is not None}
+                slot = min(
+                    free,
+                    key=lambda s: (_runs(live | {s.seq_id}), -_shared(s.cached, tokens), s.seq_id),
+                )
             else:  # a round holds at most `slots` sequences: one slot is not the round's
                 taken = [s for s in self._slots if id(s.owner) not in members]
                 slot = min(taken, key=lambda s: s.used)
@@ -572,6 +582,11 @@ class LlamaCppForward:
 _SMALL_STEP = 33
 """Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts
 (``_decode._MAX_DRAFT`` + 1)."""
+
+
+def _runs(ids: set[int]) -> int:
+    """How many runs of consecutive numbers ``ids`` makes ({0, 1, 3}: two)."""
+    return sum(1 for i in ids if i - 1 not in ids)
 
 
 def _seq_id(sequence: LlamaSequence) -> int:

@@ -263,3 +263,41 @@ def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -
     assert [int(r[-1].argmax()) for r in reversed(rows)] == alone
     for sequence in sequences:
         sequence.close()
+
+
+def test_new_sequences_take_the_lowest_free_seq_ids(batched: LocalBackend) -> None:
+    """Slots freed in the middle are taken again before unused ones: the live sequences keep
+    consecutive seq ids (one micro-batch), unless a slot holds a clearly longer prefix."""
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    forward.forget()
+    held = [s.seq_id for s in forward._slots if s.owner is not None]
+    assert not held, held
+    live = [forward.sequence() for _ in range(4)]
+    for i, sequence in enumerate(live):
+        sequence.decode([1000 + 10 * i + j for j in range(8)], 1)  # no prefix in common
+    assert sorted(s._slot.seq_id for s in live if s._slot) == [0, 1, 2, 3]
+    live[1].close()
+    live[2].close()
+    fresh = [forward.sequence(), forward.sequence()]
+    for i, sequence in enumerate(fresh):
+        sequence.decode([2000 + 10 * i + j for j in range(8)], 1)
+    ids = sorted(s._slot.seq_id for s in (live[0], live[3], *fresh) if s._slot)
+    assert ids == [0, 1, 2, 3]
+    # A retry whose own slot would leave a gap takes the slot that fills it, and copies its
+    # prompt's cached prefix from its own slot instead of decoding it again.
+    prompt = [3000 + j for j in range(40)]
+    first = forward.sequence()
+    first.decode(prompt, 1)
+    own = first._slot
+    assert own is not None and own.seq_id == 4
+    first.close()
+    fresh[0].close()  # seq id 1 is free now: live 0, 2, 3
+    copied, decoded = forward.copied_tokens, forward.decoded_tokens
+    retry = forward.sequence()
+    retry.decode([*prompt, 5, 6], 1)
+    assert retry._slot is not None and retry._slot.seq_id == 1
+    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (40, 2)
+    for sequence in (live[0], live[3], fresh[1], retry):
+        sequence.close()

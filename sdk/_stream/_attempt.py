@@ -387,7 +387,7 @@ class AttemptState:
             return exc  # the source ended mid-document ("eof")
         if reason == MALFORMED:
             return OutputSyntaxError(
-                "the provider could not read the output the model wrote and did not pass it "
+                "the provider found the output the model wrote malformed and did not pass it "
                 "on (finish_reason 'malformed'" + self._provider_said(", ") + ")"
             )
         if reason == LENGTH:

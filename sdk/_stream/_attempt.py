@@ -356,8 +356,9 @@ class AttemptState:
             # A JSON document final before the end: no later character could have changed it
             # (a text tracker has no such notion: its own final check decides).
             closed = getattr(tracker, "done", True)
+            cut = self._finish_reason == LENGTH and not closed
             try:
-                events.extend(tracker.finish())
+                last = tracker.finish()
             except TruncatedError as exc:
                 error = self._unfinished(exc)
                 self._attribute(error, key)
@@ -365,20 +366,28 @@ class AttemptState:
                     raise
                 raise error from exc.__cause__
             except StreamError as exc:
+                if cut:  # a root number's verdict ("10" below a minimum of 100): it was cut
+                    raise self._cut_number(tracker, key) from exc
                 self._attribute(exc, key)
                 raise
-            if self._finish_reason == LENGTH and not closed:
-                error = TruncatedError(
-                    "the output hit the token limit (finish_reason 'length'"
-                    + self._provider_said(", ")
-                    + ") right after a root number, which more output could have changed: it "
-                    "may have been cut short",
-                    snapshot=tracker.snapshot,
-                    reason=LENGTH,
-                )
-                self._attribute(error, key)
-                raise error
+            if cut:
+                raise self._cut_number(tracker, key)
+            events.extend(last)
         return events
+
+    def _cut_number(self, tracker: Tracker, key: int | None) -> TruncatedError:
+        """The token limit ended the output right after a root number (the only value the
+        end of the output completes): more output could have changed it."""
+        error = TruncatedError(
+            "the output hit the token limit (finish_reason 'length'"
+            + self._provider_said(", ")
+            + ") right after a root number, which more output could have changed: it may "
+            "have been cut short",
+            snapshot=tracker.snapshot,
+            reason=LENGTH,
+        )
+        self._attribute(error, key)
+        return error
 
     def _unfinished(self, exc: TruncatedError) -> StreamError:
         """What a document that ``exc`` says is unfinished is, given the finish reason."""

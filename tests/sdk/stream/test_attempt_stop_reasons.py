@@ -14,7 +14,12 @@ import pytest
 from sdk import Regex, stream_structured
 from sdk._backend import LENGTH, MALFORMED, STOP, Delta, Usage
 from sdk._constraints import Tool
-from sdk._errors import ContentFilteredError, OutputSyntaxError, TruncatedError
+from sdk._errors import (
+    ContentFilteredError,
+    OutputSyntaxError,
+    SchemaViolation,
+    TruncatedError,
+)
 from sdk._feedback import default_feedback, describe_error
 from sdk._schema import compile_schema
 from sdk._stream._attempt import AttemptState
@@ -69,6 +74,16 @@ def test_the_local_engine_at_max_tokens_after_a_root_number(text: str) -> None:
     assert "root number" in str(info.value)
     # Ended by the model (its stop token), the same number is the answer.
     assert run(NUMBER, local_engine(text, STOP))[0] == [json.loads(text)]
+
+
+def test_a_root_number_at_the_limit_is_cut_not_judged() -> None:
+    """``10`` below a minimum of 100 may have been cut from ``100``: not a violation."""
+    at_least = compile_schema({"type": "integer", "minimum": 100})
+    with pytest.raises(TruncatedError) as info:
+        run(at_least, local_engine("10", LENGTH))
+    assert info.value.reason == LENGTH
+    with pytest.raises(SchemaViolation):  # ended by the model: the verdict stands
+        run(at_least, local_engine("10", STOP))
 
 
 def test_a_tool_calls_arguments_that_closed_themselves_at_the_limit_are_its_arguments() -> None:

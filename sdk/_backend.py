@@ -29,6 +29,7 @@ __all__ = [
     "CONTENT_FILTER",
     "FINISH_REASONS",
     "LENGTH",
+    "MALFORMED",
     "STOP",
     "TOOL_CALLS",
     "Backend",
@@ -47,9 +48,12 @@ __all__ = [
 Message = Mapping[str, Any]
 """One chat message, as the OpenAI Chat Completions API spells it (``{"role", "content"}``)."""
 
-# The finish reasons the client acts on, in the words of OpenAI's Chat Completions API. Every
-# backend reports its provider's stop reasons in these words (a word outside them passes
-# through as it came: ``Delta.finish_reason`` is any ``str``).
+# The finish reasons the client acts on, in the words of OpenAI's Chat Completions API (and one
+# of its own, MALFORMED). Every backend reports its provider's stop reasons in these words, by
+# one table per provider (``STOP_REASONS`` in each ``sdk/_http/<provider>/`` decoder; docs/
+# errors.md draws them); a reason no word fits passes through as it came
+# (``Delta.finish_reason`` is any ``str``): a document it leaves unfinished is a TruncatedError
+# whose ``reason`` is that word.
 STOP: Final = "stop"
 """The model ended its output."""
 LENGTH: Final = "length"
@@ -58,7 +62,11 @@ TOOL_CALLS: Final = "tool_calls"
 """The output ended after its tool calls."""
 CONTENT_FILTER: Final = "content_filter"
 """The provider's content filter stopped the output."""
-FINISH_REASONS: Final = (STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER)
+MALFORMED: Final = "malformed"
+"""The provider could not read what the model wrote, and said so instead of passing it on
+(Gemini's ``MALFORMED_FUNCTION_CALL``): a document left unfinished is an
+:class:`~sdk.OutputSyntaxError` naming the provider's reason."""
+FINISH_REASONS: Final = (STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER, MALFORMED)
 """Every finish reason above."""
 
 Mode: TypeAlias = Literal["json_schema", "json_object", "tool", "none"]
@@ -169,7 +177,7 @@ class Delta:
     kept apart, never parsed."""
     finish_reason: str | None = None
     """Why the generation ended, on the last delta: ``stop``, ``length``, ``content_filter``,
-    ``tool_calls``."""
+    ``tool_calls``, ``malformed``, or a provider's own word that none of them fits."""
     usage: Usage | None = None
     """Token usage so far, usually on the last delta (a later report replaces an earlier one)."""
     tokens: int | None = None
@@ -181,7 +189,9 @@ class Delta:
     ``logprob``, ``bytes``, ``top_logprobs``)."""
     response: Mapping[str, Any] | None = None
     """What the server said about the response, once (its ``id``, ``system_fingerprint``,
-    ``model``, ``service_tier``: those it sent)."""
+    ``model``, ``service_tier``: those it sent; and, on the finishing delta, ``stop_reason``,
+    the provider's own word when ``finish_reason`` is another one, with ``stop_message``,
+    what the provider said about it, when it said something)."""
 
 
 Chunk: TypeAlias = str | Delta

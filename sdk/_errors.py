@@ -4,13 +4,15 @@
 
     Exception
     ├── StreamError                      every failure of a structured stream
-    │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError)
+    │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError),
+    │   │                                or the provider found it malformed (finish "malformed")
     │   ├── SchemaViolation              the output breaks the schema (path, keyword, value, offset)
     │   │   └── ValidationFailed         the final pydantic validation of the whole value
     │   ├── PatternTimeout               a pattern check ran out of its time budget: the verdict
     │   │                                is unknown, the output not at fault (path, pattern)
     │   ├── TruncatedError               the output stopped early (finish_reason "length",
-    │   │                                or the source ended mid-document): snapshot, open paths
+    │   │                                the source ended mid-document, or the provider stopped
+    │   │                                it for a reason of its own): snapshot, open paths
     │   ├── RefusedError                 the model refused (the refusal text)
     │   ├── ContentFilteredError         the provider's content filter stopped the output
     │   ├── TransportError               HTTP status / connection failure (status, retryable)
@@ -139,7 +141,12 @@ class StreamError(Exception):
 
 
 class OutputSyntaxError(StreamError):
-    """The output is not valid JSON. ``cause`` is the parser's error (offset, line, column)."""
+    """The output is not valid JSON. ``cause`` is the parser's error (offset, line, column).
+
+    Also raised, with no offset and no cause, when the provider found what the model wrote
+    malformed and did not pass it on (``finish_reason == "malformed"``: Gemini's
+    ``MALFORMED_FUNCTION_CALL``...) and the document is unfinished; the message names the
+    provider's reason and what it said."""
 
     def __init__(self, message: str, *, offset: int | None = None) -> None:
         super().__init__(message)
@@ -250,8 +257,11 @@ class TruncatedError(StreamError):
     """The output ended before the document did.
 
     ``snapshot`` is the partial value received, ``open_paths`` the paths still open (innermost
-    last), ``reason`` what ended it (``"length"`` for max_tokens, ``"eof"`` for a source that
-    ended).
+    last), ``reason`` what ended it: ``"length"`` for the token limit (also raised for a root
+    number at the limit, which more output could have changed), ``"eof"`` for a source that
+    ended (or a model that stopped) mid-document, or the provider's own word for a reason the
+    stream has none for (Anthropic's ``"pause_turn"``, Gemini's ``"OTHER"``...), which the
+    message names too.
     """
 
     def __init__(
@@ -279,7 +289,9 @@ class RefusedError(StreamError):
 
 
 class ContentFilteredError(StreamError):
-    """The provider's content filter stopped the output (``finish_reason == "content_filter"``)."""
+    """The provider's content filter stopped the output (``finish_reason == "content_filter"``:
+    OpenAI's ``content_filter``, Gemini's ``SAFETY``, ``RECITATION``, ``PROHIBITED_CONTENT``...,
+    named in the message), whatever the document."""
 
     retryable = False
 

@@ -2,6 +2,13 @@
 next attempt) and :func:`describe_error` (one paragraph: what was wrong, where, with which
 value).
 
+What the model is told fits what happened: only a reply cut by the token limit (or one that
+simply stopped mid-document) is asked to be shorter; a reply a provider stopped for a reason of
+its own (a :class:`~sdk.TruncatedError` whose ``reason`` is that word: ``"pause_turn"``,
+``"OTHER"``...) is told the reason, and one the provider could not read (an
+:class:`~sdk.OutputSyntaxError` after ``finish_reason == "malformed"``) is told that it is not
+valid JSON, as any syntax error is (``docs/errors.md`` draws each provider's table).
+
 A retry starts as soon as an attempt fails, not at the end of the output: the stream aborts
 the failed generation at the violating character and calls the source again with the next
 :class:`~sdk.Attempt`, whose ``feedback`` tells the model what was wrong and where.
@@ -23,6 +30,8 @@ from sdk._errors import (
 from sdk._records import JSON_DOCUMENT, AttemptInfo, ToolCallText
 
 __all__ = ["FeedbackBuilder", "default_feedback", "describe_error"]
+
+_EOF = "eof"  # TruncatedError.reason for a source that ended mid-document
 
 FeedbackBuilder = Callable[["AttemptInfo"], Sequence[Message]]
 """Builds the messages that tell the model about a failed attempt (see :func:`default_feedback`)."""
@@ -67,10 +76,21 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
         return " ".join(parts)
     if isinstance(error, TruncatedError):
         which = f" ({error.which_call})" if error.which_call else ""
+        if error.reason == LENGTH:
+            return (
+                f"Your reply was cut off before {expected}{which} ended (the token limit was "
+                "reached). Reply with a complete, shorter one."
+            )
+        if error.reason == _EOF:
+            return (
+                f"Your reply was cut off before {expected}{which} ended. Reply with a "
+                "complete, shorter one."
+            )
+        # The provider stopped it for a reason of its own: no limit was hit, so "shorter" is
+        # no fix; the reason is said as the provider said it.
         return (
-            f"Your reply was cut off before {expected}{which} ended"
-            + (" (the token limit was reached)" if error.reason == LENGTH else "")
-            + ". Reply with a complete, shorter one."
+            f"Your reply ended before {expected}{which} did: the provider stopped it "
+            f"(its reason: {error.reason!r})."
         )
     if isinstance(error, OutputSyntaxError):
         excerpt = _excerpt(text, error.offset)

@@ -15,10 +15,22 @@ event loop and no connection, so every rule below is tested by feeding it values
   next to tool calls is prose: kept in the attempt's text, never parsed (text seen before the
   first tool call is dropped from parsing when the call arrives).
 - ``refusal`` pieces are joined into a :class:`~sdk.RefusedError`; ``finish_reason`` ends the
-  parsing (later deltas may only add usage): ``"length"`` makes an unfinished document a
-  :class:`~sdk.TruncatedError` with reason ``"length"``, ``"content_filter"`` is a
-  :class:`~sdk.ContentFilteredError`. Both are raised by :meth:`AttemptState.finish`, after the
-  source ended, so that usage sent after the finish reason is counted.
+  parsing (later deltas may only add usage) and says what an unfinished document is:
+  ``"length"`` a :class:`~sdk.TruncatedError` with reason ``"length"``, ``"malformed"`` (the
+  provider could not read the output) an :class:`~sdk.OutputSyntaxError`, a provider's word
+  that is none of the stream's (``"pause_turn"``, ``"OTHER"``...) a
+  :class:`~sdk.TruncatedError` whose ``reason`` is that word, ``"stop"``, ``"tool_calls"`` or
+  none a :class:`~sdk.TruncatedError` with reason ``"eof"``; each message names the
+  provider's own word when the backend kept it (``Delta.response["stop_reason"]``).
+  ``"content_filter"`` is a :class:`~sdk.ContentFilteredError` whatever the document. A
+  finished document is accepted whatever the reason, except after ``"length"`` when it did not
+  close itself: a root number, which more output could have changed (``12`` may have been cut
+  from ``123``), is a :class:`~sdk.TruncatedError` with reason ``"length"``; an object, array,
+  string, ``true``, ``false`` or ``null`` that ended before the limit is the answer,
+  ``"length"`` kept in the record (a text constraint's output has no end of its own: its final
+  check decides, as after any reason). All are raised by
+  :meth:`AttemptState.finish`, after the source ended, so that usage sent after the finish
+  reason is counted.
 - What the server says about the response (``Delta.response``: its id, system fingerprint) and
   the message's token log probabilities (``Delta.logprobs``) are kept for the record, with the
   finish reason.
@@ -39,10 +51,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdk._backend import CONTENT_FILTER, LENGTH, Delta, Usage
+from sdk._backend import CONTENT_FILTER, LENGTH, MALFORMED, STOP, TOOL_CALLS, Delta, Usage
 from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._errors import (
     ContentFilteredError,
+    OutputSyntaxError,
     RefusedError,
     StreamError,
     StreamUsageError,
@@ -314,13 +327,17 @@ class AttemptState:
     def finish(self) -> Sequence[AttemptEvent]:
         """The source ended: return the documents' last events (a root number is final only at
         the end), or raise what ended the attempt: :class:`~sdk.RefusedError`,
-        :class:`~sdk.ContentFilteredError`, :class:`~sdk.TruncatedError` (reason
-        ``"length"`` after ``finish_reason == "length"``, else ``"eof"``), or the tracker's
-        error."""
+        :class:`~sdk.ContentFilteredError`, :class:`~sdk.TruncatedError` (reason ``"length"``
+        after ``finish_reason == "length"``, a provider's own reason after one the stream has
+        no word for, else ``"eof"``), :class:`~sdk.OutputSyntaxError` after ``"malformed"``,
+        or the tracker's error (see the module docstring)."""
         if self._refusal:
             raise RefusedError("".join(self._refusal))
         if self._finish_reason == CONTENT_FILTER:
-            raise ContentFilteredError(snapshot=self.snapshot)
+            raise ContentFilteredError(
+                "the provider's content filter stopped the output" + self._provider_said(),
+                snapshot=self.snapshot,
+            )
         events: list[AttemptEvent] = []
         if self._think is not None:
             thought, content = self._think.end()
@@ -335,25 +352,82 @@ class AttemptState:
         if not self._trackers:
             self._trackers[None] = self._new_tracker(None)
         for key in self._keys():
+            tracker = self._trackers[key]
+            # A JSON document final before the end: no later character could have changed it
+            # (a text tracker has no such notion: its own final check decides).
+            closed = getattr(tracker, "done", True)
+            cut = self._finish_reason == LENGTH and not closed
             try:
-                events.extend(self._trackers[key].finish())
+                last = tracker.finish()
             except TruncatedError as exc:
-                if self._finish_reason != LENGTH:
-                    self._attribute(exc, key)
-                    raise
-                error = TruncatedError(
-                    "the output hit the token limit (finish_reason 'length') before the "
-                    "document ended",
-                    snapshot=exc.snapshot,
-                    open_paths=exc.open_paths,
-                    reason=LENGTH,
-                )
+                error = self._unfinished(exc)
                 self._attribute(error, key)
+                if error is exc:
+                    raise
                 raise error from exc.__cause__
             except StreamError as exc:
+                if cut:  # a root number's verdict ("10" below a minimum of 100): it was cut
+                    raise self._cut_number(tracker, key) from exc
                 self._attribute(exc, key)
                 raise
+            if cut:
+                raise self._cut_number(tracker, key)
+            events.extend(last)
         return events
+
+    def _cut_number(self, tracker: Tracker, key: int | None) -> TruncatedError:
+        """The token limit ended the output right after a root number (the only value the
+        end of the output completes): more output could have changed it."""
+        error = TruncatedError(
+            "the output hit the token limit (finish_reason 'length'"
+            + self._provider_said(", ")
+            + ") right after a root number, which more output could have changed: it may "
+            "have been cut short",
+            snapshot=tracker.snapshot,
+            reason=LENGTH,
+        )
+        self._attribute(error, key)
+        return error
+
+    def _unfinished(self, exc: TruncatedError) -> StreamError:
+        """What a document that ``exc`` says is unfinished is, given the finish reason."""
+        reason = self._finish_reason
+        if reason is None or reason in (STOP, TOOL_CALLS):
+            return exc  # the source ended mid-document ("eof")
+        if reason == MALFORMED:
+            return OutputSyntaxError(
+                "the provider found the output the model wrote malformed and did not pass it "
+                "on (finish_reason 'malformed'" + self._provider_said(", ") + ")"
+            )
+        if reason == LENGTH:
+            return TruncatedError(
+                "the output hit the token limit (finish_reason 'length'"
+                + self._provider_said(", ")
+                + ") before the document ended",
+                snapshot=exc.snapshot,
+                open_paths=exc.open_paths,
+                reason=LENGTH,
+            )
+        return TruncatedError(
+            f"the provider stopped the output (finish_reason {reason!r}"
+            + self._provider_said(", ")
+            + ") before the document ended",
+            snapshot=exc.snapshot,
+            open_paths=exc.open_paths,
+            reason=reason,
+        )
+
+    def _provider_said(self, lead: str = " ") -> str:
+        """The provider's own stop reason and message, as the backend kept them (``Delta.
+        response``): ``" (the provider's 'max_tokens': ...)"`` with ``lead=" "``, the same
+        without brackets after ``lead=", "``; ``""`` when it kept none."""
+        reason = _str(self._response.get("stop_reason"))
+        message = _str(self._response.get("stop_message"))
+        if reason is None and message is None:
+            return ""
+        said = "the provider's " + (repr(reason) if reason else "message")
+        said += f": {message}" if message else ""
+        return f" ({said})" if lead == " " else lead + said
 
     def close(self) -> list[Any]:
         """Validate every document whole (after :meth:`finish`); their values, in order."""

@@ -72,7 +72,9 @@ def test_no_other_module_lists_the_modes_or_the_finish_reasons() -> None:
     ]
     assert found == []
     # The scan can fail: a second Literal of the modes, or a tuple of the reasons, is found.
-    sample = ast.parse('M = Literal["json_schema", "tool"]\nR = ("stop", "length", "tool_calls")')
+    sample = ast.parse(
+        'M = Literal["json_schema", "tool"]\nR = ("stop", "length", "tool_calls", "content_filter")'
+    )
     assert _copies(sample, words["Mode"]) == [1]
     assert _copies(sample, words["finish reasons"]) == [2]
 

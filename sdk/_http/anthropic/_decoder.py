@@ -20,13 +20,15 @@ same) decides:
   earlier one); ``message_start``'s is given at once, as ``Delta(usage=...)``, so that a
   stream aborted before its end keeps what it was reported; ``message_delta`` the
   ``stop_reason``, given on the last delta (at ``message_stop``, or at the end of the body)
-  in Chat Completions' words: ``end_turn`` and
-  ``stop_sequence`` are ``"stop"``, ``max_tokens`` and ``model_context_window_exceeded`` are
-  ``"length"`` (a :class:`~sdk.TruncatedError` when the document is unfinished),
-  ``tool_use`` is ``"tool_calls"``; ``refusal`` adds a ``Delta(refusal=...)`` (the
-  ``stop_details`` explanation when there is one), so the stream raises
-  :class:`~sdk.RefusedError`; ``pause_turn`` (a server tool paused the turn) stays as it is:
-  an unfinished document is then a :class:`~sdk.TruncatedError`.
+  in the stream's words, by :data:`STOP_REASONS` (every value of Anthropic's ``StopReason``):
+  ``end_turn`` and ``stop_sequence`` are ``"stop"``, ``max_tokens`` and
+  ``model_context_window_exceeded`` are ``"length"`` (a :class:`~sdk.TruncatedError` when the
+  document is unfinished), ``tool_use`` is ``"tool_calls"``; ``refusal`` stays as it is and
+  adds a ``Delta(refusal=...)`` (the ``stop_details`` explanation when there is one), so the
+  stream raises :class:`~sdk.RefusedError`; ``pause_turn`` (a server tool paused the turn)
+  stays as it is: an unfinished document is then a :class:`~sdk.TruncatedError` with reason
+  ``"pause_turn"``. The finishing delta keeps Anthropic's own word
+  (``Delta.response["stop_reason"]``) when the finish reason is another.
 - ``ping`` is ignored; ``error`` raises the :class:`~sdk.APIStatusError` of the error's
   ``type`` (``overloaded_error`` is HTTP 529, retried as a 5xx; ``rate_limit_error`` 429;
   ``api_error`` 500; ``invalid_request_error`` 400, not retried, ...:
@@ -43,6 +45,7 @@ from typing import Any
 
 from sdk._backend import LENGTH, STOP, TOOL_CALLS, Delta, Usage
 from sdk._http._json_message import json_object
+from sdk._http._stop_reasons import AS_IS, finish_reason_of, stop_said
 from sdk._http.anthropic._errors import anthropic_error
 
 __all__ = ["STOP_REASONS", "AnthropicDecoder"]
@@ -53,10 +56,11 @@ STOP_REASONS: Mapping[str, str] = {
     "max_tokens": LENGTH,
     "model_context_window_exceeded": LENGTH,
     "tool_use": TOOL_CALLS,
-    "refusal": STOP,
+    "refusal": AS_IS,  # with a refusal delta: the stream raises RefusedError
+    "pause_turn": AS_IS,  # a server tool paused the turn: not done, not cut by a limit
 }
-"""Anthropic's ``stop_reason`` -> the finish reason the stream reads (Chat Completions' words);
-one not listed (``pause_turn``) is passed as it is."""
+"""Anthropic's ``stop_reason`` (the SDK's ``StopReason``, every value) -> the finish reason the
+stream reads (:mod:`sdk._http._stop_reasons`)."""
 
 
 class AnthropicDecoder:
@@ -142,8 +146,14 @@ class AnthropicDecoder:
                     else "the model refused (stop_reason 'refusal')"
                 )
             )
-        finish = None if reason is None else STOP_REASONS.get(reason, reason)
-        out.append(Delta(finish_reason=finish, usage=self._usage_so_far()))
+        finish = None if reason is None else finish_reason_of(STOP_REASONS, reason)
+        out.append(
+            Delta(
+                finish_reason=finish,
+                usage=self._usage_so_far(),
+                response=stop_said(reason, finish),
+            )
+        )
         return out
 
     def _usage_so_far(self) -> Usage:

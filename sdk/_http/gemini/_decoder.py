@@ -9,12 +9,18 @@ has the face every provider's decoder has (``decode``, ``end``, ``done``):
   ``functionCall`` part comes whole -> one ``Delta(text=<its args' JSON text>, tool_call=k,
   tool_name=name, tool_call_id=id)``, ``k`` counting the calls.
 - ``finishReason`` (on the record that ends the candidate) -> the finish reason the stream
-  reads: ``STOP`` is ``"stop"`` (``"tool_calls"`` when the model called a function),
-  ``MAX_TOKENS`` is ``"length"`` (a :class:`~sdk.TruncatedError` when unfinished), the
-  safety family (:data:`FILTERED`: ``SAFETY``, ``RECITATION``, ``BLOCKLIST``,
-  ``PROHIBITED_CONTENT``, ``SPII``, ``LANGUAGE``, image ones) is ``"content_filter``"
-  (:class:`~sdk.ContentFilteredError`); another (``MALFORMED_FUNCTION_CALL``, ``OTHER``...)
-  stays as it is, so an unfinished document is a :class:`~sdk.TruncatedError`.
+  reads, by :data:`STOP_REASONS` (every value of google-genai's ``FinishReason``): ``STOP`` is
+  ``"stop"`` (``"tool_calls"`` when the model called a function), ``MAX_TOKENS`` and
+  ``CONTINUATION`` are ``"length"`` (a :class:`~sdk.TruncatedError` when unfinished), the
+  safety family (``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
+  ``LANGUAGE``, ``MODEL_ARMOR``, image ones...) is ``"content_filter"``
+  (:class:`~sdk.ContentFilteredError`), ``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``
+  and ``MALFORMED_RESPONSE`` are ``"malformed"`` (an unfinished document is an
+  :class:`~sdk.OutputSyntaxError` naming the reason and the candidate's ``finishMessage``);
+  another (``OTHER``, ``TOO_MANY_TOOL_CALLS``, ``FINISH_REASON_UNSPECIFIED``...) stays as it
+  is, so an unfinished document is a :class:`~sdk.TruncatedError` with that ``reason``. The
+  finishing delta keeps Gemini's own word (``Delta.response["stop_reason"]``) and its
+  ``finishMessage`` (``stop_message``).
 - ``promptFeedback.blockReason`` with no candidate: the prompt was blocked ->
   ``"content_filter"``.
 - ``usageMetadata`` (a later record replaces an earlier one): ``promptTokenCount`` is the
@@ -35,26 +41,47 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, Usage
+from sdk._backend import CONTENT_FILTER, LENGTH, MALFORMED, STOP, TOOL_CALLS, Delta, Usage
 from sdk._errors import BackendError
 from sdk._http._json_message import json_object
+from sdk._http._stop_reasons import AS_IS, finish_reason_of, stop_said
 from sdk._http.gemini._errors import gemini_error
 
-__all__ = ["FILTERED", "GeminiDecoder"]
+__all__ = ["FILTERED", "STOP_REASONS", "GeminiDecoder"]
 
-FILTERED = frozenset(
-    {
-        "SAFETY",
-        "RECITATION",
-        "BLOCKLIST",
-        "PROHIBITED_CONTENT",
-        "SPII",
-        "LANGUAGE",
-        "IMAGE_SAFETY",
-        "IMAGE_PROHIBITED_CONTENT",
-        "IMAGE_RECITATION",
-    }
-)
+STOP_REASONS: Mapping[str, str] = {
+    "STOP": STOP,  # "tool_calls" when the model called a function
+    "MAX_TOKENS": LENGTH,
+    # The per-request token limit, the answer not done (a continuation token could go on).
+    "CONTINUATION": LENGTH,
+    "SAFETY": CONTENT_FILTER,
+    "RECITATION": CONTENT_FILTER,
+    "LANGUAGE": CONTENT_FILTER,
+    "BLOCKLIST": CONTENT_FILTER,
+    "PROHIBITED_CONTENT": CONTENT_FILTER,
+    "SPII": CONTENT_FILTER,
+    "IMAGE_SAFETY": CONTENT_FILTER,
+    "IMAGE_PROHIBITED_CONTENT": CONTENT_FILTER,
+    "IMAGE_RECITATION": CONTENT_FILTER,
+    "MODEL_ARMOR": CONTENT_FILTER,  # Vertex AI's Model Armor blocked the response
+    "ESCALATION": CONTENT_FILTER,  # an escalation rule filtered the request
+    "PUP_LIMITED_DISABLED": CONTENT_FILTER,  # the account is limited for policy violations
+    # What the model wrote, Gemini could not read (or would not take): it is not passed on.
+    "MALFORMED_FUNCTION_CALL": MALFORMED,
+    "UNEXPECTED_TOOL_CALL": MALFORMED,  # a call of a function not declared, or not enabled
+    "MALFORMED_RESPONSE": MALFORMED,
+    # Passed on as they are: nothing here says the output was cut, filtered or malformed.
+    "TOO_MANY_TOOL_CALLS": AS_IS,  # the server-side tool loop stopped before an answer
+    "MISSING_THOUGHT_SIGNATURE": AS_IS,  # the request lacked a thought signature
+    "NO_IMAGE": AS_IS,
+    "IMAGE_OTHER": AS_IS,
+    "OTHER": AS_IS,
+    "FINISH_REASON_UNSPECIFIED": AS_IS,
+}
+"""Gemini's ``finishReason`` (google-genai's ``FinishReason``, every value) -> the finish
+reason the stream reads (:mod:`sdk._http._stop_reasons`)."""
+
+FILTERED = frozenset(k for k, v in STOP_REASONS.items() if v == CONTENT_FILTER)
 """The ``finishReason`` values that mean a filter stopped the output."""
 
 
@@ -66,6 +93,7 @@ class GeminiDecoder:
         self._tools = tools
         self._calls = 0
         self._finish: str | None = None
+        self._said: dict[str, str] | None = None  # Gemini's own word and finishMessage
         self._usage: Usage | None = None
         self._ended = False
         self.done = False  # Gemini sends no end marker: the body's end is the stream's
@@ -102,7 +130,7 @@ class GeminiDecoder:
         if self._ended or (self._finish is None and self._usage is None):
             return []
         self._ended = True
-        return [Delta(finish_reason=self._finish, usage=self._usage)]
+        return [Delta(finish_reason=self._finish, usage=self._usage, response=self._said)]
 
     def _candidate(self, candidate: Mapping[str, Any]) -> list[Delta]:
         index = candidate.get("index", 0)
@@ -120,14 +148,9 @@ class GeminiDecoder:
                     out.extend(self._part(part))
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason and self._finish is None:
-            if reason in FILTERED:
-                self._finish = CONTENT_FILTER
-            elif reason == "MAX_TOKENS":
-                self._finish = LENGTH
-            elif reason == "STOP":
-                self._finish = TOOL_CALLS if self._calls else STOP
-            else:
-                self._finish = reason
+            finish = finish_reason_of(STOP_REASONS, reason)
+            self._finish = TOOL_CALLS if finish == STOP and self._calls else finish
+            self._said = stop_said(reason, self._finish, candidate.get("finishMessage"))
         return out
 
     def _part(self, part: Mapping[str, Any]) -> list[Delta]:

@@ -12,9 +12,12 @@ Each line is one JSON object. :class:`OllamaDecoder` has the face of every provi
   ``message.content`` is that call's arguments, every piece of it (whitespace too) reported
   as ``Delta(text=..., tool_call=0)``, the tool's name on the first; Ollama sends no id, so
   the call's id is ``"call_0"`` where one is needed, as for any call without one.
-- ``done: true`` ends the stream: ``done_reason`` ``"stop"`` (``"tool_calls"`` when the model
-  called a tool, a forced call included), ``"length"`` (a :class:`~sdk.TruncatedError` when the
-  document is unfinished), others as they are; usage from ``prompt_eval_count`` and
+- ``done: true`` ends the stream: ``done_reason`` read by :data:`STOP_REASONS` (the words
+  Ollama's server writes): ``"stop"`` (``"tool_calls"`` when the model called a tool, a forced
+  call included; also when ``done_reason`` is absent), ``"length"`` (a
+  :class:`~sdk.TruncatedError` when the document is unfinished), others (``load``,
+  ``unload``, ``connection_closed``) as they are (an unfinished document is then a
+  :class:`~sdk.TruncatedError` with that ``reason``); usage from ``prompt_eval_count`` and
   ``eval_count``.
 - ``{"error": "..."}`` raises :class:`~sdk.TransportError` (retryable: a server failing
   mid-generation); a line that is not a JSON object raises it too (not retryable).
@@ -29,8 +32,21 @@ from typing import Any
 from sdk._backend import LENGTH, STOP, TOOL_CALLS, Delta, Usage
 from sdk._errors import TransportError
 from sdk._http._json_message import json_object
+from sdk._http._stop_reasons import AS_IS, finish_reason_of
 
-__all__ = ["OllamaDecoder"]
+__all__ = ["STOP_REASONS", "OllamaDecoder"]
+
+STOP_REASONS: Mapping[str, str] = {
+    "stop": STOP,  # "tool_calls" when the model called a tool
+    "length": LENGTH,
+    # Not a generation's end: a bare load or unload request, or the runner's connection closed
+    # (which some versions write as an absent done_reason, read as "stop").
+    "load": AS_IS,
+    "unload": AS_IS,
+    "connection_closed": AS_IS,
+}
+"""Ollama's ``done_reason`` (its server's ``DoneReason`` words, and those ``/api/chat``
+writes itself) -> the finish reason the stream reads (:mod:`sdk._http._stop_reasons`)."""
 
 
 class OllamaDecoder:
@@ -75,9 +91,11 @@ class OllamaDecoder:
         if line.get("done"):
             self.done = True
             reason = line.get("done_reason")
-            reason = reason if isinstance(reason, str) else STOP
-            # A cut-off forced call's arguments are unfinished: "length" says so.
-            self._finish = TOOL_CALLS if self._calls and reason != LENGTH else reason
+            finish = STOP
+            if isinstance(reason, str) and reason:
+                finish = finish_reason_of(STOP_REASONS, reason)
+            # Only a call the model ended is done: a cut-off one's arguments are unfinished.
+            self._finish = TOOL_CALLS if self._calls and finish == STOP else finish
             self._usage = Usage(
                 prompt_tokens=_int(line.get("prompt_eval_count")),
                 completion_tokens=_int(line.get("eval_count")),

@@ -30,7 +30,13 @@ What it relies on and what it reports:
   continues the current call (the first entry of a chunk) or follows the entry before it in
   the same chunk.
 - ``finish_reason`` and ``usage`` end the stream as one last ``Delta(finish_reason, usage)``;
-  content or tool calls sent after the finish reason are not output and are dropped.
+  content or tool calls sent after the finish reason are not output and are dropped. The
+  finish reason is read by :data:`STOP_REASONS` (openai-python's ``finish_reason`` values, and
+  the words OpenAI-compatible servers add): the deprecated ``function_call`` is
+  ``"tool_calls"``, Mistral's ``model_length`` (the context window is full) is ``"length"``;
+  another word (Mistral's ``error``...) stays as it is (an unfinished document is then a
+  :class:`~sdk.TruncatedError` with that ``reason``), and the finishing delta keeps the
+  server's word (``Delta.response["stop_reason"]``) when it is not the finish reason.
   The usage chunk (``"choices": []``, asked for by ``stream_options.include_usage``) follows the
   finish chunk, so the last delta is sent once both are known, at ``[DONE]``, or at the end of
   the stream, whichever comes first.
@@ -58,22 +64,36 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from sdk._backend import LENGTH, Delta, GenerationRequest, Usage
+from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, GenerationRequest, Usage
 from sdk._errors import BackendError, TransportError
 from sdk._http._json_message import loads
 from sdk._http._request_checks import calls_forced
+from sdk._http._stop_reasons import finish_reason_of, stop_said
 from sdk._http.openai._errors import error_from_payload
 from sdk._http.openai._flavours import Server, emulated_call
 from sdk._http.openai._usage import chat_usage
 
 __all__ = [
     "HOLD_FOR_ID",
+    "STOP_REASONS",
     "ChunkDecoder",
     "EmulatedCallDecoder",
     "ToolIdDecoder",
     "chat_decoder",
     "error_from_payload",
 ]
+
+STOP_REASONS: Mapping[str, str] = {
+    "stop": STOP,
+    "length": LENGTH,
+    "tool_calls": TOOL_CALLS,
+    "content_filter": CONTENT_FILTER,
+    "function_call": TOOL_CALLS,  # the deprecated functions API's word for a call
+    "model_length": LENGTH,  # Mistral's: the model's context window is full
+}
+"""A chunk's ``finish_reason`` (openai-python's ``ChatCompletionChunk`` values, and words
+OpenAI-compatible servers add) -> the finish reason the stream reads
+(:mod:`sdk._http._stop_reasons`); another passes through as it is."""
 
 # What a chunk says about the response, reported once each (Delta.response).
 _RESPONSE_KEYS = ("id", "system_fingerprint", "model", "service_tier")
@@ -105,6 +125,7 @@ class ChunkDecoder:
         self._no_id: set[int] = set()  # calls whose text stopped waiting for an id
         self._argued: set[int] = set()  # calls some arguments text came for
         self._finish_reason: str | None = None
+        self._stop_said: dict[str, str] | None = None  # the server's own word for it
         self._said: dict[str, Any] = {}  # what was reported about the response (id...)
         self._usage: Usage | None = None
         self._ended = False
@@ -209,7 +230,8 @@ class ChunkDecoder:
                 out.extend(self._delta(delta, choice.get("logprobs")))
             reason = choice.get("finish_reason")
             if reason:
-                self._finish_reason = str(reason)
+                self._finish_reason = finish_reason_of(STOP_REASONS, str(reason))
+                self._stop_said = stop_said(str(reason), self._finish_reason)
                 out.extend(self._let_go())
                 out.extend(self._no_arguments())
         if self._finish_reason is not None and self._usage is not None:
@@ -222,7 +244,8 @@ class ChunkDecoder:
         if self._ended or (self._finish_reason is None and self._usage is None):
             return waited
         self._ended = True
-        return [*waited, Delta(finish_reason=self._finish_reason, usage=self._usage)]
+        last = Delta(finish_reason=self._finish_reason, usage=self._usage, response=self._stop_said)
+        return [*waited, last]
 
     def _no_arguments(self) -> list[Delta]:
         """At the finish reason, each call that had no arguments text: ``{}`` (a tool that takes

@@ -19,8 +19,12 @@ face (``feed_event`` and ``decode``, ``end``, ``done``), so the shared read loop
 - ``response.completed`` -> the last ``Delta(finish_reason, usage)``: ``"tool_calls"`` when
   the response called a function, else ``"stop"``; usage from ``response.usage``
   (``input_tokens``, ``output_tokens``). ``response.incomplete`` -> the same with the finish
-  reason of Chat Completions: ``max_output_tokens`` is ``"length"``, ``content_filter`` is
-  ``"content_filter"`` (so the stream raises the same errors for both APIs).
+  reason its ``incomplete_details.reason`` is, by :data:`STOP_REASONS` (openai-python's
+  values): ``max_output_tokens`` is ``"length"``, ``content_filter`` is ``"content_filter"``
+  (so the stream raises the same errors for both APIs); ``max_messages`` and ``steered`` stay
+  as they are, and an incomplete response that gives no reason is ``"incomplete"`` (an
+  unfinished document is then a :class:`~sdk.TruncatedError` with that ``reason``). The
+  finishing delta keeps the API's own word (``Delta.response["stop_reason"]``).
 - ``response.failed`` and ``error`` raise :class:`~sdk.TransportError` (its ``retryable`` from
   the error's code: ``server_error``, ``rate_limit_exceeded`` and other transient codes, or a
   numeric 429/5xx, are retryable; an invalid request or prompt is not).
@@ -42,15 +46,33 @@ from pydantic_core import from_json
 from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, GenerationRequest
 from sdk._errors import OutputSyntaxError, TransportError
 from sdk._http._request_checks import calls_forced
+from sdk._http._stop_reasons import AS_IS, finish_reason_of, stop_said
 from sdk._http.openai._errors import responses_error
 from sdk._http.openai._flavours import Server
 from sdk._http.openai._usage import responses_usage
 
-__all__ = ["FormatIgnored", "ResponsesDecoder", "responses_decoder", "responses_error"]
+__all__ = [
+    "STOP_REASONS",
+    "FormatIgnored",
+    "ResponsesDecoder",
+    "responses_decoder",
+    "responses_error",
+]
 
 # The reasoning text itself (vLLM, gpt-oss) and, where only a summary is shown, the summary.
 _REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
-_INCOMPLETE = {"max_output_tokens": LENGTH, "content_filter": CONTENT_FILTER}
+STOP_REASONS: Mapping[str, str] = {
+    "max_output_tokens": LENGTH,
+    "content_filter": CONTENT_FILTER,
+    "max_messages": AS_IS,
+    # Stopped at a safe boundary after a WebSocket ``response.steer``; a successor follows.
+    "steered": AS_IS,
+}
+"""An incomplete response's ``incomplete_details.reason`` (openai-python's
+``IncompleteDetails``, every value) -> the finish reason the stream reads
+(:mod:`sdk._http._stop_reasons`)."""
+
+_NO_REASON = "incomplete"  # an incomplete response that does not say why
 
 
 class ResponsesDecoder:
@@ -220,6 +242,7 @@ class ResponsesDecoder:
         response = payload.get("response")
         response = response if isinstance(response, Mapping) else {}
         empty: list[Delta] = []
+        said = None
         if kind == "response.completed":
             reason = TOOL_CALLS if self._count else STOP
             # A call with no arguments text (a tool that takes none): {}.
@@ -231,12 +254,14 @@ class ResponsesDecoder:
         else:
             details = response.get("incomplete_details")
             raw = details.get("reason") if isinstance(details, Mapping) else None
-            reason = _INCOMPLETE.get(str(raw), str(raw) if raw else "length")
+            word = str(raw) if raw else _NO_REASON
+            reason = finish_reason_of(STOP_REASONS, word)
+            said = stop_said(word, reason)
         usage = response.get("usage")
         reported = None
         if isinstance(usage, Mapping):
             reported = responses_usage(usage)
-        return [*empty, Delta(finish_reason=reason, usage=reported)]
+        return [*empty, Delta(finish_reason=reason, usage=reported, response=said)]
 
 
 # What a JSON document may begin with (after whitespace).

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from sdk._backend import Delta, GenerationRequest
+from sdk._http._stop_reasons import finish_reason_of
 from sdk._http.anthropic import AnthropicBackend
 from sdk._http.anthropic._decoder import STOP_REASONS
 from tests.sdk._http_support import Body
@@ -130,7 +131,7 @@ async def test_recorded_streams_read_as_the_sdk_reads_them(name: str) -> None:
     assert view["calls"] == expected["calls"]
     assert view["usage"] == expected["usage"]
     reason = expected["stop_reason"]
-    assert view["finish"] == STOP_REASONS.get(reason, reason)
+    assert view["finish"] == finish_reason_of(STOP_REASONS, reason)
     assert bool(view["refusal"]) == (reason == "refusal")
 
 

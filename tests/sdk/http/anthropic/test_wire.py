@@ -244,7 +244,7 @@ async def test_pause_turn_leaves_the_document_unfinished() -> None:
     server = Server(stream(start(), text_block(0, *CITY[:1]), stop("pause_turn")))
     with pytest.raises(TruncatedError) as info:
         await result(server)
-    assert info.value.reason == "eof"
+    assert info.value.reason == "pause_turn"  # the provider's word, not a limit
 
 
 async def test_refusal_raises_refused_with_the_explanation() -> None:

@@ -21,6 +21,7 @@ from sdk._errors import (
     BackendError,
     BadRequestError,
     ContentFilteredError,
+    OutputSyntaxError,
     RateLimitError,
     SchemaViolation,
     StreamUsageError,
@@ -452,13 +453,12 @@ async def test_a_blocked_prompt_is_content_filtered() -> None:
         await result(Server([blocked]))
 
 
-async def test_max_tokens_and_malformed_calls_are_truncation() -> None:
+async def test_max_tokens_is_truncation_and_a_malformed_call_is_not_json() -> None:
     with pytest.raises(TruncatedError) as info:
         await result(Server([record({"text": CITY[0]}, finish="MAX_TOKENS")]))
     assert info.value.reason == "length"
-    with pytest.raises(TruncatedError) as info:
+    with pytest.raises(OutputSyntaxError, match="'MALFORMED_FUNCTION_CALL'"):
         await result(Server([record({"text": CITY[0]}, finish="MALFORMED_FUNCTION_CALL")]))
-    assert info.value.reason == "eof"
 
 
 async def test_errors() -> None:

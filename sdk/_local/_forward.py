@@ -15,7 +15,7 @@ A :class:`ForwardModel` is a loaded model that opens such sequences. Two impleme
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 __all__ = ["ForwardModel", "ForwardPass"]
@@ -69,11 +69,15 @@ class ForwardModel(Protocol):
         """A new, empty sequence."""
         ...
 
-    def decode_many(self, wants: Sequence[tuple[Any, int]]) -> list[Any]:
+    def decode_many(
+        self, wants: Sequence[tuple[Any, int]], ready: Callable[[int, Any], None] | None = None
+    ) -> list[Any]:
         """One round over several sequences of this model (each appended to since its last
         round): for each ``(sequence, keep)``, the logits of its last ``keep`` tokens once all
         its tokens are decoded (valid until the next round), None while part of a long prompt
         is left for the next round, or the BackendError of that sequence alone. On llama.cpp
         one ``llama_decode`` call; on torch one pass per sequence. Raises when the pass fails
-        (for every sequence of the round)."""
+        (for every sequence of the round). ``ready(i, rows)``, when given, may be called for
+        the ``i``-th sequence as soon as its rows are out, before the round's other passes
+        (llama.cpp: a prompt prefilled in a call of its own); its rows are returned too."""
         ...

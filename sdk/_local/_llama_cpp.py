@@ -53,7 +53,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -382,7 +382,11 @@ class LlamaCppForward:
         docstring)."""
         return LlamaSequence(self)
 
-    def decode_many(self, wants: Sequence[tuple[LlamaSequence, int]]) -> list[Any]:
+    def decode_many(
+        self,
+        wants: Sequence[tuple[LlamaSequence, int]],
+        ready: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         """One round: decode, in one ``llama_decode`` call, what each sequence's KV cache lacks
         (the tokens :meth:`LlamaSequence.append` added), at most :data:`ROUND_TOKENS` of them
         when there are several sequences (the others' next tokens first, then the prompts in
@@ -393,14 +397,21 @@ class LlamaCppForward:
         until the next round) when all its tokens are decoded, None when part of its prompt is
         left for the next round, or the BackendError of a sequence that does not fit its slot.
         Raises BackendError when llama.cpp fails (the KV cache of every sequence in the round
-        is then forgotten).
+        is then forgotten). ``ready(i, rows)`` is called for each sequence whose rows are out
+        as soon as they are, before the round's later calls: a prompt's first token does not
+        wait for the prompts prefilled after it (nor the others' tokens, decoded last).
         """
         if len(wants) > self.slots or len({id(s) for s, _ in wants}) != len(wants):
             raise ValueError(f"a round takes at most {self.slots} distinct sequences")
         with self._lock:
-            return self._round(wants, ROUND_TOKENS if len(wants) > 1 else _BATCH)
+            return self._round(wants, ROUND_TOKENS if len(wants) > 1 else _BATCH, ready)
 
-    def _round(self, wants: Sequence[tuple[LlamaSequence, int]], budget: int) -> list[Any]:
+    def _round(
+        self,
+        wants: Sequence[tuple[LlamaSequence, int]],
+        budget: int,
+        ready: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
         results: list[Any] = [None] * len(wants)
         live: list[int] = []
         for i, (sequence, keep) in enumerate(wants):
@@ -432,11 +443,12 @@ class LlamaCppForward:
                 continue
             plan.append((i, take, keep if take == pending else 0))
             room -= take
-        # Each prompt's piece in a call of its own, the others' tokens together in the last
-        # call: a call that mixes a piece of a prompt with other sequences' tokens is split by
+        # The others' tokens together in the first call (a prompt being admitted does not
+        # hold up the streams already writing), then each prompt's piece in a call of its
+        # own: a call that mixes a piece of a prompt with other sequences' tokens is split by
         # llama.cpp into batches of other shapes, whose logits differ in the last bits from
         # the prompt's decoded alone; a piece alone gives the same logits as the whole prompt.
-        calls = [[step] for step in plan if step[0] in prefilling]
+        pieces = [[step] for step in plan if step[0] in prefilling]
         # In seq id order: llama.cpp splits a batch of several sequences into micro-batches of
         # consecutive seq ids (its split_equal over a per-sequence KV cache), so rows in any
         # other order are decoded in more, smaller passes (8 streams of SmolLM2-135M, one
@@ -445,8 +457,7 @@ class LlamaCppForward:
             (step for step in plan if step[0] not in prefilling),
             key=lambda step: _seq_id(wants[step[0]][0]),
         )
-        if together:
-            calls.append(together)
+        calls = [together, *pieces] if together else pieces
         for n, call in enumerate(calls):
             self._submit([(wants[i][0], take, rows) for i, take, rows in call])
             total = sum(rows for _, _, rows in call)
@@ -465,6 +476,8 @@ class LlamaCppForward:
                 if rows:
                     results[i] = buffer[row : row + rows]
                     row += rows
+                    if ready is not None:
+                        ready(i, results[i])
         return results
 
     def _align(self, sequence: LlamaSequence, keep: int, members: set[int]) -> None:

@@ -189,13 +189,24 @@ class Scheduler:
                 members = list(self._waiting)
             started = time.perf_counter()
             masks = self._masks(members)
+
+            def ready(i: int, rows: Any) -> None:
+                # A member whose rows are out goes on at once (a prompt's first token does not
+                # wait for the prompts prefilled after it).
+                if masks is not None:
+                    masks.result()
+                self._finish(members[i], rows)
+                with self._cond:
+                    self._cond.notify_all()
+
             try:
                 results = self._forward.decode_many(
-                    [(need.generation.sequence, need.keep) for need in members]
+                    [(need.generation.sequence, need.keep) for need in members], ready
                 )
             except BaseException as exc:
                 for need in members:
-                    need.fail(exc)
+                    if not need.done:
+                        need.fail(exc)
                 raise
             finally:
                 if masks is not None:
@@ -260,13 +271,20 @@ class Scheduler:
 
     def _complete(self, members: list[_Need], results: list[Any]) -> None:
         for need, rows in zip(members, results, strict=True):
-            if rows is None:
-                continue  # part of its prompt is left for the next round
+            if need.done or rows is None:
+                continue  # done in the round already, or part of its prompt is left
             if isinstance(rows, BaseException):
                 need.fail(rows)
                 continue
-            try:
-                need.output = need.generation.complete(rows)
-            except BaseException as exc:
-                need.error = exc
+            self._finish(need, rows)
+
+    def _finish(self, need: _Need, rows: Any) -> None:
+        """``need``'s second half on its logits ``rows``: its output, or its error."""
+        try:
+            output = need.generation.complete(rows)
+        except BaseException as exc:
+            need.error = exc
+        else:
+            need.output = output
+        with self._cond:
             need.done = True

@@ -7,7 +7,7 @@ that :meth:`~TorchSequence.truncate` crops.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdk._local._deps import require
@@ -36,9 +36,13 @@ class TorchForward:
         """A new, empty sequence with its own KV cache."""
         return TorchSequence(self)
 
-    def decode_many(self, wants: Sequence[tuple[TorchSequence, int]]) -> list[Any]:
+    def decode_many(
+        self,
+        wants: Sequence[tuple[TorchSequence, int]],
+        ready: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         """One round: each sequence's appended tokens, one forward pass per sequence (see
-        ``ForwardModel.decode_many``)."""
+        ``ForwardModel.decode_many``; ``ready`` is not called: the rows come at the end)."""
         return [sequence._run(keep) for sequence, keep in wants]
 
 

@@ -193,9 +193,21 @@ def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
         return [delta async for delta in backend.generate(request)]
 
     async def in_a_full_batch() -> list[Delta]:
+        # The companions go through a backend of their own over the same loaded model (the
+        # same slots, one scheduler): ``backend.last_stats`` stays the test's generation's.
+        others = LocalBackend(
+            backend.model,
+            backend.device,
+            threads=1,
+            runtime=backend.runtime,
+            slots=backend.slots,
+            context=backend.context,
+        )
+        assert others.load().loaded is backend.load().loaded
+
         async def keep_busy(i: int) -> None:
             while True:
-                async for _ in backend.generate(companion(i)):
+                async for _ in others.generate(companion(i)):
                     pass
 
         outcome: list[Delta] | BaseException = []

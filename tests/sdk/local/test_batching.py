@@ -225,6 +225,56 @@ def test_a_long_prompt_is_prefilled_in_pieces_between_the_others_tokens(
     big.close()
 
 
+class _Recording:
+    """llama.cpp's binding, recording each ``llama_decode`` call's seq ids in ``events``."""
+
+    def __init__(self, lib: Any, events: list[Any]) -> None:
+        self._lib, self.events = lib, events
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lib, name)
+
+    def llama_decode(self, ctx: Any, batch: Any) -> Any:
+        self.events.append(("decode", [int(batch.seq_id[i][0]) for i in range(batch.n_tokens)]))
+        return self._lib.llama_decode(ctx, batch)
+
+
+def test_each_sequence_is_ready_as_soon_as_its_call_is_decoded(batched: LocalBackend) -> None:
+    """A round decodes the streams already writing first, then each prompt in a call of its
+    own, and hands each sequence its rows right after its call: a prompt's first token does not
+    wait for the prompts after it."""
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    forward.forget()
+    writing = forward.sequence()
+    writing.decode(_prompt_with(engine, "", "Say hi."), 1)
+    first, second = forward.sequence(), forward.sequence()
+    first.append(_prompt_with(engine, "", "Name a fruit."))
+    second.append(_prompt_with(engine, "", "Name a colour."))
+    writing.append([42])
+    lib, events = forward._lib, []
+    forward._lib = _Recording(lib, events)
+    try:
+        forward.decode_many(
+            [(second, 1), (writing, 1), (first, 1)],
+            lambda i, rows: events.append(("ready", i, rows.shape[0])),
+        )
+    finally:
+        forward._lib = lib
+    ids = {s: s._slot.seq_id for s in (writing, first, second) if s._slot}
+    assert events == [
+        ("decode", [ids[writing]]),
+        ("ready", 1, 1),
+        ("decode", [ids[second]] * second.length),
+        ("ready", 0, 1),
+        ("decode", [ids[first]] * first.length),
+        ("ready", 2, 1),
+    ]
+    for sequence in (writing, first, second):
+        sequence.close()
+
+
 def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -> None:
     """llama.cpp cuts a batch into micro-batches of consecutive seq ids: the rows are sent in
     seq id order whatever order the round lists them in, and each sequence still gets its own
@@ -242,24 +292,17 @@ def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -
         single.decode(prompt, 1)
         alone.append(int(single.decode([first], 1)[-1].argmax()))
         single.close()
-    lib, sent = forward._lib, []
-
-    class Recording:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(lib, name)
-
-        def llama_decode(self, ctx: Any, batch: Any) -> Any:
-            sent.append([int(batch.seq_id[i][0]) for i in range(batch.n_tokens)])
-            return lib.llama_decode(ctx, batch)
-
-    forward._lib = Recording()
+    lib, events = forward._lib, []
+    forward._lib = _Recording(lib, events)
     try:
         for sequence, first in zip(sequences, firsts, strict=True):
             sequence.append([first])
         rows = forward.decode_many([(s, 1) for s in reversed(sequences)])
     finally:
         forward._lib = lib
-    assert len(sent) == 1 and sent[0] == sorted(sent[0]) and len(set(sent[0])) == 4
+    assert len(events) == 1
+    sent = events[0][1]
+    assert sent == sorted(sent) and len(set(sent)) == 4
     assert [int(r[-1].argmax()) for r in reversed(rows)] == alone
     for sequence in sequences:
         sequence.close()

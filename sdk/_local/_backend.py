@@ -25,11 +25,14 @@ output now ends, which a delta has no place for, and ``async for`` needs no chan
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import threading
 from collections import deque
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 import anyio
 
@@ -37,18 +40,21 @@ from sdk._backend import Delta, GenerationRequest, Rewound, Usage
 from sdk._constants import DEFAULT_SLOTS
 from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
-from sdk._local._constrain import check
+from sdk._local._constrain import check, spec_of
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._llg_specs import check_llg
+from sdk._local._mask_report import MaskReport, llg_report, xgr_report
 from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
 from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat
 
 __all__ = ["LocalBackend", "LocalGeneration"]
+
+logger = logging.getLogger("fieldstream")
 
 _engines: dict[tuple[str, str, str, str | None, str, int], Engine] = {}
 _engines_lock = threading.Lock()
@@ -221,6 +227,33 @@ class LocalBackend:
             check_llg(request, self.json_format, getattr(grammars, "ll_tokenizer", None))
         else:
             check(request)
+
+    def explain(self, schema: Any) -> MaskReport:
+        """What this engine's mask does with ``schema`` (anything :meth:`sdk.Client.stream`
+        takes as a schema: a model, a type, a JSON Schema dict), without loading the model:
+        which parts it masks exactly, which it widens and why, which objects the strict rule
+        closes, the order it writes properties in (:class:`~sdk._local._mask_report.MaskReport`,
+        read off the plan the compile uses). Raises :class:`~sdk.SchemaError` for an unusable
+        schema, ValueError when the arguments name no runtime that can run the model."""
+        from sdk._schema import compile_schema
+
+        text = json.dumps(compile_schema(schema).schema_dict(), separators=(",", ":"))
+        return self._report(text, choose_runtime(self.runtime, self.model, self.device))
+
+    def mask_report(self, request: GenerationRequest) -> MaskReport | None:
+        """:meth:`explain` of the JSON Schema ``request`` is decoded under (None for another
+        constraint, tools or ``mode="none"``), logged at DEBUG on the ``fieldstream`` logger:
+        what :meth:`sdk.Client.stream` puts on ``Stream.mask_report``."""
+        spec = spec_of(request) if not request.tools else None
+        runtime = self._runtime_ahead()
+        if spec is None or spec.kind != "json_schema" or runtime is None:
+            return None
+        report = self._report(spec.text, runtime)
+        logger.debug("local engine, schema %r: %s", request.schema_name, report.summary())
+        return report
+
+    def _report(self, text: str, runtime: Runtime) -> MaskReport:
+        return llg_report(text, self.json_format) if runtime == "llama.cpp" else xgr_report(text)
 
     def _runtime_ahead(self) -> Runtime | None:
         """The runtime the engine runs (or will, once loaded); None when the arguments name

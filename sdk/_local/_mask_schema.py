@@ -33,7 +33,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Relaxation", "mask_schema", "subschemas", "united_pattern_properties", "widened"]
+__all__ = [
+    "Relaxation",
+    "mask_schema",
+    "pointer",
+    "subschemas",
+    "united_pattern_properties",
+    "widened",
+]
 
 _ONE = (
     *("additionalProperties", "items", "not", "if", "then", "else", "contains"),
@@ -61,7 +68,8 @@ class Relaxation:
     kind: str = "widened"
 
 
-def _pointer(path: tuple[str, ...]) -> str:
+def pointer(path: tuple[str, ...]) -> str:
+    """``path`` (steps) as a JSON pointer; ``/`` for the root."""
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path) or "/"
 
 
@@ -164,7 +172,7 @@ def mask_schema(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]:
         if not isinstance(node, dict):
             return node
         out = dict(node)
-        where = _pointer(path)
+        where = pointer(path)
         if isinstance(out.get("format"), str):
             del out["format"]
             notes.append(
@@ -233,7 +241,7 @@ def united_pattern_properties(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]
         union = "|".join(f"(?:{p})" for p in named)
         notes.append(
             Relaxation(
-                _pointer(path), "patternProperties", "several patterns: one rule for their union"
+                pointer(path), "patternProperties", "several patterns: one rule for their union"
             )
         )
         return {**node, "patternProperties": {union: {"anyOf": list(named.values())}}}
@@ -276,7 +284,7 @@ def _cut(schema: Any, depth: int, notes: list[Relaxation], reason: str) -> Any:
             return node
         if level >= depth:
             if set(node) - _ANNOTATIONS:
-                notes.append(Relaxation(_pointer(path), "*", reason))
+                notes.append(Relaxation(pointer(path), "*", reason))
             return {}
         out: dict[str, Any] | None = None
         for step, sub in list(subschemas(node)):
@@ -312,7 +320,7 @@ def widened(schema: Any, refusal: Callable[[Any], str]) -> tuple[Any, tuple[Rela
         if not isinstance(node, dict):
             return node
         out = dict(node)
-        where = _pointer(path)
+        where = pointer(path)
         pattern = out.get("pattern")
         if isinstance(pattern, str) and not pattern_ok(pattern):
             del out["pattern"]

@@ -21,6 +21,7 @@ from typing import Any
 from sdk._local._mask_schema import (
     Relaxation,
     mask_schema,
+    pointer,
     united_pattern_properties,
     widened,
 )
@@ -49,10 +50,11 @@ _SCHEMA_ONE = (
 )
 
 
-def loosened(schema: Any) -> Any:
+def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str, ...] = ()) -> Any:
     """``schema`` with every ``pattern`` loosened (see the module docstring); the schema's data
     (``const``, ``enum``, ``default``, ``examples``...) and anything else untouched. Returns
-    ``schema`` itself when nothing changes."""
+    ``schema`` itself when nothing changes. Each pattern loosened is added to ``notes`` (when
+    given) as a :class:`~sdk._local._mask_schema.Relaxation` at its ``path``."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] | None = None
@@ -70,20 +72,32 @@ def loosened(schema: Any) -> Any:
             put("pattern", loosen_counts(pattern, MAX_MASK_COUNT))
         except EcmaRegexError:
             pass  # not the client's to fix: xgrammar says what is wrong with it
+        else:
+            if notes is not None and out is not None:
+                notes.append(
+                    Relaxation(
+                        pointer(path),
+                        "pattern",
+                        f"a count over {MAX_MASK_COUNT} written {{k,}} (xgrammar's compile time)",
+                    )
+                )
     for key in _SCHEMA_MAPS:
         members = schema.get(key)
         if isinstance(members, dict):
-            new = {name: loosened(member) for name, member in members.items()}
+            new = {
+                name: loosened(member, notes, (*path, key, name))
+                for name, member in members.items()
+            }
             if any(new[name] is not members[name] for name in members):
                 put(key, new)
     for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
         value = schema.get(key)
         if isinstance(value, list):  # also draft-04's array form of items
-            new_list = [loosened(member) for member in value]
+            new_list = [loosened(m, notes, (*path, key, str(i))) for i, m in enumerate(value)]
             if any(a is not b for a, b in zip(new_list, value, strict=True)):
                 put(key, new_list)
         elif isinstance(value, dict):
-            put(key, loosened(value))
+            put(key, loosened(value, notes, (*path, key)))
     return schema if out is None else out
 
 
@@ -139,4 +153,8 @@ def xgr_plan(text: str) -> XgrPlan:
     except ImportError:
         return XgrPlan(json.dumps(schema, separators=(",", ":")), notes, "")
     masked, widenings, refused = widened(schema, _xgr_refusal)
-    return XgrPlan(json.dumps(masked, separators=(",", ":")), (*notes, *widenings), refused)
+    counted: list[Relaxation] = []
+    loosened(masked, counted)  # recorded here; the compile loosens the same text again
+    return XgrPlan(
+        json.dumps(masked, separators=(",", ":")), (*notes, *widenings, *counted), refused
+    )

@@ -35,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "Relaxation",
+    "fitted_strings",
     "mask_schema",
     "pointer",
     "subschemas",
@@ -245,6 +246,37 @@ def united_pattern_properties(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]
             )
         )
         return {**node, "patternProperties": {union: {"anyOf": list(named.values())}}}
+
+    return _map(schema, fix, ()), tuple(notes)
+
+
+def fitted_strings(
+    schema: Any, stops: Callable[[dict[str, Any]], str]
+) -> tuple[Any, tuple[Relaxation, ...]]:
+    """``schema`` with each string schema whose ``pattern`` the engine compiles but cannot run
+    (``stops(string schema)``: the engine's reason, "" when it runs) relaxed: the pattern
+    dropped (any string within the length bounds), then the length bounds too if it still
+    stops. For llguidance's lexer, which builds a pattern's states as the text comes and may
+    run out of them at the string's first token (``too many expressions constructed``)."""
+    notes: list[Relaxation] = []
+
+    def fix(node: Any, path: tuple[str, ...]) -> Any:
+        if not isinstance(node, dict) or not isinstance(node.get("pattern"), str):
+            return node
+        probe = {k: node[k] for k in ("pattern", "minLength", "maxLength") if k in node}
+        reason = stops({"type": "string", **probe})
+        if not reason:
+            return node
+        out = {k: v for k, v in node.items() if k != "pattern"}
+        why = f"the engine's lexer stops on it ({reason}): any string"
+        lengths: dict[str, Any] = {k: probe[k] for k in ("minLength", "maxLength") if k in probe}
+        if lengths and stops({"type": "string", **lengths}):
+            for key in lengths:
+                del out[key]
+            notes.append(Relaxation(pointer(path), ",".join(["pattern", *lengths]), why))
+        else:
+            notes.append(Relaxation(pointer(path), "pattern", why + " within the length bounds"))
+        return out
 
     return _map(schema, fix, ()), tuple(notes)
 

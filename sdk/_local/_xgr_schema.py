@@ -118,10 +118,14 @@ def _xgr_refusal(schema: Any) -> str:
     """xgrammar's reason it cannot build the grammar of ``schema`` ("" when it can)."""
     import xgrammar as xgr
 
+    from sdk._local._layout import bounded_ebnf  # it imports this module
+
+    text = json.dumps(schema, separators=(",", ":"))
     try:
-        xgr.Grammar.from_json_schema(
-            loosened_text(json.dumps(schema, separators=(",", ":"))), strict_mode=True
-        )
+        xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True)
+        ebnf = bounded_ebnf(text)  # what the compile builds under the default layout
+        if ebnf is not None:
+            xgr.Grammar.from_ebnf(ebnf)
     except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
         return _XGRAMMAR_WHERE.sub("", str(exc).strip()) or repr(exc)
     return ""

@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from sdk._backend import Delta, GenerationRequest, Rewound, Usage
-from sdk._constants import DEFAULT_SLOTS
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET, DEFAULT_SLOTS
 from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
 from sdk._local._constrain import check, spec_of
@@ -56,7 +56,7 @@ __all__ = ["LocalBackend", "LocalGeneration"]
 
 logger = logging.getLogger("fieldstream")
 
-_engines: dict[tuple[str, str, str, str | None, str, int], Engine] = {}
+_engines: dict[tuple[str, str, str, str | None, str, int, float | None], Engine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -102,6 +102,12 @@ class LocalBackend:
     4 x 4096); None is the model's training context, at most 4096. Backends with other
     ``slots`` or ``context`` load the model again (llama.cpp: one context each).
 
+    ``mask_compile_budget``: the seconds a JSON Schema's mask may take to compile (default
+    :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`, None for no limit); past it the
+    generation decodes under the widened schema's mask (patterns dropped, else any value: the
+    tracker checks the schema itself) and the exact mask is cached once its compile ends, so a
+    slow compile never stalls the stream or those beside it (``sdk._local._mask_budget``).
+
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
     (``tools=``), each compiled by the runtime's grammar engine (:meth:`check_request`
@@ -128,6 +134,7 @@ class LocalBackend:
         special_tokens_in_content: bool = False,
         slots: int = DEFAULT_SLOTS,
         context: int | None = None,
+        mask_compile_budget: float | None = DEFAULT_MASK_COMPILE_BUDGET,
     ) -> None:
         if runtime is not None and runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
@@ -141,6 +148,10 @@ class LocalBackend:
             raise ValueError(f"slots must be an int >= 1, not {slots!r}")
         if context is not None and context < 1:
             raise ValueError(f"context must be >= 1, not {context}")
+        if mask_compile_budget is not None and not mask_compile_budget > 0:
+            raise ValueError(
+                f"mask_compile_budget must be > 0 seconds or None, not {mask_compile_budget!r}"
+            )
         self.model = model
         self.device = device
         self.dtype = dtype
@@ -157,6 +168,9 @@ class LocalBackend:
         """Generations decoded together (the rest wait in the queue); ``client.batch`` runs as
         many at once by default."""
         self.context = context
+        self.mask_compile_budget = mask_compile_budget
+        """Seconds a JSON Schema's mask may take to compile before the generation decodes
+        under the widened schema's (``sdk._local._mask_budget``); None: no limit."""
         self.last_stats: DecodeStats | None = None
         """Counters of the latest generation (updated live): tokens, forced tokens, forward
         passes, seconds in forward passes and in masks."""
@@ -200,11 +214,16 @@ class LocalBackend:
             self.dtype,
             self.json_format,
             id(loaded),
+            self.mask_compile_budget,
         )
         with _engines_lock:
             engine = _engines.get(key)
             if engine is None:
-                engine = _engines[key] = Engine(loaded, json_format=self.json_format)
+                engine = _engines[key] = Engine(
+                    loaded,
+                    json_format=self.json_format,
+                    mask_compile_budget=self.mask_compile_budget,
+                )
         self._engine = engine
         return engine
 
@@ -226,7 +245,7 @@ class LocalBackend:
             grammars = self._engine.grammars if self._engine is not None else None
             check_llg(request, self.json_format, getattr(grammars, "ll_tokenizer", None))
         else:
-            check(request)
+            check(request, self.mask_compile_budget)
 
     def explain(self, schema: Any) -> MaskReport:
         """What this engine's mask does with ``schema`` (anything :meth:`sdk.Client.stream`
@@ -253,7 +272,9 @@ class LocalBackend:
         return report
 
     def _report(self, text: str, runtime: Runtime) -> MaskReport:
-        return llg_report(text, self.json_format) if runtime == "llama.cpp" else xgr_report(text)
+        if runtime == "llama.cpp":
+            return llg_report(text, self.json_format)
+        return xgr_report(text, self.mask_compile_budget)
 
     def _runtime_ahead(self) -> Runtime | None:
         """The runtime the engine runs (or will, once loaded); None when the arguments name

@@ -171,12 +171,20 @@ class MaskPlan:
     refused: str
 
 
-def _refusal(json_format: JsonFormat) -> Callable[[Any], str]:
+def _refusal(json_format: JsonFormat, built: dict[int, str]) -> Callable[[Any], str]:
+    """llguidance's reason it refuses a schema ("" when it takes it); the grammar of the
+    last schema it took is kept in ``built`` (by the schema's id), so the plan builds it once."""
+
     def refusal(schema: Any) -> str:
         try:
-            return validation_error(schema_grammar(schema, json_format))
+            grammar = schema_grammar(schema, json_format)
+            reason = validation_error(grammar)
         except Exception as exc:  # a malformed schema may fail anywhere in the translation
             return str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+        if not reason:
+            built.clear()
+            built[id(schema)] = grammar
+        return reason
 
     return refusal
 
@@ -261,10 +269,12 @@ def schema_plan(text: str, json_format: JsonFormat) -> MaskPlan:
     compiles (``_mask_schema.widened``)."""
     schema, notes = mask_schema(json.loads(text))
     schema, fitted = fitted_strings(schema, lexer_stops)
-    masked, widenings, refused = widened(schema, _refusal(json_format))
-    return MaskPlan(
-        schema_grammar(masked, json_format), masked, (*notes, *fitted, *widenings), refused
-    )
+    built: dict[int, str] = {}
+    masked, widenings, refused = widened(schema, _refusal(json_format, built))
+    grammar = built.get(id(masked))  # validated as widened() ended: not built again
+    if grammar is None:
+        grammar = schema_grammar(masked, json_format)
+    return MaskPlan(grammar, masked, (*notes, *fitted, *widenings), refused)
 
 
 def validation_error(grammar: str, tokenizer: Any = None) -> str:
@@ -294,6 +304,11 @@ def check_llg(
     try:
         import llguidance  # noqa: F401
     except ImportError:
+        return
+    if spec.kind == "json_schema":
+        # Never refused: widened until llguidance takes it, validated as the plan was made
+        # (a schema's grammar names no special token for the tokenizer to check).
+        schema_plan(spec.text, json_format)
         return
     try:
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)

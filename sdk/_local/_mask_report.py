@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._llg_strict import Closure, closures, strict_schema
 from sdk._local._mask_schema import Relaxation, pointer, subschemas
 
@@ -160,12 +161,12 @@ def _xgr_closures(schema: Any) -> tuple[Closure, ...]:
     return tuple(out)
 
 
-def xgr_report(text: str) -> MaskReport:
+def xgr_report(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> MaskReport:
     """The report of the JSON Schema ``text`` on the torch runtime (xgrammar): read off
     ``_xgr_schema.xgr_plan``, the plan its compile uses."""
     from sdk._local._xgr_schema import xgr_plan
 
-    plan = xgr_plan(text)
+    plan = xgr_plan(text, budget)
     masked = json.loads(plan.text)
     return MaskReport(
         runtime="torch",

@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._mask_schema import (
     Relaxation,
     mask_schema,
@@ -118,14 +120,9 @@ def _xgr_refusal(schema: Any) -> str:
     """xgrammar's reason it cannot build the grammar of ``schema`` ("" when it can)."""
     import xgrammar as xgr
 
-    from sdk._local._layout import bounded_ebnf  # it imports this module
-
     text = json.dumps(schema, separators=(",", ":"))
     try:
         xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True)
-        ebnf = bounded_ebnf(text)  # what the compile builds under the default layout
-        if ebnf is not None:
-            xgr.Grammar.from_ebnf(ebnf)
     except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
         return _XGRAMMAR_WHERE.sub("", str(exc).strip()) or repr(exc)
     return ""
@@ -145,10 +142,25 @@ class XgrPlan:
         self.refused = refused
 
 
+def _timed_refusal(schema: Any, budget: float | None) -> str | None:
+    """:func:`_xgr_refusal` of ``schema``, or None when building its grammar takes over
+    ``budget`` seconds (it goes on in the background: nothing waits on it)."""
+    if budget is None:
+        return _xgr_refusal(schema)
+    from sdk._local._mask_budget import in_thread
+
+    try:
+        return in_thread(lambda: _xgr_refusal(schema)).result(timeout=budget)
+    except FutureTimeout:
+        return None
+
+
 @functools.lru_cache(maxsize=64)
-def xgr_plan(text: str) -> XgrPlan:
+def xgr_plan(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> XgrPlan:
     """The schema xgrammar masks for the JSON Schema ``text`` (cached: the request's check and
-    its compile share it). Without xgrammar installed, the never-narrower rewrite alone."""
+    its compile share it). Without xgrammar installed, the never-narrower rewrite alone. A
+    schema whose grammar takes over ``budget`` seconds to build is masked without its patterns
+    (``_mask_budget.without_patterns``), or as any value if that too takes over it."""
     schema, notes = mask_schema(json.loads(text))
     schema, united = united_pattern_properties(schema)
     notes = (*notes, *united)
@@ -156,7 +168,21 @@ def xgr_plan(text: str) -> XgrPlan:
         import xgrammar  # noqa: F401
     except ImportError:
         return XgrPlan(json.dumps(schema, separators=(",", ":")), notes, "")
-    masked, widenings, refused = widened(schema, _xgr_refusal)
+    first = _timed_refusal(schema, budget)
+    if first is None and budget is not None:  # too slow to check: the widened schema's mask
+        from sdk._local._mask_budget import without_patterns
+
+        slow = f"its grammar took over the {budget} s budget to build"
+        wider, dropped = without_patterns(schema)
+        if dropped and _timed_refusal(wider, budget / 4) == "":
+            return XgrPlan(json.dumps(wider, separators=(",", ":")), (*notes, *dropped), slow)
+        return XgrPlan("{}", (*notes, Relaxation("/", "*", f"{slow}: any value")), slow)
+    checked = schema  # its reason is known: not built again
+
+    def refusal(candidate: Any) -> str:
+        return first if candidate is checked and first is not None else _xgr_refusal(candidate)
+
+    masked, widenings, refused = widened(schema, refusal)
     counted: list[Relaxation] = []
     loosened(masked, counted)  # recorded here; the compile loosens the same text again
     return XgrPlan(

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
@@ -22,6 +22,7 @@ from sdk._backend import Backend, Delta, GenerationRequest, Message, check_reque
 from sdk._batch import BatchResult, run_batch
 from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
+from sdk._errors import UnsupportedConstraint
 from sdk._http.openai import DEFAULT_API, Api, Server, ServerOptions, openai_sdk_backend
 from sdk._merge import merge_headers, merge_query
 from sdk._options import RequestOptions, split_options
@@ -32,6 +33,9 @@ from sdk._schema import schema_name
 from sdk._stream._stream import Stream
 from sdk._trackers._segments import TaggedText
 from sdk._trackers._target import compile_target, request_fields
+
+if TYPE_CHECKING:
+    from sdk._local._mask_report import MaskReport
 
 __all__ = ["Client"]
 
@@ -217,6 +221,20 @@ class Client:
         """The backend requests go to."""
         return self._backend
 
+    def explain(self, schema: Any) -> MaskReport:
+        """What the local engine's mask does with ``schema`` before any run (nothing is
+        loaded): ``LocalBackend.explain`` (paths masked exactly, widened and why, objects the
+        strict rule closes, key order). Raises :class:`~sdk.UnsupportedConstraint` on a
+        backend without masks (a server: it enforces the schema its own way)."""
+        explain = getattr(self._backend, "explain", None)
+        if not callable(explain):
+            raise UnsupportedConstraint(
+                f"explain() is the local engine's: {type(self._backend).__name__} has no mask "
+                "to explain (use Client.local())"
+            )
+        report: MaskReport = explain(schema)
+        return report
+
     @overload
     def stream(
         self,
@@ -334,13 +352,19 @@ class Client:
             **request,
         )
         check_request(self._backend, template)
+        explain = getattr(self._backend, "mask_report", None)  # the local engine's (debug log)
         trace = {
             "gen_ai.request.model": template.model or getattr(self._backend, "model", None),
             "gen_ai.request.max_tokens": template.max_tokens,
             "gen_ai.request.temperature": template.temperature,
             "server.address": _host(getattr(self._backend, "url", None)),
         }
-        return Stream(_Requests(self._backend, template), compiled, config, trace=trace)
+        stream: Stream[Any] = Stream(
+            _Requests(self._backend, template), compiled, config, trace=trace
+        )
+        if callable(explain):
+            stream.mask_report = explain(template)
+        return stream
 
     @overload
     def batch(

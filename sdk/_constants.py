@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_JITTER",
     "DEFAULT_KEEPALIVE_EXPIRY",
+    "DEFAULT_MASK_COMPILE_BUDGET",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_DELAY",
@@ -109,6 +110,14 @@ blocks its event loop at most this long per check."""
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 """Bytes a pending line of a streamed response, or one event's data, may reach (16 MiB): the
 HTTP backends' framing (server-sent events, JSON lines) and their read loop."""
+
+DEFAULT_MASK_COMPILE_BUDGET: Final = 0.5
+"""Seconds the local engine waits for a JSON Schema's mask to compile (``Client.local(
+mask_compile_budget=)``, ``LocalBackend(mask_compile_budget=)``; None waits as long as it
+takes): past it, the generation decodes under the widened schema's mask (its patterns dropped,
+else any JSON value; the tracker checks the schema itself) and the exact one is cached when its
+compile ends (``sdk._local._mask_budget``): a first mask takes at most about 1.25 times it.
+On the schema corpus only xgrammar's slowest compiles pass it (docs/benchmarks.md)."""
 
 DEFAULT_SLOTS: Final = 4
 """Generations one loaded local model decodes together (``Client.local(slots=)``,

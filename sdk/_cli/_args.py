@@ -197,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     out = parser.add_argument_group("output")
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="local engine: print what its mask does with the schema (parts widened and why, "
+        "objects the strict rule closes, key order) and exit 0, without generating",
+    )
     view = out.add_mutually_exclusive_group()
     view.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
     view.add_argument(
@@ -251,6 +257,8 @@ def check_combinations(args: argparse.Namespace) -> None:
             if value:
                 raise UsageError(f"{flag} is for a server: give --base-url or --provider too")
     else:
+        if args.explain:
+            raise UsageError("--explain is for the local engine's mask, not a server")
         if args.device is not None:
             raise UsageError("--device is for the local engine, not a server (--base-url)")
         if args.no_jump_forward:

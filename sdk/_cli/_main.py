@@ -101,6 +101,8 @@ def run(
     clock = _Clock()
     rate = _Rate(clock)
     report = _make_report(args, stdout, stderr, rate)
+    if args.explain:
+        return _explain(args, report, stdout, parser, stderr, clock)
     try:
         prompt = read_prompt(args, stdin)
         check_combinations(args)
@@ -124,6 +126,34 @@ def run(
         )
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         return _fail(report, exc, exit_code_for(exc), clock, rate.stream)
+
+
+def _explain(
+    args: argparse.Namespace,
+    report: Report,
+    stdout: TextIO,
+    parser: argparse.ArgumentParser,
+    stderr: TextIO,
+    clock: _Clock,
+) -> int:
+    """``--explain``: the local engine's :class:`~sdk._local._mask_report.MaskReport` of the
+    schema on stdout (JSON with ``--json``), exit 0; no prompt is read, no model loaded."""
+    try:
+        check_combinations(args)
+    except UsageError as exc:
+        parser.print_usage(stderr)
+        return _fail(report, exc, ExitCode.USAGE, clock)
+    from sdk._local import LocalBackend
+
+    try:
+        schema = load_schema(args.schema)
+        backend = LocalBackend(model=args.model, device=args.device, runtime=args.runtime)
+        explained = backend.explain(schema)
+    except (SchemaSourceError, SchemaError, ValueError) as exc:
+        return _fail(report, exc, ExitCode.USAGE, clock)
+    stdout.write(json.dumps(explained.as_dict()) if args.json else str(explained))
+    stdout.write("\n")
+    return ExitCode.OK
 
 
 def _batch(

@@ -25,24 +25,28 @@ output now ends, which a delta has no place for, and ``async for`` needs no chan
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import threading
 from collections import deque
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 import anyio
 
 from sdk._backend import Delta, GenerationRequest, Rewound, Usage
-from sdk._constants import DEFAULT_SLOTS
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET, DEFAULT_SLOTS
 from sdk._constraints import callable_tools
 from sdk._errors import BackendError, StreamError, StreamUsageError
-from sdk._local._constrain import check
+from sdk._local._constrain import check, spec_of
 from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._deps import require
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
 from sdk._local._llg_specs import check_llg
+from sdk._local._mask_report import MaskReport, llg_report, xgr_report
 from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
@@ -50,7 +54,9 @@ from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
-_engines: dict[tuple[str, str, str, str | None, str, int], Engine] = {}
+logger = logging.getLogger("fieldstream")
+
+_engines: dict[tuple[str, str, str, str | None, str, int, float | None], Engine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -96,6 +102,12 @@ class LocalBackend:
     4 x 4096); None is the model's training context, at most 4096. Backends with other
     ``slots`` or ``context`` load the model again (llama.cpp: one context each).
 
+    ``mask_compile_budget``: the seconds a JSON Schema's mask may take to compile (default
+    :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`, None for no limit); past it the
+    generation decodes under the widened schema's mask (patterns dropped, else any value: the
+    tracker checks the schema itself) and the exact mask is cached once its compile ends, so a
+    slow compile never stalls the stream or those beside it (``sdk._local._mask_budget``).
+
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
     (``tools=``), each compiled by the runtime's grammar engine (:meth:`check_request`
@@ -122,6 +134,7 @@ class LocalBackend:
         special_tokens_in_content: bool = False,
         slots: int = DEFAULT_SLOTS,
         context: int | None = None,
+        mask_compile_budget: float | None = DEFAULT_MASK_COMPILE_BUDGET,
     ) -> None:
         if runtime is not None and runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
@@ -135,6 +148,10 @@ class LocalBackend:
             raise ValueError(f"slots must be an int >= 1, not {slots!r}")
         if context is not None and context < 1:
             raise ValueError(f"context must be >= 1, not {context}")
+        if mask_compile_budget is not None and not mask_compile_budget > 0:
+            raise ValueError(
+                f"mask_compile_budget must be > 0 seconds or None, not {mask_compile_budget!r}"
+            )
         self.model = model
         self.device = device
         self.dtype = dtype
@@ -151,6 +168,9 @@ class LocalBackend:
         """Generations decoded together (the rest wait in the queue); ``client.batch`` runs as
         many at once by default."""
         self.context = context
+        self.mask_compile_budget = mask_compile_budget
+        """Seconds a JSON Schema's mask may take to compile before the generation decodes
+        under the widened schema's (``sdk._local._mask_budget``); None: no limit."""
         self.last_stats: DecodeStats | None = None
         """Counters of the latest generation (updated live): tokens, forced tokens, forward
         passes, seconds in forward passes and in masks."""
@@ -194,11 +214,16 @@ class LocalBackend:
             self.dtype,
             self.json_format,
             id(loaded),
+            self.mask_compile_budget,
         )
         with _engines_lock:
             engine = _engines.get(key)
             if engine is None:
-                engine = _engines[key] = Engine(loaded, json_format=self.json_format)
+                engine = _engines[key] = Engine(
+                    loaded,
+                    json_format=self.json_format,
+                    mask_compile_budget=self.mask_compile_budget,
+                )
         self._engine = engine
         return engine
 
@@ -220,7 +245,36 @@ class LocalBackend:
             grammars = self._engine.grammars if self._engine is not None else None
             check_llg(request, self.json_format, getattr(grammars, "ll_tokenizer", None))
         else:
-            check(request)
+            check(request, self.mask_compile_budget)
+
+    def explain(self, schema: Any) -> MaskReport:
+        """What this engine's mask does with ``schema`` (anything :meth:`sdk.Client.stream`
+        takes as a schema: a model, a type, a JSON Schema dict), without loading the model:
+        which parts it masks exactly, which it widens and why, which objects the strict rule
+        closes, the order it writes properties in (:class:`~sdk._local._mask_report.MaskReport`,
+        read off the plan the compile uses). Raises :class:`~sdk.SchemaError` for an unusable
+        schema, ValueError when the arguments name no runtime that can run the model."""
+        from sdk._schema import compile_schema
+
+        text = json.dumps(compile_schema(schema).schema_dict(), separators=(",", ":"))
+        return self._report(text, choose_runtime(self.runtime, self.model, self.device))
+
+    def mask_report(self, request: GenerationRequest) -> MaskReport | None:
+        """:meth:`explain` of the JSON Schema ``request`` is decoded under (None for another
+        constraint, tools or ``mode="none"``), logged at DEBUG on the ``fieldstream`` logger:
+        what :meth:`sdk.Client.stream` puts on ``Stream.mask_report``."""
+        spec = spec_of(request) if not request.tools else None
+        runtime = self._runtime_ahead()
+        if spec is None or spec.kind != "json_schema" or runtime is None:
+            return None
+        report = self._report(spec.text, runtime)
+        logger.debug("local engine, schema %r: %s", request.schema_name, report.summary())
+        return report
+
+    def _report(self, text: str, runtime: Runtime) -> MaskReport:
+        if runtime == "llama.cpp":
+            return llg_report(text, self.json_format)
+        return xgr_report(text, self.mask_compile_budget)
 
     def _runtime_ahead(self) -> Runtime | None:
         """The runtime the engine runs (or will, once loaded); None when the arguments name

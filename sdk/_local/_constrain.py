@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sdk._backend import GenerationRequest
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag, callable_tools
 from sdk._errors import UnsupportedConstraint
 from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
@@ -158,7 +159,7 @@ def check_options(request: GenerationRequest) -> None:
         )
 
 
-def check(request: GenerationRequest) -> None:
+def check(request: GenerationRequest, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine cannot constrain
     ``request`` (see the module docstring). A JSON Schema is widened here where xgrammar
     refuses it, never refused. Without xgrammar installed
@@ -174,7 +175,7 @@ def check(request: GenerationRequest) -> None:
     if spec.kind == "json_schema":
         from sdk._local._xgr_schema import xgr_plan
 
-        xgr_plan(spec.text)  # widened where xgrammar refuses it: never refused (_mask_schema)
+        xgr_plan(spec.text, budget)  # widened where xgrammar refuses it (_mask_schema)
         return
     try:
         if spec.kind == "ebnf":

@@ -30,7 +30,10 @@ __all__ = ["Engine", "grammars_for"]
 
 
 def grammars_for(
-    loaded: LoadedModel, json_format: JsonFormat, stop_ids: frozenset[int]
+    loaded: LoadedModel,
+    json_format: JsonFormat,
+    stop_ids: frozenset[int],
+    budget: float | None = None,
 ) -> Grammars | LlgGrammars:
     """The masks of ``loaded``'s runtime: llguidance's over llama.cpp's own vocabulary on the
     llama.cpp runtime (numpy logits, no torch: ``_llg_grammar``), xgrammar's over the
@@ -43,20 +46,33 @@ def grammars_for(
             tokenizer.vocab_bytes,
             json_format=json_format,
             stop_token_ids=stop_ids,
+            budget=budget,
         )
-    return Grammars(tokenizer, forward.vocab_size, json_format=json_format, stop_token_ids=stop_ids)
+    return Grammars(
+        tokenizer,
+        forward.vocab_size,
+        json_format=json_format,
+        stop_token_ids=stop_ids,
+        budget=budget,
+    )
 
 
 class Engine:
     """A model, its tokenizer and its grammar compiler; its generations decode together in the
     model's scheduler."""
 
-    def __init__(self, loaded: LoadedModel, *, json_format: JsonFormat = "bounded") -> None:
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        *,
+        json_format: JsonFormat = "bounded",
+        mask_compile_budget: float | None = None,
+    ) -> None:
         self.loaded = loaded
         forward, tokenizer = loaded.forward, loaded.tokenizer
         self.stop_ids: frozenset[int] = _eos_ids(forward.stop_token_ids, tokenizer)
         """Tokens that end a generation."""
-        self.grammars = grammars_for(loaded, json_format, self.stop_ids)
+        self.grammars = grammars_for(loaded, json_format, self.stop_ids, mask_compile_budget)
         """The masks (see :func:`grammars_for`)."""
         self.context_length: int | None = forward.context_length
         self.draft_memory = DraftMemory()

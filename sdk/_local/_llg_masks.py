@@ -29,7 +29,8 @@ from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_specs import llg_grammar
+from sdk._local._llg_specs import llg_grammar, schema_grammar, schema_plan
+from sdk._local._mask_budget import CompileBudget, without_patterns
 
 __all__ = ["LlgConstraint", "LlgGrammars", "fill_masks"]
 
@@ -75,7 +76,11 @@ class LlgGrammars:
         stop_token_ids: Collection[int] | None = None,
         max_items_in_row: int = MAX_ITEMS_IN_ROW,
         step_max_items: int = STEP_MAX_ITEMS,
+        budget: float | None = None,
     ) -> None:
+        self.budget = CompileBudget(budget)
+        """How long a JSON Schema's compile may take before the widened schema's mask is
+        used (``sdk._local._mask_budget``; None: no limit)."""
         self._llg = require("llguidance")
         self._np = require("numpy")
         require("llguidance.numpy")
@@ -119,15 +124,38 @@ class LlgGrammars:
             if hit is not None:
                 self._specs.move_to_end(spec)
                 return hit
-        grammar = llg_grammar(spec, self.json_format)
+        if spec.kind == "json_schema":  # within the budget, else the widened schema's mask
+            compiled, exact = self.budget.run(
+                lambda: self._matcher(llg_grammar(spec, self.json_format), spec.kind),
+                lambda level: self._matcher(self._wider(spec.text, level), spec.kind),
+                lambda late: self._store(spec, late),
+                "a JSON Schema (llguidance)",
+            )
+            return self._store(spec, compiled, exact)
+        return self._store(spec, self._matcher(llg_grammar(spec, self.json_format), spec.kind))
+
+    def _matcher(self, grammar: str, kind: str) -> _Compiled:
         # The matcher compiles the grammar (once); a grammar it refuses leaves it in error.
         matcher = self._llg.LLMatcher(self.ll_tokenizer, grammar, log_level=0, limits=self.limits)
         if matcher.is_error():
             reason = str(matcher.get_error()).strip()
-            raise ValueError(f"llguidance cannot compile the {spec.kind}: {reason}")
-        compiled = _Compiled(grammar, matcher)
+            raise ValueError(f"llguidance cannot compile the {kind}: {reason}")
+        return _Compiled(grammar, matcher)
+
+    def _wider(self, text: str, level: int) -> str:
+        """The grammar of the widened schema: the plan's without patterns (1), any value (2)."""
+        masked = schema_plan(text, self.json_format).masked
+        schema = without_patterns(masked)[0] if level == 1 else {}
+        return schema_grammar(schema, self.json_format)
+
+    def _store(self, spec: GrammarSpec, compiled: _Compiled, exact: bool = True) -> _Compiled:
+        """Cache ``compiled``; a widened one never replaces the exact one (a late compile
+        that ended first)."""
         with self._lock:
+            if not exact and spec in self._specs:
+                return self._specs[spec]
             self._specs[spec] = compiled
+            self._specs.move_to_end(spec)
             while len(self._specs) > _SPEC_CACHE:
                 self._specs.popitem(last=False)
         return compiled

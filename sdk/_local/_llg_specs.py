@@ -38,16 +38,19 @@ from sdk._local._llg_gbnf import gbnf_lark
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
-from sdk._local._mask_schema import Relaxation, mask_schema, widened
+from sdk._local._mask_schema import Relaxation, fitted_strings, mask_schema, widened
 
 __all__ = [
     "BOUNDED_GAP",
+    "PROBE_VOCAB",
     "MaskPlan",
     "check_llg",
     "json_segment",
     "laid_out_schema",
     "layout_options",
+    "lexer_stops",
     "llg_grammar",
+    "schema_grammar",
     "schema_plan",
     "validation_error",
 ]
@@ -142,9 +145,9 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
     return lark if lark.startswith("{") else str(matcher.grammar_from_lark(lark))
 
 
-def _schema_grammar(schema: Any, json_format: JsonFormat) -> str:
-    """The grammar of a (mask) schema: strict, its structure written by ``_llg_json`` where it
-    knows it, else llguidance's JSON compiler."""
+def schema_grammar(schema: Any, json_format: JsonFormat) -> str:
+    """The llguidance grammar of a (mask) schema: strict, its structure written by
+    ``_llg_json`` where it knows it, else llguidance's JSON compiler."""
     matcher = require("llguidance").LLMatcher
     schema = strict_schema(schema)
     if not isinstance(schema, dict):
@@ -168,25 +171,110 @@ class MaskPlan:
     refused: str
 
 
-def _refusal(json_format: JsonFormat) -> Callable[[Any], str]:
+def _refusal(json_format: JsonFormat, built: dict[int, str]) -> Callable[[Any], str]:
+    """llguidance's reason it refuses a schema ("" when it takes it); the grammar of the
+    last schema it took is kept in ``built`` (by the schema's id), so the plan builds it once."""
+
     def refusal(schema: Any) -> str:
         try:
-            return validation_error(_schema_grammar(schema, json_format))
+            grammar = schema_grammar(schema, json_format)
+            reason = validation_error(grammar)
         except Exception as exc:  # a malformed schema may fail anywhere in the translation
             return str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+        if not reason:
+            built.clear()
+            built[id(schema)] = grammar
+        return reason
 
     return refusal
+
+
+PROBE_VOCAB = 4096
+"""Tokens of the vocabulary the lexer probe masks with (:func:`lexer_stops`): the 256 bytes,
+then seeded pseudo-words of 2 to 12 characters. Enough to reproduce the lexer's stop on the
+corpus's pattern (it stops there with 1,000 as with the packaged model's 49,152)."""
+
+_PROBE_TEXT = b'"a a'
+"""What the probe feeds a string: its opening quote, a word, a space, a word (where a pattern's
+lexer first runs out of states)."""
+
+
+@functools.cache
+def _probe_tokenizer() -> Any:
+    """A synthetic llguidance tokenizer of :data:`PROBE_VOCAB` tokens, token ``b`` the byte
+    ``b`` (no model needed: the probe runs when the request is checked, before any load)."""
+    import random
+
+    llg = require("llguidance")
+    rnd = random.Random(42)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \n\t.,:;-_/\"'()[]{}"
+    tokens = [bytes([b]) for b in range(256)]
+    seen = set(tokens)
+    while len(tokens) < PROBE_VOCAB - 1:
+        word = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 12))).encode()
+        if rnd.random() < 0.5:
+            word = b" " + word[1:]
+        if word not in seen:
+            seen.add(word)
+            tokens.append(word)
+    tokens.append(b"<|probe-eos|>")
+
+    class _Vocab:
+        eos_token_id = len(tokens) - 1
+        bos_token_id = None
+
+        def __init__(self) -> None:
+            self.tokens = tokens
+            self.special_token_ids = [len(tokens) - 1]
+
+        def __call__(self, text: bytes | str) -> list[int]:
+            return list(text.encode() if isinstance(text, str) else text)
+
+    return llg.LLTokenizer(llg.TokenizerWrapper(_Vocab()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _lexer_stop(text: str) -> str:
+    llg = require("llguidance")
+    grammar = schema_grammar(json.loads(text), "compact")
+    if validation_error(grammar):
+        return ""  # refused outright: widened() relaxes it, with llguidance's reason
+    matcher = llg.LLMatcher(_probe_tokenizer(), grammar, log_level=0)
+    for byte in _PROBE_TEXT:
+        matcher.compute_logit_bias()
+        if matcher.is_error():
+            lines = str(matcher.get_error()).strip().splitlines()  # its reason, then a dump
+            return lines[0].removeprefix("lexer error: ") if lines else "the lexer stopped"
+        if matcher.validate_tokens([byte]) != 1:
+            return ""  # the pattern takes no such text: nothing further to probe
+        matcher.consume_token(byte)
+    return ""
+
+
+def lexer_stops(schema: dict[str, Any]) -> str:
+    """llguidance's reason its lexer stops in a string of ``schema`` (a string schema: its
+    ``pattern`` and lengths), "" when it runs: the grammar compiles, yet the lexer may run out
+    of states at the string's first token (``too many expressions constructed``: a
+    ``BackendError`` mid-generation). Found by masking the string's first bytes with
+    :data:`PROBE_VOCAB` synthetic tokens (cached by the schema)."""
+    return _lexer_stop(json.dumps(schema, separators=(",", ":"), sort_keys=True))
 
 
 @functools.lru_cache(maxsize=64)
 def schema_plan(text: str, json_format: JsonFormat) -> MaskPlan:
     """The mask of the JSON Schema ``text`` on llguidance (cached: the request's check and
-    its compile share it): the caller's schema never narrowed (``_mask_schema.mask_schema``)
-    and, where llguidance still refuses it, widened until it compiles
-    (``_mask_schema.widened``)."""
+    its compile share it): the caller's schema never narrowed (``_mask_schema.mask_schema``),
+    each string whose pattern would stop llguidance's lexer relaxed (:func:`lexer_stops`,
+    ``_mask_schema.fitted_strings``) and, where llguidance still refuses it, widened until it
+    compiles (``_mask_schema.widened``)."""
     schema, notes = mask_schema(json.loads(text))
-    masked, widenings, refused = widened(schema, _refusal(json_format))
-    return MaskPlan(_schema_grammar(masked, json_format), masked, (*notes, *widenings), refused)
+    schema, fitted = fitted_strings(schema, lexer_stops)
+    built: dict[int, str] = {}
+    masked, widenings, refused = widened(schema, _refusal(json_format, built))
+    grammar = built.get(id(masked))  # validated as widened() ended: not built again
+    if grammar is None:
+        grammar = schema_grammar(masked, json_format)
+    return MaskPlan(grammar, masked, (*notes, *fitted, *widenings), refused)
 
 
 def validation_error(grammar: str, tokenizer: Any = None) -> str:
@@ -216,6 +304,11 @@ def check_llg(
     try:
         import llguidance  # noqa: F401
     except ImportError:
+        return
+    if spec.kind == "json_schema":
+        # Never refused: widened until llguidance takes it, validated as the plan was made
+        # (a schema's grammar names no special token for the tokenizer to check).
+        schema_plan(spec.text, json_format)
         return
     try:
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)

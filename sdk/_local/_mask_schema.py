@@ -33,7 +33,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Relaxation", "mask_schema", "subschemas", "united_pattern_properties", "widened"]
+__all__ = [
+    "Relaxation",
+    "fitted_strings",
+    "mask_schema",
+    "pointer",
+    "subschemas",
+    "united_pattern_properties",
+    "widened",
+]
 
 _ONE = (
     *("additionalProperties", "items", "not", "if", "then", "else", "contains"),
@@ -61,7 +69,8 @@ class Relaxation:
     kind: str = "widened"
 
 
-def _pointer(path: tuple[str, ...]) -> str:
+def pointer(path: tuple[str, ...]) -> str:
+    """``path`` (steps) as a JSON pointer; ``/`` for the root."""
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path) or "/"
 
 
@@ -164,7 +173,7 @@ def mask_schema(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]:
         if not isinstance(node, dict):
             return node
         out = dict(node)
-        where = _pointer(path)
+        where = pointer(path)
         if isinstance(out.get("format"), str):
             del out["format"]
             notes.append(
@@ -233,10 +242,41 @@ def united_pattern_properties(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]
         union = "|".join(f"(?:{p})" for p in named)
         notes.append(
             Relaxation(
-                _pointer(path), "patternProperties", "several patterns: one rule for their union"
+                pointer(path), "patternProperties", "several patterns: one rule for their union"
             )
         )
         return {**node, "patternProperties": {union: {"anyOf": list(named.values())}}}
+
+    return _map(schema, fix, ()), tuple(notes)
+
+
+def fitted_strings(
+    schema: Any, stops: Callable[[dict[str, Any]], str]
+) -> tuple[Any, tuple[Relaxation, ...]]:
+    """``schema`` with each string schema whose ``pattern`` the engine compiles but cannot run
+    (``stops(string schema)``: the engine's reason, "" when it runs) relaxed: the pattern
+    dropped (any string within the length bounds), then the length bounds too if it still
+    stops. For llguidance's lexer, which builds a pattern's states as the text comes and may
+    run out of them at the string's first token (``too many expressions constructed``)."""
+    notes: list[Relaxation] = []
+
+    def fix(node: Any, path: tuple[str, ...]) -> Any:
+        if not isinstance(node, dict) or not isinstance(node.get("pattern"), str):
+            return node
+        probe = {k: node[k] for k in ("pattern", "minLength", "maxLength") if k in node}
+        reason = stops({"type": "string", **probe})
+        if not reason:
+            return node
+        out = {k: v for k, v in node.items() if k != "pattern"}
+        why = f"the engine's lexer stops on it ({reason}): any string"
+        lengths: dict[str, Any] = {k: probe[k] for k in ("minLength", "maxLength") if k in probe}
+        if lengths and stops({"type": "string", **lengths}):
+            for key in lengths:
+                del out[key]
+            notes.append(Relaxation(pointer(path), ",".join(["pattern", *lengths]), why))
+        else:
+            notes.append(Relaxation(pointer(path), "pattern", why + " within the length bounds"))
+        return out
 
     return _map(schema, fix, ()), tuple(notes)
 
@@ -276,7 +316,7 @@ def _cut(schema: Any, depth: int, notes: list[Relaxation], reason: str) -> Any:
             return node
         if level >= depth:
             if set(node) - _ANNOTATIONS:
-                notes.append(Relaxation(_pointer(path), "*", reason))
+                notes.append(Relaxation(pointer(path), "*", reason))
             return {}
         out: dict[str, Any] | None = None
         for step, sub in list(subschemas(node)):
@@ -314,7 +354,7 @@ def widened(schema: Any, refusal: Callable[[Any], str]) -> tuple[Any, tuple[Rela
         if not isinstance(node, dict):
             return node
         out = dict(node)
-        where = _pointer(path)
+        where = pointer(path)
         pattern = out.get("pattern")
         if isinstance(pattern, str) and not pattern_ok(pattern):
             del out["pattern"]

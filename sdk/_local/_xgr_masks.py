@@ -33,6 +33,7 @@ from sdk._local._layout import (
     laid_out,
     layout_options,
 )
+from sdk._local._mask_budget import CompileBudget, without_patterns
 from sdk._local._xgr_schema import loosened_text, xgr_plan
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
@@ -60,7 +61,11 @@ class Grammars:
         *,
         json_format: JsonFormat = "bounded",
         stop_token_ids: Collection[int] | None = None,
+        budget: float | None = None,
     ) -> None:
+        self.budget = CompileBudget(budget)
+        """How long a JSON Schema's compile may take before the widened schema's mask is
+        used (``sdk._local._mask_budget``; None: no limit)."""
         xgr = require("xgrammar")
         torch = require("torch")
         if json_format not in JSON_FORMATS:
@@ -103,12 +108,21 @@ class Grammars:
             GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
         )
 
-    def _compile_schema(self, text: str) -> Any:
-        text = xgr_plan(text).text  # never narrower than the caller's schema (_mask_schema)
+    def _compile_schema(self, text: str, level: int = 0) -> Any:
+        """The compiled mask of the JSON Schema ``text``: its plan (``xgr_plan``), or for the
+        budget's fallback the plan without patterns (``level`` 1) or any value (2)."""
+        # Never narrower than the caller's schema (_mask_schema); the check's plan.
+        text = xgr_plan(text, self.budget.seconds).text
+        if level:
+            wider = without_patterns(json.loads(text))[0] if level == 1 else {}
+            text = json.dumps(wider, separators=(",", ":"))
         if self.json_format == "bounded":
             ebnf = bounded_ebnf(text)
             if ebnf is not None:
-                return self._compiler.compile_grammar(ebnf)
+                try:
+                    return self._compiler.compile_grammar(ebnf)
+                except RuntimeError:  # the layout's rewrite of a grammar xgrammar built
+                    pass  # the layout bounded by characters instead (layout_options)
         options = layout_options(self.json_format)
         return self._compiler.compile_json_schema(loosened_text(text), strict_mode=True, **options)
 
@@ -121,9 +135,15 @@ class Grammars:
                 self._specs.move_to_end(spec)
                 return hit
         compiler = self._compiler
-        if spec.kind == "json_schema":
-            grammar = self._compile_schema(spec.text)
-        elif spec.kind == "ebnf":
+        if spec.kind == "json_schema":  # within the budget, else the widened schema's mask
+            grammar, exact = self.budget.run(
+                lambda: self._compile_schema(spec.text),
+                lambda level: self._compile_schema(spec.text, level),
+                lambda late: self._store(spec, _Compiled(late)),
+                "a JSON Schema (xgrammar)",
+            )
+            return self._store(spec, _Compiled(grammar), exact)
+        if spec.kind == "ebnf":
             grammar = compiler.compile_grammar(spec.text)
         elif spec.kind == "regex":
             grammar = compiler.compile_regex(spec.text)
@@ -132,9 +152,16 @@ class Grammars:
         else:
             tag = laid_out(json.loads(spec.text), self.json_format)
             grammar = compiler.compile_structural_tag(json.dumps(tag))
-        compiled = _Compiled(grammar)
+        return self._store(spec, _Compiled(grammar))
+
+    def _store(self, spec: GrammarSpec, compiled: _Compiled, exact: bool = True) -> _Compiled:
+        """Cache ``compiled``; a widened one never replaces the exact one (a late compile
+        that ended first)."""
         with self._lock:
+            if not exact and spec in self._specs:
+                return self._specs[spec]
             self._specs[spec] = compiled
+            self._specs.move_to_end(spec)
             while len(self._specs) > _SPEC_CACHE:
                 self._specs.popitem(last=False)
         return compiled

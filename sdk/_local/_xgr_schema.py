@@ -16,11 +16,14 @@ from __future__ import annotations
 import functools
 import json
 import re
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._mask_schema import (
     Relaxation,
     mask_schema,
+    pointer,
     united_pattern_properties,
     widened,
 )
@@ -49,10 +52,11 @@ _SCHEMA_ONE = (
 )
 
 
-def loosened(schema: Any) -> Any:
+def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str, ...] = ()) -> Any:
     """``schema`` with every ``pattern`` loosened (see the module docstring); the schema's data
     (``const``, ``enum``, ``default``, ``examples``...) and anything else untouched. Returns
-    ``schema`` itself when nothing changes."""
+    ``schema`` itself when nothing changes. Each pattern loosened is added to ``notes`` (when
+    given) as a :class:`~sdk._local._mask_schema.Relaxation` at its ``path``."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] | None = None
@@ -70,20 +74,32 @@ def loosened(schema: Any) -> Any:
             put("pattern", loosen_counts(pattern, MAX_MASK_COUNT))
         except EcmaRegexError:
             pass  # not the client's to fix: xgrammar says what is wrong with it
+        else:
+            if notes is not None and out is not None:
+                notes.append(
+                    Relaxation(
+                        pointer(path),
+                        "pattern",
+                        f"a count over {MAX_MASK_COUNT} written {{k,}} (xgrammar's compile time)",
+                    )
+                )
     for key in _SCHEMA_MAPS:
         members = schema.get(key)
         if isinstance(members, dict):
-            new = {name: loosened(member) for name, member in members.items()}
+            new = {
+                name: loosened(member, notes, (*path, key, name))
+                for name, member in members.items()
+            }
             if any(new[name] is not members[name] for name in members):
                 put(key, new)
     for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
         value = schema.get(key)
         if isinstance(value, list):  # also draft-04's array form of items
-            new_list = [loosened(member) for member in value]
+            new_list = [loosened(m, notes, (*path, key, str(i))) for i, m in enumerate(value)]
             if any(a is not b for a, b in zip(new_list, value, strict=True)):
                 put(key, new_list)
         elif isinstance(value, dict):
-            put(key, loosened(value))
+            put(key, loosened(value, notes, (*path, key)))
     return schema if out is None else out
 
 
@@ -104,10 +120,9 @@ def _xgr_refusal(schema: Any) -> str:
     """xgrammar's reason it cannot build the grammar of ``schema`` ("" when it can)."""
     import xgrammar as xgr
 
+    text = json.dumps(schema, separators=(",", ":"))
     try:
-        xgr.Grammar.from_json_schema(
-            loosened_text(json.dumps(schema, separators=(",", ":"))), strict_mode=True
-        )
+        xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True)
     except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
         return _XGRAMMAR_WHERE.sub("", str(exc).strip()) or repr(exc)
     return ""
@@ -127,10 +142,25 @@ class XgrPlan:
         self.refused = refused
 
 
+def _timed_refusal(schema: Any, budget: float | None) -> str | None:
+    """:func:`_xgr_refusal` of ``schema``, or None when building its grammar takes over
+    ``budget`` seconds (it goes on in the background: nothing waits on it)."""
+    if budget is None:
+        return _xgr_refusal(schema)
+    from sdk._local._mask_budget import in_thread
+
+    try:
+        return in_thread(lambda: _xgr_refusal(schema)).result(timeout=budget)
+    except FutureTimeout:
+        return None
+
+
 @functools.lru_cache(maxsize=64)
-def xgr_plan(text: str) -> XgrPlan:
+def xgr_plan(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> XgrPlan:
     """The schema xgrammar masks for the JSON Schema ``text`` (cached: the request's check and
-    its compile share it). Without xgrammar installed, the never-narrower rewrite alone."""
+    its compile share it). Without xgrammar installed, the never-narrower rewrite alone. A
+    schema whose grammar takes over ``budget`` seconds to build is masked without its patterns
+    (``_mask_budget.without_patterns``), or as any value if that too takes over it."""
     schema, notes = mask_schema(json.loads(text))
     schema, united = united_pattern_properties(schema)
     notes = (*notes, *united)
@@ -138,5 +168,23 @@ def xgr_plan(text: str) -> XgrPlan:
         import xgrammar  # noqa: F401
     except ImportError:
         return XgrPlan(json.dumps(schema, separators=(",", ":")), notes, "")
-    masked, widenings, refused = widened(schema, _xgr_refusal)
-    return XgrPlan(json.dumps(masked, separators=(",", ":")), (*notes, *widenings), refused)
+    first = _timed_refusal(schema, budget)
+    if first is None and budget is not None:  # too slow to check: the widened schema's mask
+        from sdk._local._mask_budget import without_patterns
+
+        slow = f"its grammar took over the {budget} s budget to build"
+        wider, dropped = without_patterns(schema)
+        if dropped and _timed_refusal(wider, budget / 4) == "":
+            return XgrPlan(json.dumps(wider, separators=(",", ":")), (*notes, *dropped), slow)
+        return XgrPlan("{}", (*notes, Relaxation("/", "*", f"{slow}: any value")), slow)
+    checked = schema  # its reason is known: not built again
+
+    def refusal(candidate: Any) -> str:
+        return first if candidate is checked and first is not None else _xgr_refusal(candidate)
+
+    masked, widenings, refused = widened(schema, refusal)
+    counted: list[Relaxation] = []
+    loosened(masked, counted)  # recorded here; the compile loosens the same text again
+    return XgrPlan(
+        json.dumps(masked, separators=(",", ":")), (*notes, *widenings, *counted), refused
+    )

@@ -13,7 +13,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -38,6 +38,9 @@ from sdk._stream._ledger import Ledger
 from sdk._stream._source import Pulled, Source, SourceReader
 from sdk._stream._tracing import StreamTrace, stream_trace
 from sdk._trackers._target import Compiled
+
+if TYPE_CHECKING:
+    from sdk._local._mask_report import MaskReport
 
 __all__ = ["Stream"]
 
@@ -102,6 +105,10 @@ class Stream(Generic[T]):
         self._ledger = Ledger(schema, config)
         self._trace_attributes = trace or {}
         self._trace: StreamTrace | None = None
+        self.mask_report: MaskReport | None = None
+        """On the local engine, what its mask does with the schema (relaxed parts, strict
+        closures, key order: ``LocalBackend.explain``), known when the stream is built; None
+        on other backends and for constraints other than a JSON Schema."""
 
     # -- public surface ---------------------------------------------------------------------
 

@@ -812,3 +812,38 @@ def test_the_command_turns_transformers_progress_bars_off() -> None:
         assert not logging.is_progress_bar_enabled()
     finally:
         logging.enable_progress_bar()
+
+
+# -- --explain: what the local engine's mask does with the schema ------------------------------
+
+
+def test_explain_prints_the_mask_report_and_exits_0_without_a_prompt() -> None:
+    pytest.importorskip("llguidance", reason="needs llguidance (the local extra)")
+    schema = '{"type":"object","properties":{"n":{"type":"number","multipleOf":0.25}}}'
+    backend = FakeBackend()
+    result = cli("--explain", "-s", schema, backend=backend)  # no prompt, stdin a terminal
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == [
+        "llama.cpp mask: 1 relaxed (/properties/n multipleOf); 1 object(s) closed by the "
+        "strict rule, 0 left open",
+        "  widened /properties/n multipleOf: a bounded number refuses spellings json.dumps "
+        "writes (1e-06, 2.0): any number",
+        "  strict /: closed to these names [n]",
+        "  key order /: n",
+        "  exact: /",
+    ]
+    assert backend.requests == []  # nothing generated
+    as_json = cli("--explain", "--json", "-s", PERSON_JSON)
+    assert as_json.code == 0
+    (line,) = as_json.lines
+    assert line["runtime"] == "llama.cpp"
+    assert line["relaxations"] == []  # the person's schema is masked exactly
+    assert line["key_order"]["/"] == ["name", "age", "occupation", "mood", "hobbies"]
+
+
+def test_explain_is_for_the_local_engine() -> None:
+    result = cli("--explain", "-s", PERSON_JSON, "--base-url", "http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert "--explain is for the local engine's mask" in result.lines[-1]["error"]["message"]
+    unusable = cli("--explain", "-s", '{"type": 3}')
+    assert unusable.code == 2

@@ -11,10 +11,10 @@ import pytest
 
 from sdk._local._constrain import GrammarSpec
 from sdk._local._llg_masks import LlgGrammars
-from sdk._local._llg_specs import schema_plan
+from sdk._local._llg_specs import check_llg, lexer_stops, schema_plan
 from sdk._local._llg_strict import closures, strict_schema
 from sdk._local._mask_schema import mask_schema
-from tests.sdk.local._local_support import import_llguidance_hf
+from tests.sdk.local._local_support import import_llguidance_hf, request_for
 
 llguidance = pytest.importorskip("llguidance", reason="needs llguidance (the local extra)")
 import_llguidance_hf()
@@ -53,6 +53,13 @@ CASES: list[tuple[Any, str, str | None]] = [
     # Patterns llguidance cannot read: any string (within the length bounds).
     ({"type": "string", "pattern": "\\bword\\b", "maxLength": 4}, '"abc"', '"abcde"'),
     ({"type": "string", "pattern": "^(?!x).*$"}, '"xyz"', "1"),
+    # A pattern that stops llguidance's lexer at the string's first token (too many
+    # expressions constructed): found when the request is checked, any string within maxLength.
+    (
+        {"type": "string", "maxLength": 5000, "pattern": "^$|(^(?:\\S+\\s+){0,99}\\S+$)"},
+        '"hello world foo"',
+        "1",
+    ),
     # Overlapping patternProperties: one rule for their union.
     (
         {
@@ -126,6 +133,36 @@ def test_each_relaxation_is_named_by_its_path() -> None:
     plan = schema_plan(json.dumps({"type": "string", "pattern": "(?<=a)b"}), "compact")
     assert "look" in plan.refused
     assert [(n.path, n.keyword) for n in plan.relaxations] == [("/", "pattern")]
+
+
+def test_a_pattern_that_stops_the_lexer_is_found_when_the_request_is_checked() -> None:
+    bio = {"type": "string", "maxLength": 5000, "pattern": "^$|(^(?:\\S+\\s+){0,99}\\S+$)"}
+    assert lexer_stops(bio) == "too many expressions constructed"
+    assert lexer_stops({**bio, "maxLength": 50}) == ""  # the product of counts is the cause
+    assert lexer_stops({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$"}) == ""
+    schema = {"type": "object", "properties": {"bio": bio}, "required": ["bio"]}
+    check_llg(request_for("a bio", schema))  # checked: widened, not refused
+    plan = schema_plan(json.dumps(schema), "bounded")
+    assert plan.masked["properties"]["bio"] == {"type": "string", "maxLength": 5000}
+    ((path, keyword, reason),) = [(n.path, n.keyword, n.reason) for n in plan.relaxations]
+    assert (path, keyword) == ("/properties/bio", "pattern")
+    assert reason == (
+        "the engine's lexer stops on it (too many expressions constructed): any string within "
+        "the length bounds"
+    )
+
+
+def test_the_lexer_stop_is_real_on_the_packaged_model_s_tokenizer(ll_tokenizer: Any) -> None:
+    # The grammar of the pattern as written, on the model's own vocabulary: the matcher
+    # stops at the string's first mask. The probe's synthetic vocabulary sees the same.
+    bio = {"type": "string", "maxLength": 5000, "pattern": "^$|(^(?:\\S+\\s+){0,99}\\S+$)"}
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(bio)
+    matcher = llguidance.LLMatcher(ll_tokenizer, grammar, log_level=0)
+    matcher.compute_logit_bias()
+    matcher.consume_tokens(ll_tokenizer.tokenize_str('"'))
+    matcher.compute_logit_bias()
+    assert matcher.is_error()
+    assert "too many expressions constructed" in matcher.get_error()
 
 
 def test_the_strict_rule_closes_to_every_name_that_applies_and_leaves_contradictions_open() -> None:

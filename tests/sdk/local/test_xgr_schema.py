@@ -103,3 +103,46 @@ def test_a_schema_with_nothing_to_loosen_is_given_as_it_is() -> None:
     assert loosened_text('{"type":"string"}') == '{"type":"string"}'
     huge = json.dumps({"type": "string", "pattern": HUGE}, separators=(",", ":"))
     assert json.loads(loosened_text(huge)) == {"type": "string", "pattern": LOOSE}
+
+
+# -- a schema xgrammar refuses is known when the request is checked (issue 42) -------------
+
+# The torch runtime's refusals the corpus measured, each minimal: xgrammar's strict mode
+# closing a tuple shorter than its minItems, a `false` subschema, minProperties above the
+# listed properties under strict mode, an integer bound past int64.
+XGR_REFUSED = [
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3}, "[1,2,3]"),
+    ({"type": "object", "properties": {"a": False, "b": {"type": "integer"}}}, '{"b":1}'),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 3}, "{}"),
+    ({"type": "integer", "minimum": -1e30}, "5"),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("schema", "document"), XGR_REFUSED)
+def test_a_schema_xgrammar_refuses_is_widened_when_the_request_is_checked(
+    schema: Any, document: str, tokenizer: Any
+) -> None:
+    xgr = pytest.importorskip("xgrammar")
+    from sdk._local import LocalBackend
+    from sdk._local._constrain import GrammarSpec, check
+    from sdk._local._xgr_masks import Grammars
+    from sdk._local._xgr_schema import _xgr_refusal, xgr_plan
+    from tests.sdk.local._local_support import request_for
+
+    text = json.dumps(schema)
+    with pytest.raises(Exception):  # noqa: B017  # xgrammar's own errors vary
+        xgr.Grammar.from_json_schema(text, strict_mode=True)
+    assert _xgr_refusal(schema)  # the reason, without compiling anything for a model
+    check(request_for("x", schema))  # checked: widened, not refused
+    plan = xgr_plan(text)
+    assert plan.relaxations  # by the never-narrower rewrite, or widened where still refused
+    assert _xgr_refusal(json.loads(plan.text)) == ""
+    assert LocalBackend(runtime="torch").explain(schema).refused == plan.refused
+    # The compile then takes it, and the mask takes the document, under every layout.
+    for layout in ("bounded", "compact"):
+        grammars = Grammars(
+            tokenizer, len(tokenizer), json_format=layout, stop_token_ids=[tokenizer.eos_token_id]
+        )
+        constraint = grammars.constraint_for(GrammarSpec("json_schema", text), tokenizer)
+        assert constraint.accept_text(document), (layout, plan.text)

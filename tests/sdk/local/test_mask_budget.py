@@ -1,0 +1,213 @@
+"""A JSON Schema's mask compiles within its budget, or the generation decodes under the
+widened schema's mask at once and the exact one is cached when its compile ends
+(``sdk/_local/_mask_budget.py``). A compile held on an event stands for a slow one, so nothing
+here depends on the machine's speed."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from sdk._local import LocalBackend
+from sdk._local._constrain import GrammarSpec
+from sdk._local._mask_budget import CompileBudget, without_patterns
+
+SCHEMA = (
+    '{"type":"object","properties":{"id":{"type":"string","pattern":"^[0-9]+$"}},"required":["id"]}'
+)
+
+
+def test_a_compile_within_the_budget_is_the_exact_one() -> None:
+    budget = CompileBudget(5.0)
+    late: list[str] = []
+    assert budget.run(lambda: "exact", lambda level: f"wider {level}", late.append, "x") == (
+        "exact",
+        True,
+    )
+    assert budget.fallbacks == 0
+    assert late == []
+    assert CompileBudget(None).run(lambda: "exact", lambda level: "", late.append, "x") == (
+        "exact",
+        True,
+    )
+
+
+def test_past_the_budget_the_wider_mask_comes_at_once_and_the_exact_one_later(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release, done = threading.Event(), threading.Event()
+    late: list[str] = []
+
+    def slow() -> str:
+        release.wait(30)
+        return "exact"
+
+    def cache(value: str) -> None:
+        late.append(value)
+        done.set()
+
+    budget = CompileBudget(0.05)
+    with caplog.at_level("WARNING", logger="fieldstream"):
+        result = budget.run(slow, lambda level: f"wider {level}", cache, "a JSON Schema")
+    assert result == ("wider 1", False)  # returned while the exact compile still runs
+    assert budget.fallbacks == 1
+    assert late == []
+    assert "took over its 0.05 s budget" in caplog.text
+    release.set()
+    assert done.wait(30)
+    assert late == ["exact"]
+
+
+def test_the_pattern_free_fallback_too_may_run_past_it_then_any_value() -> None:
+    release = threading.Event()
+
+    def wider(level: int) -> str:
+        if level == 1:
+            release.wait(30)
+        return f"wider {level}"
+
+    try:
+        result = CompileBudget(0.05).run(
+            lambda: str(release.wait(30)), wider, lambda late: None, "x"
+        )
+        assert result == ("wider 2", False)
+    finally:
+        release.set()
+
+
+def test_without_patterns_drops_each_pattern_and_pattern_property() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "pattern": "^x", "maxLength": 3}},
+        "patternProperties": {"^b": {"type": "integer"}},
+        "additionalProperties": False,
+        "$defs": {"d": {"items": [{"pattern": "y"}]}},
+    }
+    out, notes = without_patterns(schema)
+    assert out["properties"]["a"] == {"type": "string", "maxLength": 3}
+    assert "patternProperties" not in out
+    assert out["additionalProperties"] == {"anyOf": [{"type": "integer"}]}
+    assert out["$defs"]["d"]["items"] == [{}]
+    assert {(n.path, n.keyword) for n in notes} == {
+        ("/properties/a", "pattern"),
+        ("/", "patternProperties"),
+        ("/$defs/d/items/0", "pattern"),
+    }
+    assert schema["properties"]["a"]["pattern"] == "^x"  # the input is not changed
+
+
+def test_the_budget_is_an_option_with_its_default() -> None:
+    from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
+
+    assert LocalBackend().mask_compile_budget == DEFAULT_MASK_COMPILE_BUDGET
+    assert LocalBackend(mask_compile_budget=None).mask_compile_budget is None
+    with pytest.raises(ValueError, match="mask_compile_budget must be > 0"):
+        LocalBackend(mask_compile_budget=0)
+
+
+def test_llguidance_decodes_under_the_wider_mask_while_the_exact_compiles(
+    monkeypatch: pytest.MonkeyPatch, ll_tokenizer: Any, tokenizer: Any
+) -> None:
+    pytest.importorskip("llguidance")
+    from sdk._local import _llg_masks
+    from sdk._local._llg_masks import LlgGrammars
+
+    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
+    grammars = LlgGrammars(
+        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
+    )
+    release, cached = threading.Event(), threading.Event()
+    real = _llg_masks.llg_grammar
+
+    def slow(spec: GrammarSpec, json_format: Any) -> str:
+        release.wait(30)
+        return real(spec, json_format)
+
+    monkeypatch.setattr(_llg_masks, "llg_grammar", slow)
+    store = grammars._store
+
+    def stored(spec: GrammarSpec, compiled: Any, exact: bool = True) -> Any:
+        out = store(spec, compiled, exact)
+        if exact:
+            cached.set()
+        return out
+
+    monkeypatch.setattr(grammars, "_store", stored)
+    spec = GrammarSpec("json_schema", SCHEMA)
+    wide = grammars.constraint_for(spec, tokenizer)
+    assert wide.accept_text('{"id":"abc"}')  # the pattern is the tracker's, for now
+    assert CompileBudget.taken(grammars) == 1
+    release.set()
+    assert cached.wait(30)
+    exact = grammars.constraint_for(spec, tokenizer)
+    assert not exact.accept_text('{"id":"abc"}')
+    assert exact.accept_text('{"id":"123"}')
+
+
+@pytest.mark.torch
+def test_xgrammar_decodes_under_the_wider_mask_while_the_exact_compiles(
+    monkeypatch: pytest.MonkeyPatch, tokenizer: Any
+) -> None:
+    pytest.importorskip("xgrammar")
+    from sdk._local._xgr_masks import Grammars
+
+    grammars = Grammars(
+        tokenizer,
+        len(tokenizer),
+        json_format="compact",
+        stop_token_ids=[tokenizer.eos_token_id],
+        budget=0.05,
+    )
+    release, cached = threading.Event(), threading.Event()
+    real = grammars._compile_schema
+
+    def slow(text: str, level: int = 0) -> Any:
+        if level == 0:
+            release.wait(30)
+        return real(text, level)
+
+    monkeypatch.setattr(grammars, "_compile_schema", slow)
+    store = grammars._store
+
+    def stored(spec: GrammarSpec, compiled: Any, exact: bool = True) -> Any:
+        out = store(spec, compiled, exact)
+        if exact:
+            cached.set()
+        return out
+
+    monkeypatch.setattr(grammars, "_store", stored)
+    spec = GrammarSpec("json_schema", SCHEMA)
+    assert grammars.constraint_for(spec, tokenizer).accept_text('{"id":"abc"}')
+    assert CompileBudget.taken(grammars) == 1
+    release.set()
+    assert cached.wait(30)
+    assert not grammars.constraint_for(spec, tokenizer).accept_text('{"id":"abc"}')
+    assert grammars.constraint_for(spec, tokenizer).accept_text('{"id":"123"}')
+
+
+def test_the_torch_check_of_a_schema_too_slow_to_build_is_bounded_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("xgrammar")
+    from sdk._local import _xgr_schema
+
+    release = threading.Event()
+    real = _xgr_schema._xgr_refusal
+
+    def slow(schema: Any) -> str:
+        if "pattern" in json.dumps(schema):  # the caller's schema: slow; without patterns: not
+            release.wait(30)
+        return real(schema)
+
+    monkeypatch.setattr(_xgr_schema, "_xgr_refusal", slow)
+    text = SCHEMA.replace('"required"', '"title":"slow","required"')  # a plan not cached yet
+    try:
+        plan = _xgr_schema.xgr_plan(text, 0.05)
+    finally:
+        release.set()
+    assert plan.refused == "its grammar took over the 0.05 s budget to build"
+    assert json.loads(plan.text)["properties"]["id"] == {"type": "string"}
+    assert [(r.path, r.keyword) for r in plan.relaxations] == [("/properties/id", "pattern")]

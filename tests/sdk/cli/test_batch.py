@@ -15,6 +15,9 @@ import anyio.lowlevel
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._cli._main import run
+from sdk._cli._schema_source import load_schema
+from sdk._schema import compile_schema
+from sdk._schema_prompt import system_text, with_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 PERSON = str(ROOT / "examples" / "models.py") + ":Person"
@@ -290,3 +293,44 @@ def test_a_rerun_whose_only_lines_left_are_bad_reports_them_without_a_backend(
     assert code == 1  # the bad line again, with its error line
     written = [json.loads(line) for line in target.read_text().splitlines()]
     assert [("result" in w, w.get("line")) for w in written] == [(True, None), (False, 2)]
+
+
+class Recording(Backend):
+    """:class:`Backend` with each request's messages kept; its server shows no schema (as the
+    local engine's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conversations: list[tuple[Any, ...]] = []
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        return False
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        self.conversations.append(request.messages)
+        async for delta in super().generate(request):
+            yield delta
+
+
+def test_every_request_of_a_batch_is_shown_the_schema_after_system(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "a", "prompt": "Ada"}),
+        json.dumps({"id": "b", "messages": [{"role": "user", "content": "Bo"}]}),
+    ]
+    backend = Recording()
+    code, _, _, _ = batch(
+        tmp_path, lines, "--system", "Be brief.", "--concurrency", "1", backend=backend
+    )
+    assert code == 0
+    schema = compile_schema(load_schema(PERSON)).json_schema
+    assert backend.conversations == [
+        (
+            {"role": "system", "content": system_text(schema, "Be brief.")},
+            {"role": "user", "content": "Ada"},
+        ),
+        with_schema([{"role": "user", "content": "Bo"}], schema),  # its own messages: no --system
+    ]
+    quiet = Recording()
+    (tmp_path / "q").mkdir()
+    assert batch(tmp_path / "q", lines[:1], "--no-show-schema", backend=quiet)[0] == 0
+    assert quiet.conversations == [({"role": "user", "content": "Ada"},)]

@@ -435,3 +435,22 @@ def test_the_local_engines_prompt_tokens_count_the_schema(smollm: LocalBackend) 
     assert counts[True] == counts[None] == len(engine.prompt_ids(shown))
     assert counts[False] == len(engine.prompt_ids(plain))
     assert counts[True] - counts[False] > 50  # the schema, its descriptions included
+
+
+def test_through_the_callers_openai_client() -> None:
+    openai = pytest.importorskip("openai")
+    request = GenerationRequest(messages=(USER,), schema=SCHEMA)
+    clients = {
+        "OpenAI's": openai.AsyncOpenAI(api_key="sk"),
+        "Azure's": openai.AsyncAzureOpenAI(
+            api_key="k", azure_endpoint="https://me.openai.azure.com", api_version="2024-10-21"
+        ),
+        "vLLM's": openai.AsyncOpenAI(api_key="sk", base_url="http://gpu.test/v1"),
+    }
+    shows = {
+        name: Client.from_openai(c, model="m").backend.shows_schema(request)  # type: ignore[attr-defined]
+        for name, c in clients.items()
+    }
+    assert shows == {"OpenAI's": True, "Azure's": True, "vLLM's": False}
+    said = Client.from_openai(clients["vLLM's"], model="m", server="openai")
+    assert said.backend.shows_schema(request)  # type: ignore[attr-defined]

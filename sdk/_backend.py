@@ -43,6 +43,7 @@ __all__ = [
     "TextChunks",
     "Usage",
     "check_request",
+    "server_shows_schema",
 ]
 
 Message = Mapping[str, Any]
@@ -296,6 +297,22 @@ def check_request(backend: object, request: GenerationRequest) -> None:
             "defines check_request(request)); mode='none' sends nothing and checks the output "
             "on the client only"
         )
+
+
+def server_shows_schema(backend: object, request: GenerationRequest) -> bool:
+    """Whether ``backend``'s server shows ``request.schema`` to the model itself (asked by
+    :meth:`sdk.Client.stream` for a request of one JSON Schema, to decide whether
+    ``show_schema=None`` adds it to the conversation: :mod:`sdk._schema_prompt`).
+
+    A backend that knows defines ``shows_schema(request)``: the built-in ones say yes where the
+    schema reaches the model as more than a grammar (OpenAI's structured outputs, Anthropic's
+    and Gemini's schema modes, a schema sent as a tool) and no where it does not (the local
+    engine, Ollama, OpenAI-compatible servers other than OpenAI, ``mode="json_object"`` and
+    ``"none"``). One that does not is taken to show it: its requests keep the conversation as
+    the caller wrote it (``show_schema=True`` adds the schema anyway).
+    """
+    own = getattr(backend, "shows_schema", None)
+    return True if own is None else bool(own(request))
 
 
 class Backend(Protocol):

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
-from sdk._backend import Backend, Delta, GenerationRequest, Message, check_request
+from sdk._backend import (
+    Backend,
+    Delta,
+    GenerationRequest,
+    Message,
+    check_request,
+    server_shows_schema,
+)
 from sdk._batch import BatchResult, run_batch
 from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
@@ -29,7 +36,8 @@ from sdk._options import RequestOptions, split_options
 from sdk._parameters import check_single_choice
 from sdk._providers import DEFAULT_PROVIDER, Provider, provider_backend
 from sdk._records import Attempt
-from sdk._schema import schema_name
+from sdk._schema import CompiledSchema, schema_name
+from sdk._schema_prompt import with_schema
 from sdk._stream._stream import Stream
 from sdk._trackers._segments import TaggedText
 from sdk._trackers._target import compile_target, request_fields
@@ -108,10 +116,12 @@ class Client:
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, str] | None = None,
         model: str | None = None,
+        show_schema: bool | None = None,
     ) -> Client:
         """A copy of this client whose streams are sent with these options (as openai-python's
         ``client.with_options(...)``): ``max_retries`` (transport retries), ``timeout``
-        (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``; an
+        (seconds or an ``httpx.Timeout``), ``extra_headers``, ``extra_query``, ``model``,
+        ``show_schema`` (see :meth:`stream`); an
         argument left ``None`` keeps this client's. ``extra_headers`` and ``extra_query`` are
         merged key by key over this client's (a copy of a copy keeps both copies' keys), and a
         call's own are merged over them the same way (:mod:`sdk._merge`); for the other
@@ -123,7 +133,7 @@ class Client:
             self._backend,
             max_retries=self._max_retries if max_retries is None else max_retries,
         )
-        given = {"timeout": timeout, "model": model}
+        given = {"timeout": timeout, "model": model, "show_schema": show_schema}
         defaults = {**self._defaults, **{k: v for k, v in given.items() if v is not None}}
         split_options(  # checked now, before they are merged
             {**defaults, "extra_headers": extra_headers, "extra_query": extra_query},
@@ -318,6 +328,17 @@ class Client:
           (``{"stop": [...]}``, vLLM's ``{"structured_outputs": {...}}``, a
           ``response_format`` to replace the one built). ``n`` other than 1 raises
           :class:`~sdk.StreamUsageError`: one stream reads one choice.
+        - ``show_schema``: whether the model is shown the schema (its field names, types and
+          descriptions) in the conversation. ``None`` (the default): where the backend's
+          server does not show it to the model itself (the local engine, Ollama,
+          OpenAI-compatible servers other than OpenAI, ``mode="json_object"`` or ``"none"``
+          anywhere), so that a model whose output a grammar only shapes still reads what
+          each field is for; not where it does (OpenAI's structured outputs, Anthropic,
+          Gemini, a schema sent as a tool). ``True``/``False`` force it. Shown, it is
+          appended to the caller's first system message, or sent as a system message of its
+          own before the conversation (:mod:`sdk._schema_prompt`: the text the command line
+          sends too). ``schema=`` only: with ``tools=`` or a text constraint ``True``
+          raises ``ValueError``.
 
         Every argument is checked here, before any request: an unknown one, or a value of the
         wrong kind, raises ``TypeError``/``ValueError`` naming it; an unusable schema raises
@@ -342,6 +363,7 @@ class Client:
             schema, tools, formats=config.formats, tool_choice=request.pop("tool_choice", None)
         )
         name = request.pop("schema_name", None)
+        show = request.pop("show_schema", None)
         request.update(request_fields(compiled, request.get("mode")))
         template = GenerationRequest(
             messages=_messages(messages),
@@ -352,6 +374,15 @@ class Client:
             **request,
         )
         check_request(self._backend, template)
+        if not isinstance(compiled, CompiledSchema):
+            if show:
+                raise ValueError(
+                    "show_schema=True shows a JSON Schema given as schema=; tools are sent as "
+                    "tools, and a Choice, Regex, Grammar or StructuralTag is not one"
+                )
+        elif show or (show is None and not server_shows_schema(self._backend, template)):
+            shown = with_schema(template.messages, compiled.json_schema)
+            template = dataclasses.replace(template, messages=shown)
         explain = getattr(self._backend, "mask_report", None)  # the local engine's (debug log)
         trace = {
             "gen_ai.request.model": template.model or getattr(self._backend, "model", None),

@@ -70,6 +70,7 @@ class RequestOptions(StreamOptions, BodyParameters, total=False):
     schema_name: str | None
     extra_body: Mapping[str, Any] | None
     tool_choice: ToolChoice | None
+    show_schema: bool | None
     model: str | None
     timeout: Any
     extra_headers: Mapping[str, str] | None
@@ -196,6 +197,7 @@ def _check_request(options: Mapping[str, Any]) -> None:
         "seed": (_is_int, "an int"),
         "schema_name": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
         "extra_body": (lambda v: isinstance(v, Mapping), "a mapping of body parameters"),
+        "show_schema": (lambda v: isinstance(v, bool), "True or False"),
         "model": (lambda v: isinstance(v, str) and v != "", "a non-empty str"),
         "timeout": (
             lambda v: (_is_number(v) and v > 0) or type(v).__name__ == "Timeout",

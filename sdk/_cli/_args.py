@@ -88,7 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--system",
         metavar="TEXT",
-        help="the system message (default: asks for JSON following the schema, which it includes)",
+        help="the system message (the schema is appended to it where it is shown)",
+    )
+    parser.add_argument(
+        "--show-schema",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the schema to the model in the system message (default: where the server "
+        "does not show it itself: the local engine, Ollama, servers other than OpenAI)",
     )
 
     where = parser.add_argument_group("backend (the local engine unless --base-url)")

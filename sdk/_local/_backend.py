@@ -276,6 +276,13 @@ class LocalBackend:
             return llg_report(text, self.json_format)
         return xgr_report(text, self.mask_compile_budget)
 
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """False: the engine's prompt is the conversation through the chat template, and the
+        schema reaches the model only as the mask (``tools=`` are listed in the prompt, a
+        single schema is not), so ``show_schema=None`` adds it to the conversation
+        (:mod:`sdk._schema_prompt`)."""
+        return False
+
     def _runtime_ahead(self) -> Runtime | None:
         """The runtime the engine runs (or will, once loaded); None when the arguments name
         none that can run the model (the load says why)."""

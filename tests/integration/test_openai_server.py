@@ -143,6 +143,7 @@ async def test_an_abort_stops_the_servers_decoding(llama_server: LlamaServer) ->
                     max_tokens=200,
                     temperature=0,
                     extra_body={"response_format": LOOSE_LIST},
+                    show_schema=False,  # the conversation sent above, as it is
                 ) as s:
                     await s.result()
         await _idle(llama_server)
@@ -187,6 +188,9 @@ async def test_a_retry_after_a_violation_succeeds(llama_server: LlamaServer) -> 
                 "temperature": 1.0,
                 "seed": seed,
                 "extra_body": {"response_format": SERVER},
+                # One conversation for both schemas: shown the narrower one, the model would
+                # not repeat the sample the client's schema forbids.
+                "show_schema": False,
             }
             async with client.stream(messages=PICK, schema=pick_schema(COLORS), **options) as s:
                 first = (await s.result())["color"]

@@ -27,6 +27,8 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, ReasoningDelta
 from sdk._retry import Retry
+from sdk._schema import compile_schema
+from sdk._schema_prompt import with_schema
 from tests.sdk._http_support import Body
 
 pytestmark = pytest.mark.anyio
@@ -131,11 +133,15 @@ async def test_violation_aborts_the_response_and_retries_at_once_with_feedback(
     assert isinstance(error, SchemaViolation)
     assert (error.path, error.keyword) == (("kind",), "enum")
     # The second request carries the failed output and what was wrong with it.
+    # The server (not OpenAI's) is not said to show the schema: the client shows it, once, in
+    # a system message before the conversation; the feedback follows, never repeating it.
+    shown = list(with_schema(MESSAGES, compile_schema(Pet).json_schema))
     first, second = sent(route, 0)["messages"], sent(route, 1)["messages"]
-    assert first == MESSAGES
-    assert second[: len(MESSAGES)] == MESSAGES
-    assert second[1] == {"role": "assistant", "content": '{"name": "Rex", "kind": "ham'}
-    assert second[2]["role"] == "user" and "/kind" in second[2]["content"]
+    assert first == shown and first[0]["role"] == "system" and first[1:] == MESSAGES
+    assert second[: len(shown)] == shown and len(second) == len(shown) + 2
+    assert second[-2] == {"role": "assistant", "content": '{"name": "Rex", "kind": "ham'}
+    assert second[-1]["role"] == "user" and "/kind" in second[-1]["content"]
+    assert sum("JSON Schema:" in str(m["content"]) for m in second) == 1
     # "/name" was "Rex" in both attempts: dispatched once.
     assert [(ev.value, ev.attempt) for ev in seen] == [("Rex", 1)]
 
@@ -158,7 +164,7 @@ async def test_retry_after_is_honoured_for_429(router: respx.MockRouter, client:
     assert isinstance(error, TransportError)
     assert (error.status, error.retry_after) == (429, 7.0)
     # A transport error adds no feedback: the same conversation is sent again.
-    assert sent(route, 1)["messages"] == MESSAGES
+    assert sent(route, 1)["messages"] == sent(route, 0)["messages"]  # no feedback
 
 
 async def test_500_is_retried_with_backoff(router: respx.MockRouter, client: Client) -> None:

@@ -29,7 +29,11 @@ from sdk._http._request_checks import calls_forced
 from sdk._http._transport import Opened
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
-from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
+from sdk._http.anthropic._request import (
+    anthropic_request,
+    anthropic_shows_schema,
+    check_anthropic_request,
+)
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicBackend", "AnthropicOptions"]
 
@@ -94,6 +98,11 @@ class AnthropicBackend(HttpBackend):
     def url(self) -> str:
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
         return self._transport.url
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """Whether Claude is shown ``request.schema``
+        (:func:`~sdk._http.anthropic._request.anthropic_shows_schema`)."""
+        return anthropic_shows_schema(request)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the Messages API cannot be sent

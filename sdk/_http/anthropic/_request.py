@@ -53,7 +53,13 @@ from sdk._http.anthropic._messages import anthropic_messages
 from sdk._http.anthropic._schema import anthropic_schema
 from sdk._schema import schema_name
 
-__all__ = ["DEFAULT_MAX_TOKENS", "anthropic_body", "anthropic_request", "check_anthropic_request"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "anthropic_body",
+    "anthropic_request",
+    "anthropic_shows_schema",
+    "check_anthropic_request",
+]
 
 _PARAMETERS = frozenset(
     {
@@ -156,6 +162,17 @@ def anthropic_request(
     _parameters(body, given)
     body.update(request.extra)
     return body, wrapped
+
+
+def anthropic_shows_schema(request: GenerationRequest) -> bool:
+    """Whether the Messages API shows ``request.schema`` to Claude (for ``show_schema=None``):
+    a tool's definition goes into the prompt (the ``tools`` parameter and the tool-use system
+    prompt are counted in the input tokens), and so does ``output_config.format``'s schema;
+    ``json_object``, ``none``, and a schema the subset cannot hold (sent without
+    ``output_config``) send none."""
+    if request.mode == "tool":
+        return True
+    return request.mode == "json_schema" and anthropic_schema(request.schema) is not None
 
 
 def _parameters(body: dict[str, Any], given: Mapping[str, Any]) -> None:

@@ -31,7 +31,11 @@ from sdk._http._request_checks import calls_forced
 from sdk._http._transport import encode_body, estimate_tokens
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
-from sdk._http.anthropic._request import anthropic_request, check_anthropic_request
+from sdk._http.anthropic._request import (
+    anthropic_request,
+    anthropic_shows_schema,
+    check_anthropic_request,
+)
 
 __all__ = ["AnthropicSDKBackend", "async_client"]
 
@@ -53,6 +57,10 @@ class AnthropicSDKBackend:
         self._errors = vendor.http_errors(anthropic.APIError)
         self._client = client
         self.model = model
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """As :meth:`~sdk._http.anthropic.AnthropicBackend.shows_schema`."""
+        return anthropic_shows_schema(request)
 
     def check_request(self, request: GenerationRequest) -> None:
         """As :meth:`~sdk._http.anthropic.AnthropicBackend.check_request`."""

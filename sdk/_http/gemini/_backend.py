@@ -80,6 +80,13 @@ class GeminiBackend(HttpBackend):
         name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
         return f"{self._transport.url}/{quote(name, safe='/')}:streamGenerateContent?alt=sse"
 
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """Whether Gemini shows ``request.schema`` to the model (for ``show_schema=None``): a
+        ``responseJsonSchema`` and a function declaration are in the model's context (the
+        response schema counts towards the input token limit); ``json_object`` and ``none``
+        send no schema."""
+        return request.mode in ("json_schema", "tool")
+
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when Gemini cannot be sent ``request``
         (:func:`~sdk._http.gemini._request.check_gemini_request`)."""

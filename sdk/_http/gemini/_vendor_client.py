@@ -50,6 +50,10 @@ class GenaiSDKBackend:
         self._client = client
         self.model = model
 
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """As :meth:`~sdk._http.gemini.GeminiBackend.shows_schema`."""
+        return request.mode in ("json_schema", "tool")
+
     def check_request(self, request: GenerationRequest) -> None:
         """As :meth:`~sdk._http.gemini.GeminiBackend.check_request`; per-request HTTP options
         (headers, query) are the caller's client's to set, and refused here."""

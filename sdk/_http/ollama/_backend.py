@@ -88,6 +88,12 @@ class OllamaBackend(HttpBackend):
         """Where requests go (relative to ``http_client``'s base URL when it has one)."""
         return self._transport.url
 
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """False: Ollama's ``format`` is a grammar, not shown to the model (Ollama's
+        documentation advises passing the schema in the prompt too), and a forced call is sent
+        as ``format``; so ``show_schema=None`` adds it to the conversation."""
+        return False
+
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when ``/api/chat`` cannot be sent
         ``request`` (:func:`~sdk._http.ollama._request.check_ollama_request`)."""

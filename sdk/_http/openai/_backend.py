@@ -30,7 +30,14 @@ from sdk._http._transport import Opened
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
-from sdk._http.openai._flavours import Api, Server, check_request, check_server
+from sdk._http.openai._flavours import (
+    Api,
+    Server,
+    check_request,
+    check_server,
+    is_openai,
+    shows_schema,
+)
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 
@@ -197,6 +204,16 @@ class OpenAIBackend(HttpBackend):
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent
         ``request`` (:func:`sdk._http.openai._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """Whether this server shows ``request.schema`` to the model itself (OpenAI's structured
+        outputs and a schema sent as a tool do; other servers' ``response_format`` is a
+        grammar alone): :func:`sdk._http.openai._flavours.shows_schema`."""
+        url = self.url
+        if "://" not in url:  # relative to the caller's http_client's base URL
+            url = str(getattr(self._transport.http_client, "base_url", ""))
+        openai = self._azure is not None or is_openai(self.server, url)
+        return shows_schema(request, server=self.server, api=self.api, openai=openai)
 
     async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); to Azure, at

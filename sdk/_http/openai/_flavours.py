@@ -61,7 +61,9 @@ __all__ = [
     "constraint_fields",
     "emulated_call",
     "function_tool",
+    "is_openai",
     "json_object_format",
+    "shows_schema",
     "special_fields",
     "tool_choice",
     "tool_fields",
@@ -196,6 +198,39 @@ def emulated_call(request: GenerationRequest, *, api: Api, server: Server | None
     if request.tools and request.tool_choice in ("auto", "none", "required"):
         return None
     return tool_choice(request, api=api, server=server)[1]
+
+
+_OPENAI_HOSTS = ("api.openai.com",)
+_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
+
+
+def is_openai(server: Server | None, url: object) -> bool:
+    """Whether the server is OpenAI's (or Azure OpenAI): ``server="openai"``, or no server
+    said and ``url`` on OpenAI's or Azure OpenAI's host."""
+    if server is not None:
+        return server == "openai"
+    if not isinstance(url, str) or "://" not in url:
+        return False
+    host = url.split("://", 1)[1].split("/", 1)[0].split("@")[-1].split(":")[0].lower()
+    return host in _OPENAI_HOSTS or host.endswith(_AZURE_SUFFIXES)
+
+
+def shows_schema(
+    request: GenerationRequest, *, server: Server | None, api: Api, openai: bool
+) -> bool:
+    """Whether the server shows ``request.schema`` to the model itself (for ``show_schema=None``:
+    :func:`sdk._backend.server_shows_schema`). A schema sent as a tool (``mode="tool"``) is a
+    tool definition, which the server writes into the prompt (OpenAI; vLLM and SGLang through
+    the chat template), except where llama.cpp is asked for the call as its answer
+    (:func:`emulated_call`: ``response_format`` only). A ``response_format`` schema reaches the
+    model on OpenAI's structured outputs (``openai``: :func:`is_openai`; the schema's tokens
+    are counted in the prompt's), and is a grammar alone on every other server (vLLM, SGLang,
+    llama.cpp, Ollama). ``json_object`` and ``none`` send no schema."""
+    if request.mode == "tool":
+        return emulated_call(request, api=api, server=server) is None
+    if request.mode == "json_schema":
+        return openai
+    return False
 
 
 def function_tool(

@@ -41,7 +41,15 @@ from sdk._http._vendor_sdk import (
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Api, Server, check_api, check_request, check_server
+from sdk._http.openai._flavours import (
+    Api,
+    Server,
+    check_api,
+    check_request,
+    check_server,
+    is_openai,
+    shows_schema,
+)
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
 
@@ -126,6 +134,15 @@ class OpenAISDKBackend:
         """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent
         ``request`` (:func:`sdk._http.openai._flavours.check_request`)."""
         check_request(request, server=self.server, api=self.api)
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        """Whether the client's server shows ``request.schema`` to the model itself (as for
+        :meth:`sdk._http.openai.OpenAIBackend.shows_schema`; an ``AsyncAzureOpenAI`` is
+        OpenAI's)."""
+        azure = isinstance(self._client, self._openai.AsyncAzureOpenAI)
+        url = str(getattr(self._client, "base_url", ""))
+        openai = (azure and self.server is None) or is_openai(self.server, url)
+        return shows_schema(request, server=self.server, api=self.api, openai=openai)
 
     async def _call(self, awaitable: Any) -> Any:
         """Await an SDK call; its errors raised as ours and theirs at once (:func:`both`)."""

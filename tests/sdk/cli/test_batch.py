@@ -15,6 +15,9 @@ import anyio.lowlevel
 
 from sdk._backend import Delta, GenerationRequest, Usage
 from sdk._cli._main import run
+from sdk._cli._schema_source import load_schema
+from sdk._schema import compile_schema
+from sdk._schema_prompt import system_text, with_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 PERSON = str(ROOT / "examples" / "models.py") + ":Person"
@@ -329,3 +332,44 @@ def test_without_concurrency_a_batch_runs_the_local_engine_s_slots_at_once(
     code, written, _, _ = batch(tmp_path / "server", lines, backend=server)
     assert code == 0 and len(written) == 8
     assert server.peak == DEFAULT_CLI_CONCURRENCY
+
+
+class Recording(Backend):
+    """:class:`Backend` with each request's messages kept; its server shows no schema (as the
+    local engine's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conversations: list[tuple[Any, ...]] = []
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        return False
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        self.conversations.append(request.messages)
+        async for delta in super().generate(request):
+            yield delta
+
+
+def test_every_request_of_a_batch_is_shown_the_schema_after_system(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "a", "prompt": "Ada"}),
+        json.dumps({"id": "b", "messages": [{"role": "user", "content": "Bo"}]}),
+    ]
+    backend = Recording()
+    code, _, _, _ = batch(
+        tmp_path, lines, "--system", "Be brief.", "--concurrency", "1", backend=backend
+    )
+    assert code == 0
+    schema = compile_schema(load_schema(PERSON)).json_schema
+    assert backend.conversations == [
+        (
+            {"role": "system", "content": system_text(schema, "Be brief.")},
+            {"role": "user", "content": "Ada"},
+        ),
+        with_schema([{"role": "user", "content": "Bo"}], schema),  # its own messages: no --system
+    ]
+    quiet = Recording()
+    (tmp_path / "q").mkdir()
+    assert batch(tmp_path / "q", lines[:1], "--no-show-schema", backend=quiet)[0] == 0
+    assert quiet.conversations == [({"role": "user", "content": "Ada"},)]

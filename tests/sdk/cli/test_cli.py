@@ -22,11 +22,12 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from sdk._backend import Delta, GenerationRequest, Rewound, Usage
+from sdk._backend import Delta, GenerationRequest, Message, Rewound, Usage
 from sdk._cli._backends import request_options
 from sdk._cli._exit import exit_code_for
 from sdk._cli._main import build_parser, run
 from sdk._cli._schema_source import SchemaSourceError, load_schema
+from sdk._client import Client
 from sdk._errors import (
     BackendError,
     MissingDependencyError,
@@ -38,6 +39,8 @@ from sdk._errors import (
     TransportError,
     TruncatedError,
 )
+from sdk._schema import compile_schema
+from sdk._schema_prompt import DEFAULT_SYSTEM, system_text, with_schema
 from sdk._version import version
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -336,8 +339,16 @@ def test_json_lines_of_a_successful_run() -> None:
     assert len(lines) == len(fields) + 1
 
 
+class GrammarOnly(FakeBackend):
+    """A scripted backend whose server does not show the schema to the model (as the local
+    engine's, Ollama's, vLLM's)."""
+
+    def shows_schema(self, request: GenerationRequest) -> bool:
+        return False
+
+
 def test_the_request_carries_the_prompt_schema_and_options() -> None:
-    backend = FakeBackend(pieces(GOOD))
+    backend = GrammarOnly(pieces(GOOD))
     result = cli(
         "-s",
         PERSON_JSON,
@@ -362,6 +373,57 @@ def test_the_request_carries_the_prompt_schema_and_options() -> None:
     system, user = request.messages
     assert system["role"] == "system" and '"maxItems":3' in system["content"]
     assert user == {"role": "user", "content": "Describe someone"}
+
+
+def _person_schema() -> Any:
+    return compile_schema(load_schema(PERSON_JSON)).json_schema
+
+
+def test_the_command_shows_the_schema_as_the_api_does() -> None:
+    """One text: what the command sends is what ``Client.stream`` sends for the same
+    conversation (the command's messages, shown by the client: sdk._schema_prompt)."""
+    schema = _person_schema()
+    backend = GrammarOnly(pieces(GOOD))
+    assert cli("-s", PERSON_JSON, "Describe someone", backend=backend).code == 0
+    [request] = backend.requests
+    user = {"role": "user", "content": "Describe someone"}
+    assert request.messages == with_schema([user], schema)
+    assert request.messages[0] == {"role": "system", "content": system_text(schema)}
+    assert request.messages[0]["content"].startswith(DEFAULT_SYSTEM + " Reply with one JSON")
+
+    async def through_the_api() -> tuple[Message, ...]:
+        api = GrammarOnly(pieces(GOOD))
+        async with Client.from_backend(api) as client:
+            async with client.stream(messages=[user], schema=load_schema(PERSON_JSON)) as s:
+                await s.result()
+        return api.requests[0].messages
+
+    assert anyio.run(through_the_api) == request.messages
+
+
+def test_system_is_kept_and_the_schema_follows_it() -> None:
+    backend = GrammarOnly(pieces(GOOD))
+    result = cli("-s", PERSON_JSON, "--system", "Be brief.", "Describe someone", backend=backend)
+    assert result.code == 0, result.err
+    system, user = backend.requests[0].messages
+    assert system == {"role": "system", "content": system_text(_person_schema(), "Be brief.")}
+    assert system["content"].startswith("Be brief.\n\nReply with one JSON document")
+    assert user == {"role": "user", "content": "Describe someone"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "shown"), [("--show-schema", True), ("--no-show-schema", False), (None, False)]
+)
+def test_show_schema_flags(flag: str | None, shown: bool) -> None:
+    # A backend that does not say what its server shows is left as it is, unless forced.
+    backend = FakeBackend(pieces(GOOD))
+    argv = ["-s", PERSON_JSON, "Describe someone"] + ([flag] if flag else [])
+    assert cli(*argv, backend=backend).code == 0
+    messages = backend.requests[0].messages
+    assert [m["role"] for m in messages] == (["system", "user"] if shown else ["user"])
+    forced_off = GrammarOnly(pieces(GOOD))
+    assert cli("-s", PERSON_JSON, "--no-show-schema", "hi", backend=forced_off).code == 0
+    assert forced_off.requests[0].messages == ({"role": "user", "content": "hi"},)
 
 
 def test_prompt_from_stdin_and_an_empty_system_message() -> None:

@@ -19,10 +19,8 @@ from sdk import (
     Retry,
     SchemaViolation,
     StreamEnded,
-    compile_schema,
 )
 from sdk._backend import GenerationRequest, Message
-from sdk._cli._main import _DEFAULT_SYSTEM
 from sdk._cli._schema_source import load_schema
 from sdk._local import LocalBackend
 from sdk._local._model import Runtime
@@ -89,6 +87,9 @@ async def test_a_violation_is_repaired_in_the_same_generation(
             retry=Retry(max_attempts=6, backtrack=True),
             max_tokens=160,
             temperature=0,
+            # The prompts that make the model break these schemas, as they were written: shown
+            # the schema, the model writes five different fruits at once (no repair to test).
+            show_schema=False,
         ) as s:
             result = await s.result()
     assert isinstance(result, schema)
@@ -123,12 +124,12 @@ async def test_each_repair_is_one_backtracked_event(
     local_backend: LocalBackend, prompt: str, schema: Any
 ) -> None:
     messages: list[Message] = [{"role": "user", "content": prompt}]
-    if schema is None:  # the demo's request, as the command sends it
+    # The demo's request as the command sends it: the client shows the schema in a system
+    # message of its own (show_schema=None on the local engine); the fruits as they were
+    # written, with no system message.
+    show = None if schema is None else False
+    if schema is None:
         schema = _demo_person()
-        schema_json = json.dumps(compile_schema(schema).json_schema, separators=(",", ":"))
-        messages.insert(
-            0, {"role": "system", "content": _DEFAULT_SYSTEM.format(schema=schema_json)}
-        )
     backend = Counting(local_backend.runtime)
     async with Client.from_backend(backend, max_retries=0) as client:
         async with client.stream(
@@ -138,6 +139,7 @@ async def test_each_repair_is_one_backtracked_event(
             progress=True,
             max_tokens=160,
             temperature=0,
+            show_schema=show,
         ) as s:
             events = [ev async for ev in s]
             await s.result()

@@ -29,6 +29,8 @@ from sdk._http.ollama._backend import OllamaBackend, ollama_host
 from sdk._http.ollama._decoder import OllamaDecoder
 from sdk._http.ollama._messages import ollama_messages
 from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
+from sdk._schema import compile_schema
+from sdk._schema_prompt import system_text, with_schema
 from tests.sdk._http_support import Body
 
 ollama_types = pytest.importorskip("ollama._types", reason="the ollama package is a dev dependency")
@@ -344,8 +346,10 @@ async def test_a_violation_closes_the_connection_and_the_retry_carries_the_feedb
     assert server.bodies[0].closed and server.bodies[0].pulled < len(bad)
     assert isinstance(s.attempts[0].error, SchemaViolation)
     turns = json.loads(server.requests[1].content)["messages"]
-    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
-    assert turns[1]["content"] == '{"name": 3'
+    # Ollama's format is a grammar: the schema is shown in a system message, once.
+    assert [t["role"] for t in turns] == ["system", "user", "assistant", "user"]
+    assert turns[0]["content"] == system_text(compile_schema(City).json_schema)
+    assert turns[2]["content"] == '{"name": 3'
 
 
 def test_named_parameters_in_ollamas_words() -> None:
@@ -512,7 +516,7 @@ async def test_a_forced_call_through_the_client() -> None:
     assert [(c.index, c.name, c.arguments) for c in info.tool_calls] == [(0, "City", "".join(CITY))]
     body = json.loads(server.requests[0].content)
     assert "tools" not in body and body["format"] == SCHEMA
-    assert body["messages"] == MESSAGES
+    assert body["messages"] == list(with_schema(MESSAGES, compile_schema(City).json_schema))
 
 
 async def test_one_named_tool_of_several_is_a_typed_call() -> None:
@@ -589,9 +593,9 @@ async def test_a_violation_in_a_forced_call_is_retried_with_feedback_ollama_take
     second = json.loads(server.requests[1].content)
     assert "tools" not in second and second["format"] == SCHEMA
     turns = second["messages"]
-    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
-    assert turns[1]["content"] == '{"name": 3'
-    assert "/name" in turns[2]["content"]
+    assert [t["role"] for t in turns] == ["system", "user", "assistant", "user"]
+    assert turns[2]["content"] == '{"name": 3'
+    assert "/name" in turns[3]["content"]
     held = as_the_sdk_holds_it(second)
     assert model_errors(held, ollama_types.ChatRequest) == []
     for i, turn in enumerate(turns):

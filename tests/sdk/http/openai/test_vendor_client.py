@@ -110,6 +110,7 @@ async def test_structured_output_through_the_users_client() -> None:
 async def test_same_wire_body_as_the_httpx_backend() -> None:
     from sdk._backend import GenerationRequest
     from sdk._http.openai._chat_request import chat_body
+    from sdk._schema_prompt import with_schema
 
     handler = Recorder(corpus("test_parse_pydantic_model"))
     client = Client.from_openai(openai_client(handler), model="gpt-4o")
@@ -118,7 +119,8 @@ async def test_same_wire_body_as_the_httpx_backend() -> None:
     ) as s:
         await s.result()
     request = GenerationRequest(
-        messages=tuple(MESSAGES),
+        # Not OpenAI's URL: a server said to show no schema, so the client shows it.
+        messages=with_schema(MESSAGES, s.json_schema),
         schema=s.json_schema,
         schema_name="Location",
         seed=3,

@@ -307,8 +307,15 @@ def check_llg(
         return
     if spec.kind == "json_schema":
         # Never refused: widened until llguidance takes it, validated as the plan was made
-        # (a schema's grammar names no special token for the tokenizer to check).
-        schema_plan(spec.text, json_format)
+        # (a schema's grammar names no special token for the tokenizer to check); but a
+        # malformed schema, whose translation fails, is not a schema to widen.
+        try:
+            schema_plan(spec.text, json_format)
+        except Exception as exc:  # a malformed schema may fail anywhere in the translation
+            reason = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+            raise UnsupportedConstraint(
+                f"the local engine (llguidance) cannot compile {describe(request)}: {reason}"
+            ) from exc
         return
     try:
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)

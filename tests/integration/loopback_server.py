@@ -183,9 +183,11 @@ def _command(body: bytes) -> tuple[dict[str, Any], int]:
     """What the request asks the server to do, and how many requests came with this command
     before it."""
     try:
-        text = json.loads(body)["messages"][0]["content"]
+        # The first user message (a system message with the schema may come before it).
+        messages = json.loads(body)["messages"]
+        text = next(m["content"] for m in messages if m.get("role") == "user")
         command = json.loads(text)
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, StopIteration, AttributeError):
         return {}, 0
     if not isinstance(command, dict):
         return {}, 0

@@ -87,9 +87,11 @@ sequences share it (``n_ubatch``): every sequence's next token and drafts first,
 the prompts being prefilled as fits, so a long prompt is prefilled in pieces between the others'
 tokens instead of stalling them."""
 
-_MIN_SHARED = 16
-"""The shortest cached prefix a new sequence copies from another slot (``llama_memory_seq_cp``
-copies the slot's whole KV buffer: below this, decoding the prefix again costs less)."""
+_MIN_SHARED = 4
+"""The fewest tokens a copy of another slot's cached prefix must save for a new sequence to
+make it (``llama_memory_seq_cp`` copies the slot's whole KV buffer, done at the next decode:
+SmolLM2-135M, one thread, it added 5 ms to that decode at 1,024 tokens a slot and 14 ms at
+4,096; a prompt token prefilled costs about 7 ms)."""
 
 
 class LoadCheckFailed(BackendError):
@@ -429,7 +431,7 @@ class LlamaCppForward:
         for i in live:
             self._align(wants[i][0], wants[i][1], members)
         # The next tokens of sequences being decoded first, then prefills, in the order given.
-        prefilling = {i for i in live if _prefilling(wants[i][0])}
+        prefilling = {i for i in live if _prefilling(*wants[i])}
         order = sorted(live, key=lambda i: i in prefilling)
         plan: list[tuple[int, int, int]] = []  # (want, tokens this round, logits rows)
         room = budget
@@ -592,11 +594,6 @@ class LlamaCppForward:
                 self._ctx = self._model = 0
 
 
-_SMALL_STEP = 33
-"""Tokens a sequence being decoded (not prefilled) asks for at most: its pick and its drafts
-(``_decode._MAX_DRAFT`` + 1)."""
-
-
 def _runs(ids: set[int]) -> int:
     """How many runs of consecutive numbers ``ids`` makes ({0, 1, 3}: two)."""
     return sum(1 for i in ids if i - 1 not in ids)
@@ -607,12 +604,13 @@ def _seq_id(sequence: LlamaSequence) -> int:
     return sequence._slot.seq_id
 
 
-def _prefilling(sequence: LlamaSequence) -> bool:
+def _prefilling(sequence: LlamaSequence, keep: int) -> bool:
     """True when ``sequence`` (aligned) has a prompt to decode rather than its next token and
-    drafts: its slot holds nothing yet, or more than a step's tokens are missing."""
+    drafts: its slot holds nothing yet, or tokens whose logits are not asked for are missing
+    (a prompt's tail after a cached prefix; a step's pick and drafts all want theirs)."""
     assert sequence._slot is not None
     cached = len(sequence._slot.cached)
-    return cached == 0 or len(sequence._tokens) - cached > _SMALL_STEP
+    return cached == 0 or len(sequence._tokens) - cached > keep
 
 
 def _shared(cached: list[int], tokens: list[int]) -> int:

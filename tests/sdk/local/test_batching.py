@@ -263,16 +263,18 @@ def test_each_sequence_is_ready_as_soon_as_its_call_is_decoded(batched: LocalBac
     finally:
         forward._lib = lib
     ids = {s: s._slot.seq_id for s in (writing, first, second) if s._slot}
-    assert events == [
-        ("decode", [ids[writing]]),
-        ("ready", 1, 1),
-        ("decode", [ids[second]] * second.length),
-        ("ready", 0, 1),
-        ("decode", [ids[first]] * first.length),
-        ("ready", 2, 1),
-    ]
     for sequence in (writing, first, second):
         sequence.close()
+    # (A prompt's call decodes what its slot does not hold: a prefix may have been copied.)
+    seen = [(e[0], set(e[1])) if e[0] == "decode" else e for e in events]
+    assert seen == [
+        ("decode", {ids[writing]}),
+        ("ready", 1, 1),
+        ("decode", {ids[second]}),
+        ("ready", 0, 1),
+        ("decode", {ids[first]}),
+        ("ready", 2, 1),
+    ]
 
 
 def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -> None:

@@ -176,6 +176,9 @@ class Generation:
         # draft: after a rejection at position j the next draft is at most j + 1 tokens; a fully
         # confirmed draft doubles the limit again.
         self._draft_limit = _MAX_DRAFT
+        self.drafting = True
+        """Whether the next step may propose jump-forward drafts (the scheduler turns it off
+        while the step shares its round with other generations on llama.cpp)."""
         self.output = Output()
         """The tokens written so far and their text (read it between steps)."""
         self._accepted = 0
@@ -260,7 +263,7 @@ class Generation:
             return self._finish([], LENGTH)
         constraint, recorder = self._constraint, self._recorder
         drafts: list[int] = []
-        if recorder is not None:
+        if recorder is not None and self.drafting:
             assert constraint is not None
             # The last slot of the budget goes to the model's own pick after the drafts.
             drafts = recorder.propose(constraint.forced_text(), constraint.canonical_tokens)[

@@ -170,6 +170,12 @@ def crowded(on: bool) -> None:
     _CROWDED[0] = on
 
 
+def drafts_expected(backend: LocalBackend) -> bool:
+    """Whether a generation with jump-forward on proposes drafts here: alone, or beside others
+    on the torch runtime (on llama.cpp a shared round proposes none: ``_scheduler``)."""
+    return not _CROWDED[0] or backend.load().loaded.runtime != "llama.cpp"
+
+
 def companion(i: int) -> GenerationRequest:
     """The ``i``-th generation that keeps a crowded backend's other slots busy: free text, a
     schema, a seeded sample, in turn, long enough to outlast most tests' generations."""

@@ -346,3 +346,25 @@ def test_new_sequences_take_the_lowest_free_seq_ids(batched: LocalBackend) -> No
     assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (40, 2)
     for sequence in (live[0], live[3], fresh[1], retry):
         sequence.close()
+
+
+async def test_drafts_wait_while_other_generations_share_the_round(batched: LocalBackend) -> None:
+    """On llama.cpp a shared round decodes a sequence's drafts in micro-batches of their own,
+    which cost more than the passes they save: two generations at once propose none (the text
+    is the same)."""
+    request = REQUESTS[1]  # a nested schema: keys and punctuation to jump over
+    alone = await _collect(batched, request)
+    forced_alone = alone[-1].usage.forced_tokens if alone[-1].usage else 0
+    assert forced_alone > 0
+    together: list[list[Delta]] = [[], []]
+
+    async def run(i: int) -> None:
+        together[i] = await _collect(batched, request)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(2):
+            tg.start_soon(run, i)
+    for deltas in together:
+        assert _text(deltas) == _text(alone)
+    forced = [d[-1].usage.forced_tokens if d[-1].usage else 0 for d in together]
+    assert sum(forced) < forced_alone, forced

@@ -20,7 +20,19 @@ reads it):
   ``anyOf``): another member that holds may be what allows the key. A member whose ``type``
   cannot be an object where the node says ``object`` is dropped (it never holds). Members of
   a union with no ``properties`` beside it are the value's descriptions, each closed on its
-  own (``anyOf`` of two models: either model's keys, not both), as they were.
+  own (``anyOf`` of two models: either model's keys, not both), as they were;
+- an open object's openness (its ``additionalProperties``, true or a schema) goes into each
+  ``anyOf`` / ``oneOf`` member that can be an object and has none of its own, whether
+  ``properties`` stand beside the union or not: the provider closes an object only where it
+  has no ``additionalProperties``, and a member closed would forbid the keys its parent
+  allows (the provider, which cannot say an open object, then sends no schema or a looser
+  one).
+
+A provider that requires every property it closes an object to (OpenAI's strict mode) asks
+for ``every_key_required``: there a member lent another member's keys would require them and
+refuse what it alone allows, so a union beside ``properties`` whose members list different
+keys raises :class:`Ungatherable` (the strict form cannot say "these keys only where that
+member holds").
 
 What cannot be gathered this way (``anyOf`` and ``oneOf`` both beside object keywords, an
 object keyword left in an ``allOf`` member, a reference that cannot be resolved) raises
@@ -49,15 +61,54 @@ class Ungatherable(Exception):
     """The node's object keywords cannot be gathered where its value is closed."""
 
 
-def gather_objects(node: Mapping[str, Any], resolve: Resolve) -> dict[str, Any]:
+def gather_objects(
+    node: Mapping[str, Any], resolve: Resolve, *, every_key_required: bool = False
+) -> dict[str, Any]:
     """``node`` (a new dict; sub-schemas shared with it unless rewritten) with each value's
     object keywords where that value is closed (see the module docstring). ``resolve`` maps a
     ``$ref`` to its target, ``None`` when it has none; a reference that leads back to itself
-    is the caller's to refuse first."""
-    return _gather(node, resolve, ())
+    is the caller's to refuse first. ``every_key_required``: the caller requires every
+    property it closes an object to (OpenAI's strict mode), so a union member cannot be lent
+    the keys another member lists (they would become required): such a union raises
+    :class:`Ungatherable`."""
+    return _gather(node, _Gatherer(resolve, every_key_required), ())
 
 
-def _gather(node: Mapping[str, Any], resolve: Resolve, seen: tuple[str, ...]) -> dict[str, Any]:
+class _Gatherer:
+    """What one :func:`gather_objects` call reads with."""
+
+    __slots__ = ("every_key_required", "resolve")
+
+    def __init__(self, resolve: Resolve, every_key_required: bool) -> None:
+        self.resolve = resolve
+        self.every_key_required = every_key_required
+
+
+def _is_open(extra: Any) -> bool:
+    """Whether ``additionalProperties`` with this value (``None``: absent) leaves the object
+    open to keys it does not list."""
+    return extra is not None and extra is not False
+
+
+def _opened(member: Any, extra: Any) -> Any:
+    """A union member of an open object, open the same way: a member that has no
+    ``additionalProperties`` of its own is given the parent's, so that the provider, which
+    closes an object only where it has none, does not close it (closed, it would forbid the
+    keys its parent allows; the provider sends no schema, or a looser one, instead). A bare
+    ``$ref`` is left as it is (its target is the definition's, closed where it stands), and so
+    is a member whose ``type`` is never an object."""
+    if not isinstance(member, Mapping) or "additionalProperties" in member:
+        return member
+    kind = member.get("type")
+    if kind is not None and kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        return member  # never an object: nothing to keep open
+    if isinstance(member.get("$ref"), str) and all(k in ANNOTATIONS or k == "$ref" for k in member):
+        return member
+    return {**member, "additionalProperties": extra}
+
+
+def _gather(node: Mapping[str, Any], gatherer: _Gatherer, seen: tuple[str, ...]) -> dict[str, Any]:
+    resolve = gatherer.resolve
     out = dict(node)
     ref = out.get("$ref")
     if (
@@ -70,12 +121,15 @@ def _gather(node: Mapping[str, Any], resolve: Resolve, seen: tuple[str, ...]) ->
         out["allOf"] = [{"$ref": ref}, *(out.get("allOf") or [])]
     members = out.get("allOf")
     if isinstance(members, list) and any(_objectish(m, resolve) for m in members):
-        out = _merge_all_of(out, members, resolve, seen)
+        out = _merge_all_of(out, members, gatherer, seen)
     unions = [key for key in _UNIONS if isinstance(out.get(key), list)]
     if unions and any(k in out for k in ("properties", "required")):
         if len(unions) > 1:
             raise Ungatherable
-        out = _distribute(out, unions[0], resolve, seen)
+        out = _distribute(out, unions[0], gatherer, seen)
+    elif _is_open(extra := out.get("additionalProperties")):
+        for key in unions:
+            out[key] = [_opened(m, extra) for m in out[key]]
     return out
 
 
@@ -113,8 +167,9 @@ def _objectish(member: Any, resolve: Resolve, depth: int = 0) -> bool:
 
 
 def _merge_all_of(
-    out: dict[str, Any], members: list[Any], resolve: Resolve, seen: tuple[str, ...]
+    out: dict[str, Any], members: list[Any], gatherer: _Gatherer, seen: tuple[str, ...]
 ) -> dict[str, Any]:
+    resolve = gatherer.resolve
     del out["allOf"]
     left: list[Any] = []
     for raw in members:
@@ -124,7 +179,7 @@ def _merge_all_of(
         if not isinstance(member, Mapping):
             left.append(member)  # false: nothing holds, as before
             continue
-        member = _gather(member, resolve, path)
+        member = _gather(member, gatherer, path)
         rest: dict[str, Any] = {}
         for key, value in member.items():
             if key == "properties" and isinstance(value, Mapping):
@@ -160,11 +215,13 @@ def _merge_all_of(
 
 
 def _distribute(
-    out: dict[str, Any], key: str, resolve: Resolve, seen: tuple[str, ...]
+    out: dict[str, Any], key: str, gatherer: _Gatherer, seen: tuple[str, ...]
 ) -> dict[str, Any]:
+    resolve = gatherer.resolve
     mine: dict[str, Any] = dict(out.pop("properties", None) or {})
     required: list[Any] = list(out.pop("required", None) or [])
-    if out.get("additionalProperties") is False:
+    extra = out.get("additionalProperties")
+    if extra is False:
         del out["additionalProperties"]  # the node's closing: each member closes the keys
     as_object = out.get("type") == "object"
     if as_object:
@@ -177,7 +234,7 @@ def _distribute(
             continue  # never holds
         if member is True or not isinstance(member, Mapping):
             member = {}
-        member = _gather(member, resolve, path)
+        member = _gather(member, gatherer, path)
         kind = member.get("type")
         if (
             kind is not None
@@ -197,6 +254,12 @@ def _distribute(
         return out
     theirs = [dict(m.get("properties") or {}) for m in members]
     names = list(dict.fromkeys([*mine, *(n for props in theirs for n in props)]))
+    if gatherer.every_key_required and any(
+        name not in mine and name not in own for own in theirs for name in names
+    ):
+        # A member lent another's key would require it: the documents that member alone
+        # allows (without that key) would be refused.
+        raise Ungatherable
     result: list[Any] = []
     for index, member in enumerate(members):
         own = theirs[index]
@@ -223,6 +286,8 @@ def _distribute(
             new["required"] = together
         if as_object:
             new.setdefault("type", "object")
+        if _is_open(extra) and "additionalProperties" not in member:
+            new = _opened(new, extra)
         result.append(new)
     out[key] = result + scalars
     return out

@@ -40,7 +40,8 @@ Every object is closed, so an object's keys are gathered where it is closed firs
 (:func:`sdk._http._subset.gather_objects`): an ``allOf`` member's ``properties`` and
 ``required`` are the object's (closed on its own, each member would forbid the others' keys and
 the schema would accept no object with any property), and the ``properties`` beside an
-``anyOf`` / ``oneOf`` go into each member, with the keys the other members list. A
+``anyOf`` / ``oneOf`` go into each member, with the keys the other members list (an open
+object's members are given its openness, and so are not sent either). A
 ``tests/sdk/http/test_provider_schemas.py`` property test holds the promise: every document
 the caller's schema accepts (an object without ``additionalProperties`` read as closed to the
 properties its schema evaluates) is accepted by the schema sent.

@@ -30,9 +30,9 @@ reads it):
 
 A provider that requires every property it closes an object to (OpenAI's strict mode) asks
 for ``every_key_required``: there a member lent another member's keys would require them and
-refuse what it alone allows, so a union beside ``properties`` whose members list different
-keys raises :class:`Ungatherable` (the strict form cannot say "these keys only where that
-member holds").
+refuse what it alone allows, so a union beside ``properties`` where a member would be lent a
+key it does not require already raises :class:`Ungatherable` (the strict form cannot say
+"these keys only where that member holds").
 
 What cannot be gathered this way (``anyOf`` and ``oneOf`` both beside object keywords, an
 object keyword left in an ``allOf`` member, a reference that cannot be resolved) raises
@@ -255,10 +255,12 @@ def _distribute(
     theirs = [dict(m.get("properties") or {}) for m in members]
     names = list(dict.fromkeys([*mine, *(n for props in theirs for n in props)]))
     if gatherer.every_key_required and any(
-        name not in mine and name not in own for own in theirs for name in names
+        name not in mine and name not in own and name not in [*required, *(m.get("required") or [])]
+        for m, own in zip(members, theirs, strict=True)
+        for name in names
     ):
         # A member lent another's key would require it: the documents that member alone
-        # allows (without that key) would be refused.
+        # allows (without that key) would be refused. A key it requires already is no loss.
         raise Ungatherable
     result: list[Any] = []
     for index, member in enumerate(members):

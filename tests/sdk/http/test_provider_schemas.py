@@ -615,6 +615,14 @@ def test_openai_strict_lends_no_member_another_members_keys() -> None:
     judge = jsonschema.Draft202012Validator(sent.schema)
     assert judge.is_valid({WRAPPER_KEY: document})
     assert not judge.is_valid({WRAPPER_KEY: {"id": 1, "kind": "a"}})
+    # Nor is a key lost where the member requires it already (listed by the other member).
+    needs = copy.deepcopy(union)
+    needs["anyOf"][0]["required"] = ["y"]
+    needs["anyOf"][1]["required"] = ["x"]
+    sent = strict_schema(needs)
+    assert sent.strict
+    complete = {"id": 1, "kind": "a", "x": 2, "y": "s"}
+    assert jsonschema.Draft202012Validator(sent.schema).is_valid({WRAPPER_KEY: complete})
     # Anthropic keeps lending them (optional there): both members' keys pass together.
     anthropic = anthropic_schema(union)
     assert anthropic is not None

@@ -45,7 +45,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ANNOTATIONS", "Ungatherable", "gather_objects"]
+__all__ = ["ANNOTATIONS", "Ungatherable", "gather_objects", "same"]
 
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
 """Keywords that say nothing about which values are valid."""
@@ -55,6 +55,18 @@ _UNIONS = ("anyOf", "oneOf")
 _NOT_REFERENCE_SIBLINGS = ANNOTATIONS | {"$ref", "$defs", "definitions", "$schema", "$id"}
 
 Resolve = Callable[[str], "Mapping[str, Any] | None"]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same one, as JSON Schema compares them: ``true`` is not
+    ``1`` (Python's ``==`` says it is), ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 class Ungatherable(Exception):
@@ -187,7 +199,7 @@ def _merge_all_of(
                 for name, sub in value.items():
                     mine[name] = (
                         sub
-                        if name not in mine or mine[name] == sub
+                        if name not in mine or same(mine[name], sub)
                         else {"allOf": [mine[name], sub]}
                     )
                 out["properties"] = mine
@@ -201,7 +213,7 @@ def _merge_all_of(
                 continue  # the root's business
             elif key not in out:
                 out[key] = value
-            elif out[key] != value:
+            elif not same(out[key], value):
                 rest[key] = value
         if rest:
             if any(k in rest for k in _OBJECT_KEYWORDS) or any(
@@ -270,7 +282,7 @@ def _distribute(
             if name in mine:
                 properties[name] = (
                     {"allOf": [mine[name], own[name]]}
-                    if name in own and own[name] != mine[name]
+                    if name in own and not same(own[name], mine[name])
                     else mine[name]
                 )
             elif name in own:

@@ -60,7 +60,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._http._subset import Resolve, Ungatherable, gather_objects
+from sdk._http._subset import Resolve, Ungatherable, gather_objects, same
 
 __all__ = ["FORMATS", "anthropic_schema"]
 
@@ -167,7 +167,7 @@ def _node(node: Any, resolve: Resolve) -> dict[str, Any]:
             options = [*value, tail] if tail is not False else list(value)
             with contextlib.suppress(_Unsayable):  # an item the subset cannot say: any item
                 sent = [_node(o, resolve) for o in options]
-                unique = [o for i, o in enumerate(sent) if o not in sent[:i]]
+                unique = [o for i, o in enumerate(sent) if not any(same(o, p) for p in sent[:i])]
                 if unique:
                     out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
             left[key] = value

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from sdk._http._subset import Ungatherable, gather_objects
+from sdk._http._subset import Ungatherable, gather_objects, same
 from sdk._http._unwrap import WRAPPER_KEY
 
 __all__ = ["WRAPPER_KEY", "StrictSchema", "schema_to_send", "strict_schema"]
@@ -216,7 +216,7 @@ def _merge(
     when they conflict."""
     merged = {k: v for k, v in node.items() if k != drop}
     for key, value in other.items():
-        if key in merged and merged[key] != value and key not in _ANNOTATIONS:
+        if key in merged and not same(merged[key], value) and key not in _ANNOTATIONS:
             return None
         merged.setdefault(key, value)
     return merged

@@ -547,6 +547,16 @@ FOUND: list[tuple[Schema, Any, tuple[str, ...]]] = [
         {"a": "00"},
         ("openai strict",),  # the strict form cannot say "b and c only with the third"
     ),
+    (  # Anthropic's tuple items deduplicated with Python's ==, where true is 1: enum [1] lost
+        {
+            "type": "array",
+            "prefixItems": [{"enum": [True]}],
+            "items": {"enum": [1]},
+            "uniqueItems": True,
+        },
+        [True, 1],
+        (),
+    ),
 ]
 
 

@@ -20,7 +20,19 @@ reads it):
   ``anyOf``): another member that holds may be what allows the key. A member whose ``type``
   cannot be an object where the node says ``object`` is dropped (it never holds). Members of
   a union with no ``properties`` beside it are the value's descriptions, each closed on its
-  own (``anyOf`` of two models: either model's keys, not both), as they were.
+  own (``anyOf`` of two models: either model's keys, not both), as they were;
+- an open object's openness (its ``additionalProperties``, true or a schema) goes into each
+  ``anyOf`` / ``oneOf`` member that can be an object and has none of its own, whether
+  ``properties`` stand beside the union or not: the provider closes an object only where it
+  has no ``additionalProperties``, and a member closed would forbid the keys its parent
+  allows (the provider, which cannot say an open object, then sends no schema or a looser
+  one).
+
+A provider that requires every property it closes an object to (OpenAI's strict mode) asks
+for ``every_key_required``: there a member lent another member's keys would require them and
+refuse what it alone allows, so a union beside ``properties`` where a member would be lent a
+key it does not require already raises :class:`Ungatherable` (the strict form cannot say
+"these keys only where that member holds").
 
 What cannot be gathered this way (``anyOf`` and ``oneOf`` both beside object keywords, an
 object keyword left in an ``allOf`` member, a reference that cannot be resolved) raises
@@ -33,7 +45,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ANNOTATIONS", "Ungatherable", "gather_objects"]
+__all__ = ["ANNOTATIONS", "Ungatherable", "gather_objects", "same"]
 
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
 """Keywords that say nothing about which values are valid."""
@@ -45,19 +57,70 @@ _NOT_REFERENCE_SIBLINGS = ANNOTATIONS | {"$ref", "$defs", "definitions", "$schem
 Resolve = Callable[[str], "Mapping[str, Any] | None"]
 
 
+def same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same one, as JSON Schema compares them: ``true`` is not
+    ``1`` (Python's ``==`` says it is), ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 class Ungatherable(Exception):
     """The node's object keywords cannot be gathered where its value is closed."""
 
 
-def gather_objects(node: Mapping[str, Any], resolve: Resolve) -> dict[str, Any]:
+def gather_objects(
+    node: Mapping[str, Any], resolve: Resolve, *, every_key_required: bool = False
+) -> dict[str, Any]:
     """``node`` (a new dict; sub-schemas shared with it unless rewritten) with each value's
     object keywords where that value is closed (see the module docstring). ``resolve`` maps a
     ``$ref`` to its target, ``None`` when it has none; a reference that leads back to itself
-    is the caller's to refuse first."""
-    return _gather(node, resolve, ())
+    is the caller's to refuse first. ``every_key_required``: the caller requires every
+    property it closes an object to (OpenAI's strict mode), so a union member cannot be lent
+    the keys another member lists (they would become required): such a union raises
+    :class:`Ungatherable`."""
+    return _gather(node, _Gatherer(resolve, every_key_required), ())
 
 
-def _gather(node: Mapping[str, Any], resolve: Resolve, seen: tuple[str, ...]) -> dict[str, Any]:
+class _Gatherer:
+    """What one :func:`gather_objects` call reads with."""
+
+    __slots__ = ("every_key_required", "resolve")
+
+    def __init__(self, resolve: Resolve, every_key_required: bool) -> None:
+        self.resolve = resolve
+        self.every_key_required = every_key_required
+
+
+def _is_open(extra: Any) -> bool:
+    """Whether ``additionalProperties`` with this value (``None``: absent) leaves the object
+    open to keys it does not list."""
+    return extra is not None and extra is not False
+
+
+def _opened(member: Any, extra: Any) -> Any:
+    """A union member of an open object, open the same way: a member that has no
+    ``additionalProperties`` of its own is given the parent's, so that the provider, which
+    closes an object only where it has none, does not close it (closed, it would forbid the
+    keys its parent allows; the provider sends no schema, or a looser one, instead). A bare
+    ``$ref`` is left as it is (its target is the definition's, closed where it stands), and so
+    is a member whose ``type`` is never an object."""
+    if not isinstance(member, Mapping) or "additionalProperties" in member:
+        return member
+    kind = member.get("type")
+    if kind is not None and kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        return member  # never an object: nothing to keep open
+    if isinstance(member.get("$ref"), str) and all(k in ANNOTATIONS or k == "$ref" for k in member):
+        return member
+    return {**member, "additionalProperties": extra}
+
+
+def _gather(node: Mapping[str, Any], gatherer: _Gatherer, seen: tuple[str, ...]) -> dict[str, Any]:
+    resolve = gatherer.resolve
     out = dict(node)
     ref = out.get("$ref")
     if (
@@ -70,12 +133,15 @@ def _gather(node: Mapping[str, Any], resolve: Resolve, seen: tuple[str, ...]) ->
         out["allOf"] = [{"$ref": ref}, *(out.get("allOf") or [])]
     members = out.get("allOf")
     if isinstance(members, list) and any(_objectish(m, resolve) for m in members):
-        out = _merge_all_of(out, members, resolve, seen)
+        out = _merge_all_of(out, members, gatherer, seen)
     unions = [key for key in _UNIONS if isinstance(out.get(key), list)]
     if unions and any(k in out for k in ("properties", "required")):
         if len(unions) > 1:
             raise Ungatherable
-        out = _distribute(out, unions[0], resolve, seen)
+        out = _distribute(out, unions[0], gatherer, seen)
+    elif _is_open(extra := out.get("additionalProperties")):
+        for key in unions:
+            out[key] = [_opened(m, extra) for m in out[key]]
     return out
 
 
@@ -113,8 +179,9 @@ def _objectish(member: Any, resolve: Resolve, depth: int = 0) -> bool:
 
 
 def _merge_all_of(
-    out: dict[str, Any], members: list[Any], resolve: Resolve, seen: tuple[str, ...]
+    out: dict[str, Any], members: list[Any], gatherer: _Gatherer, seen: tuple[str, ...]
 ) -> dict[str, Any]:
+    resolve = gatherer.resolve
     del out["allOf"]
     left: list[Any] = []
     for raw in members:
@@ -124,7 +191,7 @@ def _merge_all_of(
         if not isinstance(member, Mapping):
             left.append(member)  # false: nothing holds, as before
             continue
-        member = _gather(member, resolve, path)
+        member = _gather(member, gatherer, path)
         rest: dict[str, Any] = {}
         for key, value in member.items():
             if key == "properties" and isinstance(value, Mapping):
@@ -132,7 +199,7 @@ def _merge_all_of(
                 for name, sub in value.items():
                     mine[name] = (
                         sub
-                        if name not in mine or mine[name] == sub
+                        if name not in mine or same(mine[name], sub)
                         else {"allOf": [mine[name], sub]}
                     )
                 out["properties"] = mine
@@ -146,7 +213,7 @@ def _merge_all_of(
                 continue  # the root's business
             elif key not in out:
                 out[key] = value
-            elif out[key] != value:
+            elif not same(out[key], value):
                 rest[key] = value
         if rest:
             if any(k in rest for k in _OBJECT_KEYWORDS) or any(
@@ -160,11 +227,13 @@ def _merge_all_of(
 
 
 def _distribute(
-    out: dict[str, Any], key: str, resolve: Resolve, seen: tuple[str, ...]
+    out: dict[str, Any], key: str, gatherer: _Gatherer, seen: tuple[str, ...]
 ) -> dict[str, Any]:
+    resolve = gatherer.resolve
     mine: dict[str, Any] = dict(out.pop("properties", None) or {})
     required: list[Any] = list(out.pop("required", None) or [])
-    if out.get("additionalProperties") is False:
+    extra = out.get("additionalProperties")
+    if extra is False:
         del out["additionalProperties"]  # the node's closing: each member closes the keys
     as_object = out.get("type") == "object"
     if as_object:
@@ -177,7 +246,7 @@ def _distribute(
             continue  # never holds
         if member is True or not isinstance(member, Mapping):
             member = {}
-        member = _gather(member, resolve, path)
+        member = _gather(member, gatherer, path)
         kind = member.get("type")
         if (
             kind is not None
@@ -197,6 +266,14 @@ def _distribute(
         return out
     theirs = [dict(m.get("properties") or {}) for m in members]
     names = list(dict.fromkeys([*mine, *(n for props in theirs for n in props)]))
+    if gatherer.every_key_required and any(
+        name not in mine and name not in own and name not in [*required, *(m.get("required") or [])]
+        for m, own in zip(members, theirs, strict=True)
+        for name in names
+    ):
+        # A member lent another's key would require it: the documents that member alone
+        # allows (without that key) would be refused. A key it requires already is no loss.
+        raise Ungatherable
     result: list[Any] = []
     for index, member in enumerate(members):
         own = theirs[index]
@@ -205,7 +282,7 @@ def _distribute(
             if name in mine:
                 properties[name] = (
                     {"allOf": [mine[name], own[name]]}
-                    if name in own and own[name] != mine[name]
+                    if name in own and not same(own[name], mine[name])
                     else mine[name]
                 )
             elif name in own:
@@ -223,6 +300,8 @@ def _distribute(
             new["required"] = together
         if as_object:
             new.setdefault("type", "object")
+        if _is_open(extra) and "additionalProperties" not in member:
+            new = _opened(new, extra)
         result.append(new)
     out[key] = result + scalars
     return out

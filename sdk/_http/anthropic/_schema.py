@@ -40,7 +40,8 @@ Every object is closed, so an object's keys are gathered where it is closed firs
 (:func:`sdk._http._subset.gather_objects`): an ``allOf`` member's ``properties`` and
 ``required`` are the object's (closed on its own, each member would forbid the others' keys and
 the schema would accept no object with any property), and the ``properties`` beside an
-``anyOf`` / ``oneOf`` go into each member, with the keys the other members list. A
+``anyOf`` / ``oneOf`` go into each member, with the keys the other members list (an open
+object's members are given its openness, and so are not sent either). A
 ``tests/sdk/http/test_provider_schemas.py`` property test holds the promise: every document
 the caller's schema accepts (an object without ``additionalProperties`` read as closed to the
 properties its schema evaluates) is accepted by the schema sent.
@@ -59,7 +60,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sdk._http._subset import Resolve, Ungatherable, gather_objects
+from sdk._http._subset import Resolve, Ungatherable, gather_objects, same
 
 __all__ = ["FORMATS", "anthropic_schema"]
 
@@ -166,7 +167,7 @@ def _node(node: Any, resolve: Resolve) -> dict[str, Any]:
             options = [*value, tail] if tail is not False else list(value)
             with contextlib.suppress(_Unsayable):  # an item the subset cannot say: any item
                 sent = [_node(o, resolve) for o in options]
-                unique = [o for i, o in enumerate(sent) if o not in sent[:i]]
+                unique = [o for i, o in enumerate(sent) if not any(same(o, p) for p in sent[:i])]
                 if unique:
                     out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
             left[key] = value

@@ -18,13 +18,16 @@ object's keys are gathered where it is closed first (:func:`sdk._http._subset.ga
 member), so a document that gives every property and no other key passes
 (``tests/sdk/http/test_provider_schemas.py``); closed one by one, ``allOf`` members would
 forbid each other's keys and no document would pass. A schema that cannot be said strictly
-without changing what it means (a free-form object, a map, ``patternProperties``) is sent as it
-was, with ``strict: false``. Keywords a server does not support are kept, never dropped: a
-server that refuses them says so in its error, and the client checks them either way. The one
-exception is a keyword that means nothing where it stands: ``unevaluatedProperties`` beside
-``additionalProperties`` (every closed object has it) and ``unevaluatedItems`` beside ``items``
-(the node itself evaluates every member) are dropped, which changes no document's verdict; one
-that still means something makes the schema not strict (sent as it was; the client checks it).
+without changing what it means (a free-form object, a map, ``patternProperties``, an open
+object's union members, which are given its openness; the properties beside a union whose
+members list different keys: each member would be lent the others' keys and, every key
+required, refuse the documents it alone allows) is sent as it was, with ``strict: false``.
+Keywords a server does not support are kept, never dropped: a server that refuses them says so
+in its error, and the client checks them either way. The one exception is a keyword that means
+nothing where it stands: ``unevaluatedProperties`` beside ``additionalProperties`` (every
+closed object has it) and ``unevaluatedItems`` beside ``items`` (the node itself evaluates
+every member) are dropped, which changes no document's verdict; one that still means something
+makes the schema not strict (sent as it was; the client checks it).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from sdk._http._subset import Ungatherable, gather_objects
+from sdk._http._subset import Ungatherable, gather_objects, same
 from sdk._http._unwrap import WRAPPER_KEY
 
 __all__ = ["WRAPPER_KEY", "StrictSchema", "schema_to_send", "strict_schema"]
@@ -103,12 +106,10 @@ class _Rewriter:
         self.root = root
         self.loose = False
         self._inlining: list[str] = []  # $refs being inlined, to stop at a cycle
-        self._open: set[int] = set()  # members of an object left open: they stay open too
 
     def rewrite(self, node: Any, path: tuple[str, ...]) -> Any:
         if not isinstance(node, dict):
             return node
-        in_open = id(node) in self._open
         if node.get("default", 0) is None:
             del node["default"]  # no meaning in strict mode: the field is nullable anyway
         ref = node.get("$ref")
@@ -122,20 +123,16 @@ class _Rewriter:
         try:
             # Each value's keys where it is closed (allOf members' properties in the node, the
             # node's in each anyOf member): closing each node on its own forbids the others'.
-            node = gather_objects(node, lambda ref: _resolve(self.root, ref))
+            # An open object's union members are given its openness, so they are not closed
+            # either; every key is required here, so no member is lent another's keys.
+            node = gather_objects(
+                node, lambda ref: _resolve(self.root, ref), every_key_required=True
+            )
         except Ungatherable:
             self.loose = True
             return node
         if _is_object(node):
-            if in_open:
-                self.loose = True  # closing a member would forbid the keys its parent allows
-            else:
-                self._close(node)
-        if in_open or node.get("additionalProperties", False) is not False:
-            for key in ("anyOf", "oneOf", "allOf"):
-                members = node.get(key)
-                if isinstance(members, list):
-                    self._open.update(id(m) for m in members if isinstance(m, dict))
+            self._close(node)
         if "unevaluatedProperties" in node or "unevaluatedItems" in node:
             self._unevaluated(node)
         for key in _SCHEMA_MAPS:
@@ -219,7 +216,7 @@ def _merge(
     when they conflict."""
     merged = {k: v for k, v in node.items() if k != drop}
     for key, value in other.items():
-        if key in merged and merged[key] != value and key not in _ANNOTATIONS:
+        if key in merged and not same(merged[key], value) and key not in _ANNOTATIONS:
             return None
         merged.setdefault(key, value)
     return merged

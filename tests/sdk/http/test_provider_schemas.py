@@ -465,8 +465,9 @@ def test_the_schema_sent_accepts_every_document_the_callers_accepts(
 
 
 # What the property test found before the fixes, kept as examples: (schema, a document the
-# caller's schema accepts; for OpenAI's strict form it gives every property).
-FOUND = [
+# caller's schema accepts; for OpenAI's strict form it gives every property; the providers
+# that now send no schema, or the caller's with strict false, for it).
+FOUND: list[tuple[Schema, Any, tuple[str, ...]]] = [
     (  # a tuple sent as its tail alone forced the first item to the tail's type
         {
             "type": "object",
@@ -480,6 +481,7 @@ FOUND = [
             "required": ["p"],
         },
         {"p": [1, "a"]},
+        (),
     ),
     (  # allOf members closed one by one forbade each other's keys
         {
@@ -489,6 +491,7 @@ FOUND = [
             ]
         },
         {"a": 1, "b": "x"},
+        (),
     ),
     (  # the properties beside an anyOf closed without the members' keys, and the reverse
         {
@@ -498,6 +501,7 @@ FOUND = [
             "anyOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]}],
         },
         {"kind": "k", "a": 1},
+        (),
     ),
     (  # a root $ref whose siblings disagree with its target (OpenAI strict: $defs nested)
         {
@@ -509,17 +513,65 @@ FOUND = [
             },
         },
         {"a": "x"},
+        (),
+    ),
+    (  # OpenAI strict lent a member the keys another member lists, and required them
+        {
+            "properties": {"a": {"type": "string"}},
+            "required": [],
+            "anyOf": [
+                {"type": "string"},
+                {
+                    "properties": {
+                        "a": {
+                            "type": "string",
+                            "minLength": 0,
+                            "format": "date",
+                            "pattern": "^[0-9]{2}$",
+                            "maxLength": 2,
+                        }
+                    },
+                    "type": "object",
+                },
+                {
+                    "properties": {
+                        "a": {"type": "string"},
+                        "b": {"type": "string"},
+                        "c": {"type": "string"},
+                    },
+                    "required": ["a"],
+                    "type": "object",
+                },
+            ],
+        },
+        {"a": "00"},
+        ("openai strict",),  # the strict form cannot say "b and c only with the third"
+    ),
+    (  # Anthropic's tuple items deduplicated with Python's ==, where true is 1: enum [1] lost
+        {
+            "type": "array",
+            "prefixItems": [{"enum": [True]}],
+            "items": {"enum": [1]},
+            "uniqueItems": True,
+        },
+        [True, 1],
+        (),
     ),
 ]
 
 
-@pytest.mark.parametrize(("schema", "document"), FOUND)
+@pytest.mark.parametrize(("schema", "document", "unsaid"), FOUND)
 @pytest.mark.parametrize("name", ["anthropic", "openai strict"])
-def test_what_the_property_test_found(name: str, schema: Schema, document: Any) -> None:
+def test_what_the_property_test_found(
+    name: str, schema: Schema, document: Any, unsaid: tuple[str, ...]
+) -> None:
     translate, oracle, _ = PROVIDERS[name]
     assert jsonschema.Draft202012Validator(oracle(schema)).is_valid(document)
     sent = translate(schema)
-    assert sent is not None  # each can be said in the subset
+    if name in unsaid:
+        assert sent is None  # cannot be said in the subset: sent without it
+        return
+    assert sent is not None  # the others can be said in the subset
     if name == "openai strict" and strict_schema(schema).wrapped:
         document = {WRAPPER_KEY: document}
     assert jsonschema.Draft202012Validator(sent).is_valid(document)
@@ -542,3 +594,75 @@ def test_openai_strict_keeps_the_members_of_an_open_object_open() -> None:
         inner = document if root is schema else {"v": document}
         judged = {"value": inner} if sent.wrapped else inner
         assert jsonschema.Draft202012Validator(sent.schema).is_valid(judged), sent
+
+
+def test_openai_strict_lends_no_member_another_members_keys() -> None:
+    # Strict mode requires every property: a member given the keys another member lists
+    # would require them, and refuse the documents it alone allows (a discriminated union
+    # beside the object's own properties).
+    union = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "required": ["id"],
+        "anyOf": [
+            {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}},
+            {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}},
+        ],
+    }
+    document = {"id": 1, "kind": "a", "x": 2}
+    assert jsonschema.Draft202012Validator(closed(union, every_property_required=True)).is_valid(
+        document
+    )
+    sent = strict_schema(union)
+    assert not sent.strict
+    assert sent.schema == union  # as the caller gave it
+    # Members that list the same keys lend none: said strictly, every key required.
+    same = copy.deepcopy(union)
+    same["anyOf"][1]["properties"] = {"kind": {"const": "b"}, "x": {"type": "string"}}
+    sent = strict_schema(same)
+    assert sent.strict
+    assert sent.wrapped  # a root anyOf once the properties are in its members
+    judge = jsonschema.Draft202012Validator(sent.schema)
+    assert judge.is_valid({WRAPPER_KEY: document})
+    assert not judge.is_valid({WRAPPER_KEY: {"id": 1, "kind": "a"}})
+    # Nor is a key lost where the member requires it already (listed by the other member).
+    needs = copy.deepcopy(union)
+    needs["anyOf"][0]["required"] = ["y"]
+    needs["anyOf"][1]["required"] = ["x"]
+    sent = strict_schema(needs)
+    assert sent.strict
+    complete = {"id": 1, "kind": "a", "x": 2, "y": "s"}
+    assert jsonschema.Draft202012Validator(sent.schema).is_valid({WRAPPER_KEY: complete})
+    # Anthropic keeps lending them (optional there): both members' keys pass together.
+    anthropic = anthropic_schema(union)
+    assert anthropic is not None
+    both = {"id": 1, "kind": "a", "x": 2, "y": "s"}
+    assert jsonschema.Draft202012Validator(anthropic).is_valid(both)
+
+
+def test_an_open_objects_union_members_are_given_its_openness() -> None:
+    # The parent's additionalProperties is carried into each member that can be an object
+    # and has none of its own, so neither provider closes it.
+    from sdk._http._subset import gather_objects
+
+    schema = {
+        "additionalProperties": True,
+        "anyOf": [
+            {"properties": {"a": {"type": "string"}}},
+            {"properties": {"b": {"type": "string"}}, "additionalProperties": False},
+            {"type": "string"},
+            {"$ref": "#/$defs/X"},
+        ],
+        "$defs": {"X": {"type": "object", "properties": {"c": {"type": "integer"}}}},
+    }
+    gathered = gather_objects(schema, lambda ref: schema["$defs"]["X"])
+    assert gathered["anyOf"] == [
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": True},
+        {"properties": {"b": {"type": "string"}}, "additionalProperties": False},
+        {"type": "string"},
+        {"$ref": "#/$defs/X"},
+    ]
+    assert not strict_schema(schema).strict  # the first member cannot be closed
+    assert anthropic_schema(schema) is None
+    document = {"a": "x", "z": 1}
+    assert jsonschema.Draft202012Validator(schema).is_valid(document)

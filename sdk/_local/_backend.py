@@ -94,7 +94,9 @@ class LocalBackend:
     the tokens each slot holds on llama.cpp (one generation's prompt and output), so its KV
     cache holds ``slots * context`` tokens (SmolLM2-135M: 23 KB a token, 377 MB for the default
     4 x 4096); None is the model's training context, at most 4096. Backends with other
-    ``slots`` or ``context`` load the model again (llama.cpp: one context each).
+    ``slots`` or ``context`` load the model again on llama.cpp (one context each); on torch
+    they share one copy, its KV store growing as needed, and the most slots any of them asked
+    for.
 
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools

@@ -74,6 +74,7 @@ class ForwardModel(Protocol):
         round): for each ``(sequence, keep)``, the logits of its last ``keep`` tokens once all
         its tokens are decoded (valid until the next round), None while part of a long prompt
         is left for the next round, or the BackendError of that sequence alone. On llama.cpp
-        one ``llama_decode`` call; on torch one pass per sequence. Raises when the pass fails
-        (for every sequence of the round)."""
+        one ``llama_decode`` call; on torch one batched forward pass for the sequences being
+        decoded, and one per prompt to prefill. Raises when the pass fails (for every sequence
+        of the round)."""
         ...

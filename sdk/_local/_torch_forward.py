@@ -127,7 +127,7 @@ class TorchForward:
         counts = [len(sequence._pending) for sequence, _ in wants]
         width = max(counts)
         span = max(s + n for s, n in zip(starts, counts, strict=True))
-        store.reserve(max(rows) + 1, span)
+        store.reserve(max(rows) + 1, max(starts) + width)  # the padding is written too
         device = self.device
         with torch.inference_mode():
             ids = torch.zeros((len(wants), width), dtype=torch.long)
@@ -194,6 +194,8 @@ class TorchSequence:
     def decode(self, tokens: Sequence[int], keep: int) -> Any:
         """Run the model over ``tokens``; the logits of the last ``keep`` positions."""
         _check_keep(keep, len(tokens))
+        if self._closed:
+            raise ValueError("this sequence is closed")
         self._pending.extend(tokens)
         (rows,) = self._forward.decode_many([(self, keep)])
         return rows
@@ -350,7 +352,7 @@ class _SlotStore:
 class _RoundPlan:
     """What one batched pass writes where (shared by the round's cache layers)."""
 
-    __slots__ = ("contiguous", "counts", "index", "rows", "span", "starts", "store")
+    __slots__ = ("_where", "contiguous", "counts", "rows", "span", "starts", "store")
 
     def __init__(
         self, store: _SlotStore, rows: list[int], starts: list[int], counts: list[int], span: int
@@ -363,7 +365,20 @@ class _RoundPlan:
             span,
         )
         self.contiguous = rows == list(range(rows[0], rows[0] + len(rows)))
-        self.index: Any = None if self.contiguous else store._torch.tensor(rows)
+        self._where: tuple[Any, Any, Any] | None = None
+
+    def where(self, device: Any, width: int) -> tuple[Any, Any, Any]:
+        """Index tensors on ``device`` (made at the first layer): each batch row's store row
+        (``B x 1``), the positions its ``width`` new tokens go to (``B x width``: a row's
+        padding lands past its length, where nothing reads it before it is overwritten), and
+        the rows as a vector (for a non-contiguous read)."""
+        if self._where is None:
+            torch = self.store._torch
+            rows = torch.tensor(self.rows, dtype=torch.long, device=device)
+            starts = torch.tensor(self.starts, dtype=torch.long, device=device)
+            positions = starts[:, None] + torch.arange(width, dtype=torch.long, device=device)
+            self._where = (rows[:, None], positions, rows)
+        return self._where
 
 
 _layer_classes: dict[int, type] = {}
@@ -393,16 +408,14 @@ def _slot_layer_class(transformers: Any) -> type:
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
             plan = self.plan
             keys, values = plan.store.tensors(self.layer, key_states)
-            for b, (row, start, count) in enumerate(
-                zip(plan.rows, plan.starts, plan.counts, strict=True)
-            ):
-                keys[row, :, start : start + count] = key_states[b, :, :count]
-                values[row, :, start : start + count] = value_states[b, :, :count]
+            rows, positions, vector = plan.where(keys.device, key_states.shape[2])
+            # One write per tensor: [B, width, heads, dim] at (row, position) pairs.
+            keys[rows, :, positions] = key_states.transpose(1, 2)
+            values[rows, :, positions] = value_states.transpose(1, 2)
             if plan.contiguous:
                 first, last = plan.rows[0], plan.rows[-1] + 1
                 return keys[first:last, :, : plan.span], values[first:last, :, : plan.span]
-            index = plan.index.to(keys.device)
-            return keys[index, :, : plan.span], values[index, :, : plan.span]
+            return keys[vector, :, : plan.span], values[vector, :, : plan.span]
 
         def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
             return self.plan.span, 0

@@ -56,6 +56,13 @@ logit difference between its batched rows and its rows alone, whether the greedy
 the same, and the same against the unbatched ``DynamicCache`` path
 (``TorchForward(batched=False)``).
 
+    .venv/bin/python tests/benchmarks/bench_local.py --pass-cost 8 [--repeat 15]
+
+instead times one-token forward passes on the torch runtime over 120 tokens of context: one
+sequence on the shared store, one on a ``DynamicCache``, N sequences in one batched pass, and
+the same N taking turns (one pass each), interleaved; medians, and each as a multiple of one
+pass.
+
     .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
         [--max-tokens 32]
 
@@ -613,6 +620,48 @@ def batch_gap(args: argparse.Namespace) -> None:
         )
 
 
+def pass_cost(args: argparse.Namespace) -> None:
+    """One-token passes on the torch runtime: one sequence, N batched, N taking turns."""
+    from sdk._local._torch_forward import TorchForward
+
+    torch.set_num_threads(int(args.threads_text or 1))
+    n = args.pass_cost
+    loaded = load_model(args.model, args.device, dtype=args.dtype, runtime="torch")
+    batched = loaded.forward
+    assert isinstance(batched, TorchForward) and batched.batched
+    turns = TorchForward(loaded.model, loaded.device, batched=False)
+    prompt = list(range(100, 220))  # 120 tokens of context
+
+    def opened(forward: TorchForward, count: int) -> list[Any]:
+        sequences = [forward.sequence() for _ in range(count)]
+        for sequence in sequences:
+            sequence.decode(prompt, 1)
+        return sequences
+
+    rows = {
+        "1, store": (batched, opened(batched, 1)),
+        "1, DynamicCache": (turns, opened(turns, 1)),
+        f"{n} batched": (batched, opened(batched, n)),
+        f"{n} turns": (turns, opened(turns, n)),
+    }
+    times: dict[str, list[float]] = {label: [] for label in rows}
+    for _ in range(args.repeat):
+        for label, (forward, sequences) in rows.items():
+            for sequence in sequences:
+                sequence.append([5])
+            started = time.perf_counter()
+            forward.decode_many([(sequence, 1) for sequence in sequences])
+            times[label].append(time.perf_counter() - started)
+    print(
+        f"one-token passes over 120 tokens of context, medians of {args.repeat}, load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    one = statistics.median(times["1, store"])
+    for label, spent in times.items():
+        median = statistics.median(spent)
+        print(f"{label:<18}{median * 1000:>8.1f} ms{median / one:>8.2f}x one pass")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
@@ -630,7 +679,11 @@ def main() -> None:
     parser.add_argument(
         "--batch-gap", type=int, help="torch: N prompts batched vs alone, logits compared"
     )
+    parser.add_argument("--pass-cost", type=int, help="torch: one-token passes, N batched")
     args = parser.parse_args()
+    if args.pass_cost:
+        pass_cost(args)
+        return
     if args.batch_gap:
         batch_gap(args)
         return

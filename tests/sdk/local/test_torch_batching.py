@@ -5,8 +5,9 @@ on the CPU), greedy. The eight different requests of ``test_batching`` run at on
 backend of 8 slots and each stream must write exactly its text alone; on the forward pass,
 the rows of a batched pass match each sequence decoded alone (the same greedy tokens; float32
 GEMMs over 8 rows round differently from one row, so the logits agree to about 1e-4, not to
-the bit: the figures are in ``docs/local-engine.md``), a sequence truncated inside a batch goes
-on as if it had never written what it dropped, and a closed sequence's row is taken again.
+the bit: the figures are in ``docs/local-engine.md``), a stream rewound beside three others
+writes what it writes rewound alone, a sequence truncated inside a batch goes on as if it had
+never written what it dropped, and a closed sequence's row is taken again.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import anyio
 import pytest
 
 from sdk._backend import Delta, GenerationRequest
-from sdk._local import LocalBackend
+from sdk._local import LocalBackend, LocalGeneration
 from sdk._local._engine import Engine
 from sdk._local._torch_forward import TorchForward, TorchSequence
+from tests.sdk.local._local_support import value_start
 from tests.sdk.local.test_batching import REQUESTS
+from tests.sdk.local.test_rewind_backend import REQUEST as REWOUND
+from tests.sdk.local.test_rewind_backend import read_into, read_to_finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -72,6 +76,40 @@ async def test_eight_streams_at_once_write_what_each_writes_alone(batched: Local
     tokens = sum(u.completion_tokens - u.forced_tokens for u in usage)
     assert forward.passes - passes_before < tokens / 2  # far fewer passes than tokens
     assert engine.scheduler.holders == 0 and not engine.busy
+
+
+async def _rewound(backend: LocalBackend) -> str:
+    """Read the second tag's first characters, rewind to its start (banning what was written
+    there), read on: the final text."""
+    gen = backend.generate(REWOUND)
+    assert isinstance(gen, LocalGeneration)
+    text = await read_into(gen, ("tags", 1))
+    rewound = await gen.rewind(value_start(text, ("tags", 1)))
+    rest, _ = await read_to_finish(gen)
+    await gen.aclose()
+    return text[: rewound.offset] + rest
+
+
+async def test_a_stream_rewound_in_a_batch_writes_what_it_writes_rewound_alone(
+    batched: LocalBackend,
+) -> None:
+    others = REQUESTS[:3]
+    alone = await _rewound(batched)
+    others_alone = [_text(await _collect(batched, request)) for request in others]
+    texts: dict[str, str] = {}
+
+    async def other(i: int) -> None:
+        texts[f"other {i}"] = _text(await _collect(batched, others[i]))
+
+    async def mine() -> None:
+        texts["rewound"] = await _rewound(batched)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(others)):
+            tg.start_soon(other, i)
+        tg.start_soon(mine)
+    assert texts["rewound"] == alone
+    assert [texts[f"other {i}"] for i in range(len(others))] == others_alone
 
 
 def _prompt(engine: Engine, text: str) -> list[int]:

@@ -86,7 +86,8 @@ class TorchForward:
         self.passes = 0
         """Forward passes run so far (a batched round's pass counts once)."""
         self.batch_sizes: list[int] = []
-        """Sequences in each of the last batched passes (the latest 1000)."""
+        """Sequences in each of the last passes on the store (the latest 1000; a prefill's
+        pass holds one)."""
 
     def sequence(self) -> TorchSequence | DynamicSequence:
         """A new, empty sequence (on the shared store when :attr:`batched`)."""

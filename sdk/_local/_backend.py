@@ -100,7 +100,9 @@ class LocalBackend:
     the tokens each slot holds on llama.cpp (one generation's prompt and output), so its KV
     cache holds ``slots * context`` tokens (SmolLM2-135M: 23 KB a token, 377 MB for the default
     4 x 4096); None is the model's training context, at most 4096. Backends with other
-    ``slots`` or ``context`` load the model again (llama.cpp: one context each).
+    ``slots`` or ``context`` load the model again on llama.cpp (one context each); on torch
+    they share one copy, its KV store growing as needed, and the most slots any of them asked
+    for.
 
     ``mask_compile_budget``: the seconds a JSON Schema's mask may take to compile (default
     :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`, None for no limit); past it the

@@ -76,8 +76,9 @@ class ForwardModel(Protocol):
         round): for each ``(sequence, keep)``, the logits of its last ``keep`` tokens once all
         its tokens are decoded (valid until the next round), None while part of a long prompt
         is left for the next round, or the BackendError of that sequence alone. On llama.cpp
-        one ``llama_decode`` call; on torch one pass per sequence. Raises when the pass fails
-        (for every sequence of the round). ``ready(i, rows)``, when given, may be called for
-        the ``i``-th sequence as soon as its rows are out, before the round's other passes
-        (llama.cpp: a prompt prefilled in a call of its own); its rows are returned too."""
+        one ``llama_decode`` call; on torch one batched forward pass for the sequences being
+        decoded, and one per prompt to prefill. Raises when the pass fails (for every sequence
+        of the round). ``ready(i, rows)``, when given, may be called for the ``i``-th sequence
+        as soon as its rows are out, before the round's other passes (llama.cpp: a prompt
+        prefilled in a call of its own); its rows are returned too."""
         ...

@@ -262,8 +262,8 @@ def load_model(
     tokens each of llama.cpp's slots holds, its KV budget (None: the model's training context,
     at most ``_llama_cpp.DEFAULT_CONTEXT``; the torch runtime's caches grow as needed). A model
     is loaded once per (source, runtime, device, dtype), and on llama.cpp per (slots, context)
-    too; the torch runtime's slots are those of its first load. Raises BackendError when the
-    model cannot be loaded, ValueError for a runtime that cannot run it.
+    too; on torch a later load with more slots raises the shared scheduler's to them. Raises
+    BackendError when the model cannot be loaded, ValueError for a runtime that cannot run it.
     """
     chosen = choose_runtime(runtime, model, device)
     if chosen == "llama.cpp":
@@ -301,6 +301,9 @@ def load_model(
     with _load_lock:
         hit = _loaded.get(key)
         if hit is not None:
+            # One model, one store of KV caches that grows as needed: the most slots any load
+            # asked for (the scheduler's other engines batch as many too).
+            hit.scheduler.slots = max(hit.scheduler.slots, slots)
             return hit
         try:
             loaded = _load_pretrained(source, dev, getattr(torch, dtype_name), slots)

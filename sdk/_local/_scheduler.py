@@ -26,8 +26,9 @@ engine over it. It does what an inference server does with its slots:
 Per generation nothing changes: each has its own sequence, grammar matcher, bans, drafts,
 sampler and seed, and with greedy decoding writes the text it writes alone (llama.cpp's CPU
 kernels compute each row of a batch as they compute it alone; ``tests/sdk/local/test_batching``
-checks it). On the torch runtime ``decode_many`` runs the sequences one after the other (each
-has its own ``DynamicCache``); the rounds still give every generation a fair turn.
+checks it). On the torch runtime ``decode_many`` runs the round's sequences in one batched
+forward pass over a KV store shared by the model's sequences, a prompt to prefill in a pass of
+its own (``_torch_forward``; ``tests/sdk/local/test_torch_batching`` checks the texts).
 """
 
 from __future__ import annotations

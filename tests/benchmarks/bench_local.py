@@ -43,6 +43,25 @@ from the first request sent to the last stream done), per-stream tok/s (a stream
 its first one over the time since it), time to first token (mean and worst of the streams),
 and, for jump-forward, the forced tokens apart (its tok/s counts them, as a user sees them).
 ``--overlap`` fills the round's masks in a helper thread during the pass (``_scheduler``).
+``--runtime torch`` serves the streams on the torch runtime (the GGUF converted, float32 on the
+CPU) and adds a row "turns": the same streams with batching off (``TorchForward.batched =
+False``: one ``DynamicCache`` and one forward pass per stream, taking turns), what the batched
+rows are measured against.
+
+    .venv/bin/python tests/benchmarks/bench_local.py --batch-gap 4 [--max-tokens 20]
+
+instead decodes N prompts (the cases in turn, numbered) greedily on the torch runtime, each
+alone and then the N together in one batched pass a step, and prints for each the largest
+logit difference between its batched rows and its rows alone, whether the greedy tokens are
+the same, and the same against the unbatched ``DynamicCache`` path
+(``TorchForward(batched=False)``).
+
+    .venv/bin/python tests/benchmarks/bench_local.py --pass-cost 8 [--repeat 15]
+
+instead times one-token forward passes on the torch runtime over 120 tokens of context: one
+sequence on the shared store, one on a ``DynamicCache``, N sequences in one batched pass, and
+the same N taking turns (one pass each), interleaved; medians, and each as a multiple of one
+pass.
 
     .venv/bin/python tests/benchmarks/bench_local.py --thread-counts 1,2 [--repeat 4]
         [--max-tokens 32]
@@ -74,7 +93,7 @@ from sdk._local._decode import DecodeStats, Generation, Piece
 from sdk._local._drafts import DraftMemory
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import LlamaCppForward
-from sdk._local._model import RUNTIMES, load_model
+from sdk._local._model import RUNTIMES, Runtime, load_model
 from sdk._local._sampling import sampler_for
 from sdk._local._xgr_masks import JSON_FORMATS
 
@@ -472,7 +491,8 @@ def concurrency(args: argparse.Namespace) -> None:
     counts = [int(n) for n in args.concurrency.split(",")]
     threads_list = [int(n) for n in str(args.threads_list).split(",")]
     print(
-        f"streams {counts}, threads {threads_list}, max_tokens {args.max_tokens}, repeat "
+        f"runtime {args.runtime or 'llama.cpp'}, streams {counts}, threads {threads_list}, "
+        f"max_tokens {args.max_tokens}, repeat "
         f"{args.repeat}, overlap {args.overlap}, load average {os.getloadavg()[0]:.1f} at the start"
     )
     print(
@@ -481,14 +501,24 @@ def concurrency(args: argparse.Namespace) -> None:
     )
     for threads in threads_list:
         for n in counts:
-            labels = ["local", "local jf"] + (["server"] if args.vs_llama else [])
+            on_torch = args.runtime == "torch"
+            labels = ["local", "local jf"] + (["turns"] if on_torch else [])
+            labels += ["server"] if args.vs_llama else []
+            runtime: Runtime = args.runtime or "llama.cpp"
             backends = {
-                "local": LocalBackend(threads=threads, slots=n, context=1024, jump_forward=False),
-                "local jf": LocalBackend(threads=threads, slots=n, context=1024),
+                "local": LocalBackend(
+                    threads=threads, slots=n, context=1024, jump_forward=False, runtime=runtime
+                ),
+                "local jf": LocalBackend(threads=threads, slots=n, context=1024, runtime=runtime),
             }
+            backends["turns"] = backends["local"]
             for backend in backends.values():
                 engine = backend.load()
-                engine.loaded.forward.threads = threads  # type: ignore[attr-defined]
+                if on_torch:
+                    torch.set_num_threads(threads)
+                    engine.scheduler.slots = n  # the torch model is loaded once: its slots
+                else:
+                    engine.loaded.forward.threads = threads  # type: ignore[attr-defined]
                 engine.scheduler.overlap_masks = args.overlap
             local_streams(backends["local"], n, 4)  # warm up
             runs: dict[str, list[Streams]] = {label: [] for label in labels}
@@ -501,6 +531,15 @@ def concurrency(args: argparse.Namespace) -> None:
                         if label == "server":
                             assert server is not None
                             runs[label].append(server_streams(server.base_url, n, args.max_tokens))
+                        elif label == "turns":  # the torch runtime without batching
+                            forward = backends[label].load().loaded.forward
+                            forward.batched = False  # type: ignore[attr-defined]
+                            try:
+                                runs[label].append(
+                                    local_streams(backends[label], n, args.max_tokens)
+                                )
+                            finally:
+                                forward.batched = True  # type: ignore[attr-defined]
                         else:
                             runs[label].append(local_streams(backends[label], n, args.max_tokens))
             finally:
@@ -522,9 +561,105 @@ def concurrency(args: argparse.Namespace) -> None:
                     f"{threads:>3} {n:>2} {label:<12}{aggregate:>11.1f}{ratio:>8}{stream:>13.1f}"
                     f"{ttft * 1000:>8.0f}ms{worst * 1000:>7.0f}ms{extra:>8}   {each}"
                 )
-            same = all(r.texts == runs["local"][0].texts for r in runs["local"] + runs["local jf"])
+            local = runs["local"] + runs["local jf"] + runs.get("turns", [])
+            same = all(r.texts == runs["local"][0].texts for r in local)
             print(f"        same texts on every local run (jump-forward on and off): {same}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def batch_gap(args: argparse.Namespace) -> None:
+    """How far a torch row decoded in a batch is from the same sequence alone (greedy)."""
+    from sdk._local._torch_forward import TorchForward
+
+    torch.set_num_threads(int(args.threads_text or 1))
+    loaded = load_model(args.model, args.device, dtype=args.dtype, runtime="torch")
+    forward = loaded.forward
+    assert isinstance(forward, TorchForward) and forward.batched
+    engine = Engine(loaded)
+    prompts = [
+        engine.prompt_ids(
+            GenerationRequest(messages=({"role": "user", "content": prompt},), schema={})
+        )
+        for _, prompt in stream_cases(args.batch_gap)
+    ]
+    steps = args.max_tokens
+    old = TorchForward(loaded.model, loaded.device, batched=False)
+
+    def alone(fwd: TorchForward, prompt: list[int]) -> tuple[list[int], list[Any]]:
+        sequence = fwd.sequence()
+        rows = sequence.decode(prompt, 1)
+        tokens, logits = [], []
+        for _ in range(steps):
+            tokens.append(int(rows[-1].argmax()))
+            logits.append(rows[-1].clone())
+            rows = sequence.decode(tokens[-1:], 1)
+        sequence.close()
+        return tokens, logits
+
+    alone_store = [alone(forward, p) for p in prompts]
+    alone_dynamic = [alone(old, p) for p in prompts]
+    sequences = [forward.sequence() for _ in prompts]
+    rows = [s.decode(p, 1) for s, p in zip(sequences, prompts, strict=True)]
+    tokens: list[list[int]] = [[] for _ in prompts]
+    gaps = [0.0] * len(prompts)
+    for step in range(steps):
+        for k, sequence in enumerate(sequences):
+            tokens[k].append(int(rows[k][-1].argmax()))
+            gap = float((rows[k][-1] - alone_store[k][1][step]).abs().max())
+            gaps[k] = max(gaps[k], gap)
+            sequence.append(tokens[k][-1:])
+        rows = forward.decode_many([(s, 1) for s in sequences])
+    print(f"{len(prompts)} prompts, {steps} greedy steps, batch of {len(prompts)}")
+    for k in range(len(prompts)):
+        store, dynamic = alone_store[k], alone_dynamic[k]
+        old_gap = max(float((a - b).abs().max()) for a, b in zip(store[1], dynamic[1], strict=True))
+        print(
+            f"prompt {k}: batch vs alone max |diff| {gaps[k]:.2e}, same tokens "
+            f"{tokens[k] == store[0]}; store alone vs DynamicCache alone {old_gap:.2e}, "
+            f"same tokens {store[0] == dynamic[0]}"
+        )
+
+
+def pass_cost(args: argparse.Namespace) -> None:
+    """One-token passes on the torch runtime: one sequence, N batched, N taking turns."""
+    from sdk._local._torch_forward import TorchForward
+
+    torch.set_num_threads(int(args.threads_text or 1))
+    n = args.pass_cost
+    loaded = load_model(args.model, args.device, dtype=args.dtype, runtime="torch")
+    batched = loaded.forward
+    assert isinstance(batched, TorchForward) and batched.batched
+    turns = TorchForward(loaded.model, loaded.device, batched=False)
+    prompt = list(range(100, 220))  # 120 tokens of context
+
+    def opened(forward: TorchForward, count: int) -> list[Any]:
+        sequences = [forward.sequence() for _ in range(count)]
+        for sequence in sequences:
+            sequence.decode(prompt, 1)
+        return sequences
+
+    rows = {
+        "1, store": (batched, opened(batched, 1)),
+        "1, DynamicCache": (turns, opened(turns, 1)),
+        f"{n} batched": (batched, opened(batched, n)),
+        f"{n} turns": (turns, opened(turns, n)),
+    }
+    times: dict[str, list[float]] = {label: [] for label in rows}
+    for _ in range(args.repeat):
+        for label, (forward, sequences) in rows.items():
+            for sequence in sequences:
+                sequence.append([5])
+            started = time.perf_counter()
+            forward.decode_many([(sequence, 1) for sequence in sequences])
+            times[label].append(time.perf_counter() - started)
+    print(
+        f"one-token passes over 120 tokens of context, medians of {args.repeat}, load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    one = statistics.median(times["1, store"])
+    for label, spent in times.items():
+        median = statistics.median(spent)
+        print(f"{label:<18}{median * 1000:>8.1f} ms{median / one:>8.2f}x one pass")
 
 
 def main() -> None:
@@ -541,7 +676,17 @@ def main() -> None:
     parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
     parser.add_argument("--concurrency", help="streams at once, e.g. 1,4,8")
     parser.add_argument("--overlap", action="store_true", help="masks during the pass")
+    parser.add_argument(
+        "--batch-gap", type=int, help="torch: N prompts batched vs alone, logits compared"
+    )
+    parser.add_argument("--pass-cost", type=int, help="torch: one-token passes, N batched")
     args = parser.parse_args()
+    if args.pass_cost:
+        pass_cost(args)
+        return
+    if args.batch_gap:
+        batch_gap(args)
+        return
     if args.concurrency:
         args.threads_list = args.threads_text or "1,2"
         concurrency(args)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Closure", "closures", "strict_schema"]
+__all__ = ["Closure", "closures", "resolve", "strict_schema"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ def _typed(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _resolve(root: Any, ref: str) -> Any:
+def resolve(root: Any, ref: str) -> Any:
     """The local definition ``ref`` points to in ``root``, or None."""
     if ref == "#":
         return root
@@ -107,7 +107,7 @@ def _named(
     if isinstance(node.get("dependentSchemas"), dict):
         subs.extend(node["dependentSchemas"].values())
     if isinstance(node.get("$ref"), str):
-        subs.append(_resolve(root, node["$ref"]))
+        subs.append(resolve(root, node["$ref"]))
     for sub in subs:
         _named(sub, root, names, required, seen)
 

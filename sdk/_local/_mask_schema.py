@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._local._llg_strict import resolve
+
 __all__ = [
     "Relaxation",
     "fitted_strings",
@@ -284,23 +286,6 @@ def fitted_strings(
 # --- widening a schema the engine refuses --------------------------------------------------
 
 
-def _refs_resolve(root: Any, ref: str) -> bool:
-    if ref == "#":
-        return True
-    if not ref.startswith("#/"):
-        return False
-    node = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
-
-
 def _depth(node: Any) -> int:
     if not isinstance(node, dict):
         return 0
@@ -360,7 +345,7 @@ def widened(schema: Any, refusal: Callable[[Any], str]) -> tuple[Any, tuple[Rela
             del out["pattern"]
             notes.append(Relaxation(where, "pattern", "a pattern the engine cannot read"))
         ref = out.get("$ref")
-        if isinstance(ref, str) and not _refs_resolve(schema, ref):
+        if isinstance(ref, str) and resolve(schema, ref) is None:
             notes.append(Relaxation(where, "$ref", f"{ref!r} refers to nothing: any value"))
             return {}
         extra = set(out) - _ANNOTATIONS - {"$ref"}

@@ -101,9 +101,9 @@ def crowd(request: pytest.FixtureRequest) -> Iterator[bool]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The full-batch variants run on the llama.cpp runtime only: the torch runtime decodes
-    its sequences one after the other (each its own cache), so a crowd there costs every test
-    several times its time and checks nothing the batch on llama.cpp does not."""
+    """The full-batch variants run on the llama.cpp runtime only: on the torch runtime (float32
+    on the CPU, about 80 ms a pass) they would add minutes to the suite, and
+    ``test_torch_batching.py`` runs its batching against each stream alone."""
     kept, dropped = [], []
     for item in items:
         ids = getattr(getattr(item, "callspec", None), "id", "")

@@ -108,6 +108,7 @@ def test_the_budget_is_an_option_with_its_default() -> None:
         LocalBackend(mask_compile_budget=0)
 
 
+@pytest.mark.torch  # the tokenizer fixture reads the GGUF through transformers
 def test_llguidance_decodes_under_the_wider_mask_while_the_exact_compiles(
     monkeypatch: pytest.MonkeyPatch, ll_tokenizer: Any, tokenizer: Any
 ) -> None:

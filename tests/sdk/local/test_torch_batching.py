@@ -27,7 +27,7 @@ from tests.sdk.local.test_batching import REQUESTS
 from tests.sdk.local.test_rewind_backend import REQUEST as REWOUND
 from tests.sdk.local.test_rewind_backend import read_into, read_to_finish
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.torch]
 
 _CLOSE = 1e-3
 """Largest difference allowed between a row decoded in a batch and alone (float32 logits of

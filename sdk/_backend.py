@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT_FILTER",
+    "CURES",
     "FINISH_REASONS",
     "LENGTH",
     "MALFORMED",
@@ -226,6 +227,16 @@ class TextChunks:
         await self.chunks.aclose()
 
 
+CURES: Final[Mapping[str, str]] = {
+    "compact_whitespace": "ask the server for JSON without free whitespace between tokens",
+    "less_repetition": "discourage repeating what was written (a frequency penalty, where the "
+    "server has one)",
+}
+"""The fixes a retry can ask of a backend (:attr:`GenerationRequest.cures`), by name, with what
+each does; an error names the one that would have prevented it (:attr:`sdk.StreamError.cure`).
+Which server applies which, and how: ``docs/retries.md``."""
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """Everything a backend needs to start one attempt."""
@@ -276,6 +287,10 @@ class GenerationRequest:
     :func:`sdk._parameters.check_parameters`; ``max_completion_tokens``, ``stop``,
     ``logprobs``, ``reasoning_effort``...): each provider writes them its own way, and its
     ``check_request`` refuses one its API has no equivalent for."""
+    cures: frozenset[str] = frozenset()
+    """The fixes this attempt asks for (names from :data:`CURES`), because an earlier attempt
+    failed in a way the request can prevent (a runaway of whitespace...): each backend applies
+    those its server has a setting for and ignores the rest; empty on a first attempt."""
 
 
 def check_request(backend: object, request: GenerationRequest) -> None:

@@ -490,6 +490,7 @@ class _Requests:
         request = dataclasses.replace(
             template,
             messages=template.messages + attempt.feedback,
+            cures=template.cures | attempt.cures,
             # A retry with the seed of the failed attempt would sample the same tokens again.
             seed=None if template.seed is None else template.seed + attempt.number - 1,
         )

@@ -107,6 +107,11 @@ class StreamError(Exception):
     """
 
     retryable: bool = True
+    cure: str | None = None
+    """What the next attempt should change so that this error does not happen again (a name
+    from :data:`sdk._backend.CURES`, e.g. ``"compact_whitespace"``), or ``None``: the same
+    request, with feedback. The retry asks the backend for it on every later attempt
+    (:attr:`sdk._backend.GenerationRequest.cures`)."""
     tool_call: int | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None

@@ -30,6 +30,9 @@ class Attempt:
     that failed for a transport reason adds nothing: the request is simply sent again."""
     previous_error: BaseException | None = None
     """The error that ended the previous attempt (``None`` for the first)."""
+    cures: frozenset[str] = frozenset()
+    """What this attempt's request should change (:attr:`sdk.StreamError.cure` of each
+    earlier attempt's error that named one): each backend applies those its server has."""
 
 
 @dataclass(frozen=True, slots=True)

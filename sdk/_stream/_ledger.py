@@ -66,7 +66,10 @@ class Ledger:
         number = self.number + 1
         self.current = self._state(number, Usage())
         previous = self.records[-1].error if self.records else None
-        return Attempt(number, tuple(self._feedback), previous)
+        cures = frozenset(
+            cure for info in self.records if (cure := getattr(info.error, "cure", None))
+        )
+        return Attempt(number, tuple(self._feedback), previous, cures)
 
     def record(self, error: BaseException | None) -> AttemptInfo:
         """Record the attempt in progress as ended by ``error`` (``None``: it succeeded)."""

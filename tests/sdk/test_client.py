@@ -396,6 +396,32 @@ async def test_schema_name_defaults_to_the_model_name() -> None:
     assert backend.requests[0].schema_name == "Pet"
 
 
+class _Runaway(TruncatedError):
+    cure = "compact_whitespace"
+
+
+class CuringBackend(FakeBackend):
+    """The first attempt ends with an error that names a cure."""
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
+        if not self.requests:
+            self.requests.append(request)
+            yield Delta(text='{"name": ')
+            raise _Runaway("whitespace without end")
+        async for delta in super().generate(request):
+            yield delta
+
+
+async def test_a_retry_asks_the_backend_for_the_cure_the_error_named() -> None:
+    backend = CuringBackend([Delta(text='{"name": "Rex", "kind": "dog", "age": 3}')])
+    async with client_for(backend).stream(
+        messages=MESSAGES, schema=Pet, retry=Retry(max_attempts=2)
+    ) as s:
+        await s.result()
+    first, second = backend.requests
+    assert (first.cures, second.cures) == (frozenset(), {"compact_whitespace"})
+
+
 def client_for(backend: FakeBackend) -> Client:
     return Client.from_backend(backend)
 

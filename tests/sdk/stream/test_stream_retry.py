@@ -352,3 +352,28 @@ async def test_feedback_for_a_text_constraint_speaks_of_text_not_json() -> None:
     async with stream_structured(json_source, schema=PERSON, retry=Retry(max_attempts=2)) as s:
         await s.result()
     assert "the whole JSON document" in json_source.attempts[1].feedback[-1]["content"]
+
+
+class _Cured(TruncatedError):
+    """An output error that names what the next request should change."""
+
+    def __init__(self, cure: str) -> None:
+        super().__init__(f"ran away ({cure})")
+        self.cure = cure
+
+
+async def test_each_later_attempt_asks_for_every_cure_named_so_far() -> None:
+    source = Scripted(
+        [_Cured("compact_whitespace")],
+        [_Cured("less_repetition")],
+        [OutputSyntaxError("plain mistake")],
+        [json.dumps(GOOD)],
+    )
+    async with stream_structured(source, schema=PERSON, retry=no_wait(max_attempts=4)) as s:
+        assert await s.result() == GOOD
+    assert [a.cures for a in source.attempts] == [
+        frozenset(),
+        {"compact_whitespace"},
+        {"compact_whitespace", "less_repetition"},
+        {"compact_whitespace", "less_repetition"},
+    ]

@@ -189,6 +189,26 @@ def companion(i: int) -> GenerationRequest:
     return kinds[i % len(kinds)]
 
 
+async def deltas_of(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
+    """Every delta of one generation on ``backend``."""
+    return [delta async for delta in backend.generate(request)]
+
+
+async def all_at_once(
+    backend: LocalBackend, requests: Sequence[GenerationRequest]
+) -> list[list[Delta]]:
+    """Every delta of each of ``requests``, all started at once on ``backend`` (in order)."""
+    out: list[list[Delta]] = [[] for _ in requests]
+
+    async def run(i: int) -> None:
+        out[i] = await deltas_of(backend, requests[i])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(requests)):
+            tg.start_soon(run, i)
+    return out
+
+
 def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
     """Every delta of one generation (run on asyncio, for sync tests). Crowded
     (:func:`crowded`), the generation runs beside ``backend.slots - 1`` others that keep every
@@ -196,7 +216,7 @@ def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
     it writes must not depend on them."""
 
     async def alone() -> list[Delta]:
-        return [delta async for delta in backend.generate(request)]
+        return await deltas_of(backend, request)
 
     async def in_a_full_batch() -> list[Delta]:
         # The companions go through a backend of their own over the same loaded model (the

@@ -16,11 +16,20 @@ import anyio
 import pytest
 
 from sdk import Choice, Regex
-from sdk._backend import Delta, GenerationRequest
+from sdk._backend import GenerationRequest
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
 from sdk._local._llama_cpp import ROUND_TOKENS, LlamaCppForward
-from tests.sdk.local._local_support import CASES, PERSON, TEXT, constrained, request_for
+from tests.sdk.local._local_support import (
+    CASES,
+    PERSON,
+    TEXT,
+    all_at_once,
+    constrained,
+    deltas_of,
+    request_for,
+    text_of,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -53,31 +62,13 @@ def single() -> Iterator[LocalBackend]:
     yield backend
 
 
-async def _collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
-    return [delta async for delta in backend.generate(request)]
-
-
-def _text(deltas: list[Delta]) -> str:
-    return "".join(d.text for d in deltas)
-
-
 async def test_eight_streams_at_once_write_what_each_writes_alone(batched: LocalBackend) -> None:
     engine = batched.load()
-    alone = [_text(await _collect(batched, request)) for request in REQUESTS]
+    alone = [text_of(await deltas_of(batched, request)) for request in REQUESTS]
     rounds_before = engine.scheduler.rounds
-    together: list[str] = [""] * len(REQUESTS)
-    finishes: list[Any] = [None] * len(REQUESTS)
-
-    async def run(i: int) -> None:
-        deltas = await _collect(batched, REQUESTS[i])
-        together[i] = _text(deltas)
-        finishes[i] = deltas[-1].finish_reason
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(REQUESTS)):
-            tg.start_soon(run, i)
-    assert together == alone
-    assert all(finish in ("stop", "length") for finish in finishes)
+    together = await all_at_once(batched, REQUESTS)
+    assert [text_of(deltas) for deltas in together] == alone
+    assert all(deltas[-1].finish_reason in ("stop", "length") for deltas in together)
     sizes = engine.scheduler.round_sizes[-(engine.scheduler.rounds - rounds_before) :]
     assert max(sizes) == len(REQUESTS)  # they did decode together
     assert engine.scheduler.holders == 0 and not engine.busy
@@ -91,7 +82,7 @@ async def test_a_cancelled_stream_frees_its_slot_for_a_queued_one(single: LocalB
     second_text: list[str] = []
 
     async def second() -> None:
-        second_text.append(_text(await _collect(single, REQUESTS[5])))
+        second_text.append(text_of(await deltas_of(single, REQUESTS[5])))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(second)
@@ -111,13 +102,13 @@ async def test_a_cancelled_waiter_leaves_the_queue(single: LocalBackend) -> None
     await first.__anext__()
     with anyio.CancelScope() as scope:
         scope.deadline = anyio.current_time() + 0.5
-        await _collect(single, REQUESTS[5])
+        await deltas_of(single, REQUESTS[5])
     assert scope.cancelled_caught
     assert engine.scheduler.queued == 0
     assert engine.scheduler.holders == 1
     await first.aclose()
     assert engine.scheduler.holders == 0
-    assert _text(await _collect(single, REQUESTS[5])) in ("yes", "no", "maybe")
+    assert text_of(await deltas_of(single, REQUESTS[5])) in ("yes", "no", "maybe")
 
 
 async def test_the_queue_is_first_in_first_out(single: LocalBackend) -> None:
@@ -353,18 +344,11 @@ async def test_drafts_wait_while_other_generations_share_the_round(batched: Loca
     which cost more than the passes they save: two generations at once propose none (the text
     is the same)."""
     request = REQUESTS[1]  # a nested schema: keys and punctuation to jump over
-    alone = await _collect(batched, request)
+    alone = await deltas_of(batched, request)
     forced_alone = alone[-1].usage.forced_tokens if alone[-1].usage else 0
     assert forced_alone > 0
-    together: list[list[Delta]] = [[], []]
-
-    async def run(i: int) -> None:
-        together[i] = await _collect(batched, request)
-
-    async with anyio.create_task_group() as tg:
-        for i in range(2):
-            tg.start_soon(run, i)
+    together = await all_at_once(batched, [request, request])
     for deltas in together:
-        assert _text(deltas) == _text(alone)
+        assert text_of(deltas) == text_of(alone)
     forced = [d[-1].usage.forced_tokens if d[-1].usage else 0 for d in together]
     assert sum(forced) < forced_alone, forced

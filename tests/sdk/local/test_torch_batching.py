@@ -18,11 +18,11 @@ from typing import Any
 import anyio
 import pytest
 
-from sdk._backend import Delta, GenerationRequest
+from sdk._backend import GenerationRequest
 from sdk._local import LocalBackend, LocalGeneration
 from sdk._local._engine import Engine
 from sdk._local._torch_forward import TorchForward, TorchSequence
-from tests.sdk.local._local_support import value_start
+from tests.sdk.local._local_support import all_at_once, deltas_of, text_of, value_start
 from tests.sdk.local.test_batching import REQUESTS
 from tests.sdk.local.test_rewind_backend import REQUEST as REWOUND
 from tests.sdk.local.test_rewind_backend import read_into, read_to_finish
@@ -44,34 +44,16 @@ def batched() -> Iterator[LocalBackend]:
     yield backend
 
 
-async def _collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
-    return [delta async for delta in backend.generate(request)]
-
-
-def _text(deltas: list[Delta]) -> str:
-    return "".join(d.text for d in deltas)
-
-
 async def test_eight_streams_at_once_write_what_each_writes_alone(batched: LocalBackend) -> None:
     engine = batched.load()
     forward = engine.loaded.forward
     assert isinstance(forward, TorchForward)
-    alone_deltas = [await _collect(batched, request) for request in REQUESTS]
-    alone = [_text(deltas) for deltas in alone_deltas]
+    alone_deltas = [await deltas_of(batched, request) for request in REQUESTS]
     passes_before = forward.passes
     forward.batch_sizes.clear()  # it keeps the latest 1000: an index into it would go stale
-    together: list[str] = [""] * len(REQUESTS)
-    usage: list[Any] = [None] * len(REQUESTS)
-
-    async def run(i: int) -> None:
-        deltas = await _collect(batched, REQUESTS[i])
-        together[i] = _text(deltas)
-        usage[i] = deltas[-1].usage
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(REQUESTS)):
-            tg.start_soon(run, i)
-    assert together == alone
+    together = await all_at_once(batched, REQUESTS)
+    assert [text_of(deltas) for deltas in together] == [text_of(d) for d in alone_deltas]
+    usage: list[Any] = [deltas[-1].usage for deltas in together]
     # Usage per stream as alone (forced tokens aside: the engine's draft memory learns).
     counts = [(u.prompt_tokens, u.completion_tokens) for u in usage]
     assert counts == [
@@ -106,11 +88,11 @@ async def test_a_stream_rewound_in_a_batch_writes_what_it_writes_rewound_alone(
 ) -> None:
     others = REQUESTS[:3]
     alone = await _rewound(batched)
-    others_alone = [_text(await _collect(batched, request)) for request in others]
+    others_alone = [text_of(await deltas_of(batched, request)) for request in others]
     texts: dict[str, str] = {}
 
     async def other(i: int) -> None:
-        texts[f"other {i}"] = _text(await _collect(batched, others[i]))
+        texts[f"other {i}"] = text_of(await deltas_of(batched, others[i]))
 
     async def mine() -> None:
         texts["rewound"] = await _rewound(batched)

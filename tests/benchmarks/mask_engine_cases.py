@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sdk._local._llg_strict import resolve
+
 __all__ = [
     "ARRAY_KEYWORDS",
     "CORPUS",
@@ -94,22 +96,6 @@ def reason_key(message: str) -> str:
     return line[:90]
 
 
-def _resolve(ref: str, root: Any) -> Any:
-    """The target of a local JSON-pointer ``$ref`` (``#``, ``#/$defs/x``), else None."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for part in ref[1:].split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
 def _parts(schema: Any, root: Any, seen: set[int] | None = None) -> Iterator[dict[str, Any]]:
     """``schema`` and the schemas it is made of (local ``$ref``, ``allOf``, ``anyOf``,
     ``oneOf``), in document order, each once."""
@@ -119,7 +105,7 @@ def _parts(schema: Any, root: Any, seen: set[int] | None = None) -> Iterator[dic
     seen.add(id(schema))
     yield schema
     if isinstance(schema.get("$ref"), str):
-        yield from _parts(_resolve(schema["$ref"], root), root, seen)
+        yield from _parts(resolve(root, schema["$ref"]), root, seen)
     for key in ("allOf", "anyOf", "oneOf"):
         for member in schema.get(key) or ():
             yield from _parts(member, root, seen)

@@ -171,6 +171,12 @@ class MaskPlan:
     refused: str
 
 
+def _failure(exc: Exception) -> str:
+    """Why a translation failed, as a refusal's reason: a ``ValueError``'s own message, else
+    ``"malformed (...)"`` (a malformed schema fails anywhere, with any error)."""
+    return str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+
+
 def _refusal(json_format: JsonFormat, built: dict[int, str]) -> Callable[[Any], str]:
     """llguidance's reason it refuses a schema ("" when it takes it); the grammar of the
     last schema it took is kept in ``built`` (by the schema's id), so the plan builds it once."""
@@ -180,7 +186,7 @@ def _refusal(json_format: JsonFormat, built: dict[int, str]) -> Callable[[Any], 
             grammar = schema_grammar(schema, json_format)
             reason = validation_error(grammar)
         except Exception as exc:  # a malformed schema may fail anywhere in the translation
-            return str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+            return _failure(exc)
         if not reason:
             built.clear()
             built[id(schema)] = grammar
@@ -305,23 +311,16 @@ def check_llg(
         import llguidance  # noqa: F401
     except ImportError:
         return
-    if spec.kind == "json_schema":
-        # Never refused: widened until llguidance takes it, validated as the plan was made
-        # (a schema's grammar names no special token for the tokenizer to check); but a
-        # malformed schema, whose translation fails, is not a schema to widen.
-        try:
-            schema_plan(spec.text, json_format)
-        except Exception as exc:  # a malformed schema may fail anywhere in the translation
-            reason = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
-            raise UnsupportedConstraint(
-                f"the local engine (llguidance) cannot compile {describe(request)}: {reason}"
-            ) from exc
-        return
+    cannot = f"the local engine (llguidance) cannot compile {describe(request)}"
     try:
+        if spec.kind == "json_schema":
+            # Never refused: widened until llguidance takes it, validated as the plan was made
+            # (a schema's grammar names no special token for the tokenizer to check); but a
+            # malformed schema, whose translation fails, is not a schema to widen.
+            schema_plan(spec.text, json_format)
+            return
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)
     except Exception as exc:  # a malformed schema may fail anywhere in the translation
-        reason = str(exc) if isinstance(exc, ValueError) else f"malformed ({exc!r})"
+        raise UnsupportedConstraint(f"{cannot}: {_failure(exc)}") from exc
     if reason:
-        raise UnsupportedConstraint(
-            f"the local engine (llguidance) cannot compile {describe(request)}: {reason}"
-        )
+        raise UnsupportedConstraint(f"{cannot}: {reason}")

@@ -56,6 +56,12 @@ class ForwardModel(Protocol):
 
     runtime: str
     """Which implementation runs the forward pass: ``"torch"`` or ``"llama.cpp"``."""
+    drafts_in_shared_rounds: bool
+    """Whether a sequence's jump-forward drafts pay off in a round it shares with others.
+    False on llama.cpp: a pass of k tokens costs about k one-token passes on a CPU, and a
+    sequence's drafts are decoded in micro-batches of their own beside the others' single
+    tokens, so in a shared round they cost more than the passes they save (the scheduler then
+    proposes none while more than one generation holds a slot)."""
     vocab_size: int
     """Rows of the logits (at least the tokenizer's vocabulary; padded rows are masked)."""
     context_length: int | None

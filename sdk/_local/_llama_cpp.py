@@ -325,6 +325,7 @@ class LlamaCppForward:
     :attr:`slots` sequences that :meth:`decode_many` decodes together."""
 
     runtime = "llama.cpp"
+    drafts_in_shared_rounds = False
     device = "cpu"
 
     def __init__(

@@ -157,10 +157,8 @@ class Scheduler:
         no slot yet) and return what it wrote."""
         if not self.admit(generation):
             raise RuntimeError("the generation was withdrawn from the queue")
-        # On llama.cpp (a CPU) a pass of k tokens costs about k one-token passes, and a
-        # sequence's drafts are decoded in micro-batches of their own beside the others' single
-        # tokens: in a shared round they cost more than the passes they save.
-        generation.drafting = self._forward.runtime != "llama.cpp" or self.holders <= 1
+        # Drafts where they pay off (see ForwardModel.drafts_in_shared_rounds).
+        generation.drafting = self._forward.drafts_in_shared_rounds or self.holders <= 1
         plan = generation.prepare()
         if isinstance(plan, StepOutput):
             return plan

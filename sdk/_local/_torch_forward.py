@@ -63,6 +63,7 @@ class TorchForward:
     """A transformers causal LM as a :class:`~sdk._local._forward.ForwardModel`."""
 
     runtime = "torch"
+    drafts_in_shared_rounds = True
 
     def __init__(self, model: Any, device: str, *, batched: bool | None = None) -> None:
         self._torch = require("torch")

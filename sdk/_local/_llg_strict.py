@@ -12,7 +12,10 @@ xgrammar compiles every schema strict; so that llguidance's masks take what xgra
   ``items`` no ``additionalItems``;
 - what applies to the same value as an object schema around it is left open: an ``allOf``
   member, a definition an ``allOf`` refers to, a branch (``anyOf``, ``oneOf``, ``if``...) of a
-  schema with properties; closing it would close that value to the other schema's properties.
+  schema with properties; closing it would close that value to the other schema's properties;
+- so is a property's schema when another schema applying to the same object declares that
+  property too (``properties.a`` beside ``then.properties.a``): each would close the value of
+  ``a`` to its own names.
 
 The input is not changed; constants and enums are not schemas and are left as they are.
 """
@@ -146,6 +149,35 @@ def _closed(
     return out
 
 
+def _declared(node: Any, root: Any, counts: dict[str, int], seen: set[int]) -> None:
+    """How many of ``node`` and the subschemas applying to its value (as :func:`_named` walks
+    them) declare each property name, added to ``counts``."""
+    if not isinstance(node, dict) or id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node.get("properties"), dict):
+        for name in node["properties"]:
+            counts[name] = counts.get(name, 0) + 1
+    subs: list[Any] = []
+    for key in _SAME_VALUE:
+        if isinstance(node.get(key), list):
+            subs.extend(node[key])
+    subs.extend(node[key] for key in ("if", "then", "else") if isinstance(node.get(key), dict))
+    if isinstance(node.get("dependentSchemas"), dict):
+        subs.extend(node["dependentSchemas"].values())
+    if isinstance(node.get("$ref"), str):
+        subs.append(resolve(root, node["$ref"]))
+    for sub in subs:
+        _declared(sub, root, counts, seen)
+
+
+def _shared(node: dict[str, Any], root: Any) -> frozenset[str]:
+    """The property names two or more of the schemas applying to ``node``'s value declare."""
+    counts: dict[str, int] = {}
+    _declared(node, root, counts, set())
+    return frozenset(name for name, count in counts.items() if count > 1)
+
+
 def _children(node: dict[str, Any], in_place: bool) -> Iterator[tuple[str, Any, Any, bool]]:
     """Each subschema of ``node``: (keyword, key or index or None, subschema, in place)."""
     # Branches applied to this same value stay open when this schema speaks of properties.
@@ -198,15 +230,24 @@ def _strict(
     root: Any,
     notes: list[Closure] | None,
     path: str,
+    shared: frozenset[str] = frozenset(),
 ) -> Any:
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = dict(node)
+    # Names whose schemas another schema of this value declares too: left open (see the
+    # module docstring); a schema applied in place shares its holder's.
+    shared = (shared if in_place else frozenset()) | _shared(node, root)
     for key, at, sub, here in _children(node, in_place):
         if key in ("$defs", "definitions") and f"#/{key}/{at}" in open_refs:
             here = True
+        if key == "properties" and at in shared:
+            here = True
         step = key if at is None else f"{key}/{str(at).replace('~', '~0').replace('/', '~1')}"
-        done = _strict(sub, here, open_refs, root, notes, f"{path}/{step}")
+        # Only a schema of this same value (not a property's) shares this one's names.
+        same_value = here and (key == "allOf" or key in _IN_PLACE)
+        inherited = shared if same_value else frozenset()
+        done = _strict(sub, here, open_refs, root, notes, f"{path}/{step}", inherited)
         if at is None:
             out[key] = done
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ __all__ = [
     "OBJECT_KEYWORDS",
     "SUITE",
     "Case",
+    "Fits",
     "Instance",
     "compact",
     "corpus_cases",
@@ -96,19 +97,34 @@ def reason_key(message: str) -> str:
     return line[:90]
 
 
-def _parts(schema: Any, root: Any, seen: set[int] | None = None) -> Iterator[dict[str, Any]]:
+Fits = Callable[[Any, Any], bool]
+"""Whether a value is valid against a subschema (of the root being walked)."""
+
+
+def _parts(
+    schema: Any,
+    root: Any,
+    seen: set[int] | None = None,
+    value: Any = None,
+    fits: Fits | None = None,
+) -> Iterator[dict[str, Any]]:
     """``schema`` and the schemas it is made of (local ``$ref``, ``allOf``, ``anyOf``,
-    ``oneOf``), in document order, each once."""
+    ``oneOf``), in document order, each once. With ``fits``, of each ``anyOf`` and ``oneOf``
+    only the first member ``value`` is valid against (the branch a grammar makes the value
+    take)."""
     seen = set() if seen is None else seen
     if not isinstance(schema, dict) or id(schema) in seen:
         return
     seen.add(id(schema))
     yield schema
     if isinstance(schema.get("$ref"), str):
-        yield from _parts(resolve(root, schema["$ref"]), root, seen)
+        yield from _parts(resolve(root, schema["$ref"]), root, seen, value, fits)
     for key in ("allOf", "anyOf", "oneOf"):
-        for member in schema.get(key) or ():
-            yield from _parts(member, root, seen)
+        members = list(schema.get(key) or ())
+        if fits is not None and key != "allOf":
+            members = [next((m for m in members if fits(value, m)), None)]
+        for member in members:
+            yield from _parts(member, root, seen, value, fits)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -116,16 +132,26 @@ def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def schema_order(value: Any, schema: Any, root: Any = None, *, own_first: bool = True) -> Any:
+def schema_order(
+    value: Any,
+    schema: Any,
+    root: Any = None,
+    *,
+    own_first: bool = True,
+    fits: Fits | None = None,
+) -> Any:
     """``value`` with every object's keys in the order its schema declares them (the declared
     properties first, in the schema's order, then the others as they were; an object or array
     equal to a ``const`` or an ``enum`` member, in that value's own order), recursively through
     properties, items and local references. Values are unchanged.
 
     A schema's own ``properties`` come before those of the schemas it references or combines;
-    ``own_first=False`` puts them after (llguidance writes a ``$ref``'s properties first)."""
+    ``own_first=False`` puts them after (llguidance writes a ``$ref``'s properties first).
+    An undeclared key's value follows the first ``patternProperties`` its name matches, else
+    ``additionalProperties``. ``fits`` (see :func:`_parts`) follows only the
+    ``anyOf``/``oneOf`` branch the value takes, whose order a grammar holds it to."""
     root = schema if root is None else root
-    parts = list(_parts(schema, root))
+    parts = list(_parts(schema, root, None, value, fits))
     if not own_first:
         parts = parts[1:] + parts[:1]
     if isinstance(value, dict | list):
@@ -136,15 +162,34 @@ def schema_order(value: Any, schema: Any, root: Any = None, *, own_first: bool =
                     return member
     if isinstance(value, dict):
         subschemas: dict[str, Any] = {}
+        patterns: dict[str, Any] = {}
         extra: Any = True
         for part in parts:
             for key, sub in (part.get("properties") or {}).items():
                 subschemas.setdefault(key, sub)
+            for pattern, sub in (part.get("patternProperties") or {}).items():
+                patterns.setdefault(pattern, sub)
             if extra is True and isinstance(part.get("additionalProperties"), dict):
                 extra = part["additionalProperties"]
+
+        def undeclared(key: str) -> Any:
+            for pattern, sub in patterns.items():
+                try:
+                    if re.search(pattern, key):
+                        return sub
+                except re.error:  # an ECMA pattern Python cannot read: the next one
+                    continue
+            return extra
+
         keys = [k for k in subschemas if k in value] + [k for k in value if k not in subschemas]
         return {
-            k: schema_order(value[k], subschemas.get(k, extra), root, own_first=own_first)
+            k: schema_order(
+                value[k],
+                subschemas[k] if k in subschemas else undeclared(k),
+                root,
+                own_first=own_first,
+                fits=fits,
+            )
             for k in keys
         }
     if isinstance(value, list):
@@ -157,7 +202,9 @@ def schema_order(value: Any, schema: Any, root: Any = None, *, own_first: bool =
             if rest is True and isinstance(items, dict):
                 rest = items
         return [
-            schema_order(item, prefix[i] if i < len(prefix) else rest, root, own_first=own_first)
+            schema_order(
+                item, prefix[i] if i < len(prefix) else rest, root, own_first=own_first, fits=fits
+            )
             for i, item in enumerate(value)
         ]
     return value

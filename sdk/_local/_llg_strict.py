@@ -243,6 +243,18 @@ def _strict(
             here = True
         if key == "properties" and at in shared:
             here = True
+            if (
+                notes is not None
+                and isinstance(sub, dict)
+                and ("properties" in sub or "required" in sub)
+            ):
+                notes.append(
+                    Closure(
+                        f"{path}/properties/{str(at).replace('~', '~0').replace('/', '~1')}",
+                        (),
+                        "left open: another schema applying to its object declares it too",
+                    )
+                )
         step = key if at is None else f"{key}/{str(at).replace('~', '~0').replace('/', '~1')}"
         # Only a schema of this same value (not a property's) shares this one's names.
         same_value = here and (key == "allOf" or key in _IN_PLACE)

@@ -8,6 +8,7 @@ xgrammar (imported on first use), not a tokenizer.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from sdk._local._deps import require
@@ -18,6 +19,7 @@ __all__ = [
     "JSON_FORMATS",
     "JsonFormat",
     "bounded_ebnf",
+    "escaped_strings",
     "laid_out",
     "layout_options",
     "schema_ebnf",
@@ -77,6 +79,25 @@ def layout_options(json_format: JsonFormat) -> dict[str, Any]:
     return _LAYOUTS[json_format]
 
 
+# xgrammar's rule for one character of a string with minLength/maxLength, counted
+# ``name{m, n}``: no escape sequence at all (``"a\"b"`` refused), raw control characters but
+# CR and LF allowed (invalid JSON).
+_BOUNDED_CHARACTER = re.compile(r'^(\w+) ::= \(\(\[\^\\"\\\\\\r\\n\]\)\)$', re.MULTILINE)
+_JSON_CHARACTER = r'(([^\0-\x1f\"\\]) | ("\\" basic_escape))'
+"""One character of a JSON string, an escape sequence included (``basic_escape``: xgrammar's
+own rule for what follows a backslash, in every grammar it builds of a schema)."""
+
+
+def escaped_strings(ebnf: str) -> str:
+    """xgrammar's EBNF of a schema with each length-bounded string's character taking escape
+    sequences (xgrammar's own takes none: a string under ``minLength`` could not hold ``\"``
+    or ``\n``) and no raw control character; each escape counts as one character, as JSON
+    Schema counts the decoded string (a surrogate pair ``\ud83d\ude00`` counts two)."""
+    if "basic_escape ::=" not in ebnf:
+        return ebnf
+    return _BOUNDED_CHARACTER.sub(lambda m: f"{m.group(1)} ::= {_JSON_CHARACTER}", ebnf)
+
+
 def bounded_ebnf(schema_text: str) -> str | None:
     """The EBNF of ``schema_text`` under the ``bounded`` layout: xgrammar's any-whitespace
     grammar without the gaps before commas and colons and with every other gap replaced by
@@ -92,7 +113,7 @@ def bounded_ebnf(schema_text: str) -> str | None:
     # No whitespace before a comma or a colon; every other gap is bounded.
     for punctuation in ('","', '":"'):
         ebnf = ebnf.replace(f"{_ANY_SPACE} {punctuation}", punctuation)
-    ebnf = ebnf.replace(_ANY_SPACE, "fieldstream_space")
+    ebnf = escaped_strings(ebnf.replace(_ANY_SPACE, "fieldstream_space"))
     return f"{ebnf}\nfieldstream_space ::= {BOUNDED_SPACE}\n"
 
 
@@ -104,8 +125,8 @@ def schema_ebnf(schema_text: str, json_format: JsonFormat) -> str:
             return ebnf
     xgr = require("xgrammar")
     options = layout_options(json_format)
-    return str(
-        xgr.Grammar.from_json_schema(loosened_text(schema_text), strict_mode=True, **options)
+    return escaped_strings(
+        str(xgr.Grammar.from_json_schema(loosened_text(schema_text), strict_mode=True, **options))
     )
 
 

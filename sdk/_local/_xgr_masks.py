@@ -30,6 +30,7 @@ from sdk._local._layout import (
     JSON_FORMATS,
     JsonFormat,
     bounded_ebnf,
+    escaped_strings,
     laid_out,
     layout_options,
 )
@@ -124,7 +125,9 @@ class Grammars:
                 except RuntimeError:  # the layout's rewrite of a grammar xgrammar built
                     pass  # the layout bounded by characters instead (layout_options)
         options = layout_options(self.json_format)
-        return self._compiler.compile_json_schema(loosened_text(text), strict_mode=True, **options)
+        xgr = require("xgrammar")
+        grammar = xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True, **options)
+        return self._compiler.compile_grammar(escaped_strings(str(grammar)))
 
     def compile_spec(self, spec: GrammarSpec) -> _Compiled:
         """Compile what a request is decoded under (see ``_constrain``), cached by the spec (the

@@ -50,6 +50,10 @@ CASES: list[tuple[Any, str, str | None]] = [
         '{"name":"a","url":"b"}',
         '{"name":"a","other":1}',
     ),
+    # A length-bounded string takes escape sequences, each one character.
+    ({"type": "string", "minLength": 1}, '"a\\"b"', '""'),
+    ({"type": "string", "minLength": 1}, '"a\\nb"', None),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, '"\\n\\u00e9\\t"', '"abcd"'),
     # A property two schemas of the object declare: each would close it to its own names.
     (
         {

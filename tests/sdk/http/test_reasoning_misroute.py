@@ -314,3 +314,57 @@ def test_what_no_mask_can_have_let_through(
 def test_reasoning_fallback_is_a_bool() -> None:
     with pytest.raises(TypeError, match="reasoning_fallback must be True or False"):
         sdk.stream_structured(lambda a: None, schema=City, reasoning_fallback="yes")  # type: ignore[call-overload]
+
+
+# ---------------------------------------------------------------------------- the bodies
+
+
+@pytest.mark.parametrize(
+    ("server", "sent"),
+    [("llamacpp", {"enable_thinking": False}), ("vllm", {"enable_thinking": False})],
+)
+def test_no_thinking_is_sent_where_the_template_takes_it(server: Any, sent: Any) -> None:
+    from sdk._backend import GenerationRequest
+    from sdk._http.openai._chat_request import chat_body
+
+    request = GenerationRequest(messages=(), schema=City.model_json_schema())
+    cured = GenerationRequest(
+        messages=(), schema=City.model_json_schema(), cures=frozenset({"no_thinking"})
+    )
+    assert "chat_template_kwargs" not in chat_body(request, model="m", server=server)
+    assert chat_body(cured, model="m", server=server)["chat_template_kwargs"] == sent
+
+
+@pytest.mark.parametrize("server", ["openai", None])
+def test_no_thinking_is_not_sent_to_openai_or_an_unknown_server(server: Any) -> None:
+    from sdk._backend import GenerationRequest
+    from sdk._http.openai._chat_request import chat_body
+
+    cured = GenerationRequest(
+        messages=(), schema=City.model_json_schema(), cures=frozenset({"no_thinking"})
+    )
+    assert "chat_template_kwargs" not in chat_body(cured, model="m", server=server)
+
+
+@pytest.mark.parametrize(
+    ("cures", "think", "expected"),
+    [
+        ({"no_thinking"}, None, False),
+        ({"no_thinking"}, "high", False),
+        ({"allow_thinking"}, "none", None),  # no think=false
+        ({"allow_thinking"}, "high", "high"),  # only a false is dropped
+        ({"no_thinking", "allow_thinking"}, None, None),  # the constraint wins
+    ],
+)
+def test_ollama_cures(cures: set[str], think: str | None, expected: Any) -> None:
+    from sdk._backend import GenerationRequest
+    from sdk._http.ollama._request import ollama_body
+
+    parameters = {} if think is None else {"reasoning_effort": think}
+    request = GenerationRequest(
+        messages=(),
+        schema=City.model_json_schema(),
+        parameters=parameters,
+        cures=frozenset(cures),
+    )
+    assert ollama_body(request, model="m").get("think", None) == expected

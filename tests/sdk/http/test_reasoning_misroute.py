@@ -118,6 +118,8 @@ async def test_llamacpp_answer_in_reasoning_retries_with_thinking_off(split: int
     assert json.loads(first.reasoning) == PARIS.model_dump()
     assert "chat_template_kwargs" not in server.sent[0]
     assert server.sent[1]["chat_template_kwargs"] == {"enable_thinking": False}
+    told = server.sent[1]["messages"][-1]["content"]
+    assert "Your reply was empty: the JSON document came in your reasoning" in told
 
 
 async def test_reasoning_fallback_reads_the_document_from_the_reasoning(split: int | None) -> None:

@@ -370,7 +370,12 @@ class AttemptState:
                 events.extend(self._thought(thought))
             if content:
                 events.extend(self._document(content, False, None))
-        if self._reasoning and self._texts.keys() <= {None} and not self._joined(None).strip():
+        if (
+            self._reasoning
+            and self._texts.keys() <= {None}
+            and not isinstance(self._compiled, ToolsTarget)  # the answer is a call there
+            and not self._joined(None).strip()
+        ):
             events.extend(self._answer_in_reasoning())
         for waiting in sorted(k for k in self._texts if k is not None and k not in self._trackers):
             # Calls still waiting for a name: none will come now (an unnamed call of one of

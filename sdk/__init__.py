@@ -32,6 +32,7 @@ import typing as _typing
 from sdk._backend import Backend, Delta, GenerationRequest, Message, Usage
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag, Tag, Tool
 from sdk._errors import (
+    AnswerInReasoning,
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -40,6 +41,7 @@ from sdk._errors import (
     BadRequestError,
     CallbackError,
     ConflictError,
+    ConstraintIgnored,
     ContentFilteredError,
     InternalServerError,
     MissingDependencyError,
@@ -121,6 +123,7 @@ __all__ = [
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AnswerInReasoning",
     "Attempt",
     "AttemptFailed",
     "AttemptInfo",
@@ -137,6 +140,7 @@ __all__ = [
     "Client",
     "CompiledSchema",
     "ConflictError",
+    "ConstraintIgnored",
     "ContentFilteredError",
     "Delta",
     "Event",

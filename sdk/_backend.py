@@ -24,6 +24,7 @@ from sdk._errors import UnsupportedConstraint
 
 if TYPE_CHECKING:
     from sdk._constraints import Constraint, Tool, ToolChoice
+    from sdk._server_policy import ServerPolicy
 
 __all__ = [
     "CONTENT_FILTER",
@@ -206,15 +207,19 @@ class TextChunks:
     :class:`~sdk.Delta` values; :class:`SourceReader` reads ``chunks`` itself (the stream takes
     a ``str`` as that delta). ``aclose()`` closes ``chunks``: the generation stops.
     ``prompt_estimate``: the backend's estimate of the request's prompt tokens, counted for an
-    attempt that produced output but ended before the server reported its usage."""
+    attempt that produced output but ended before the server reported its usage.
+    ``server_policy``: what the backend knows of the constraint its server applies
+    (:class:`sdk._server_policy.ServerPolicy`; set by the backend, ``None`` when it says
+    nothing)."""
 
-    __slots__ = ("chunks", "prompt_estimate")
+    __slots__ = ("chunks", "prompt_estimate", "server_policy")
 
     def __init__(
         self, chunks: AsyncGenerator[Chunk, None], *, prompt_estimate: int | None = None
     ) -> None:
         self.chunks = chunks
         self.prompt_estimate = prompt_estimate
+        self.server_policy: ServerPolicy | None = None
 
     def __aiter__(self) -> TextChunks:
         return self
@@ -231,6 +236,11 @@ CURES: Final[Mapping[str, str]] = {
     "compact_whitespace": "ask the server for JSON without free whitespace between tokens",
     "less_repetition": "discourage repeating what was written (a frequency penalty, where the "
     "server has one)",
+    "no_thinking": "turn the model's thinking off, so that the constrained answer is the "
+    "content, not the reasoning (chat_template_kwargs enable_thinking false to vLLM "
+    "and llama.cpp; think false to Ollama)",
+    "allow_thinking": "send no think=false (Ollama applies format only to a thinking model "
+    "that may think: ollama #14645, #15260)",
 }
 """The fixes a retry can ask of a backend (:attr:`GenerationRequest.cures`), by name, with what
 each does; an error names the one that would have prevented it (:attr:`sdk.StreamError.cure`).

@@ -6,6 +6,8 @@
     ├── StreamError                      every failure of a structured stream
     │   ├── OutputSyntaxError            the output is not JSON (wraps partial.JSONSyntaxError),
     │   │                                or the provider found it malformed (finish "malformed")
+    │   │   └── ConstraintIgnored        the server dropped the constraint it claims to apply
+    │   │                                (prose under a schema mask): cause, server, cure
     │   ├── SchemaViolation              the output breaks the schema (path, keyword, value, offset)
     │   │   └── ValidationFailed         the final pydantic validation of the whole value
     │   ├── PatternTimeout               a pattern check ran out of its time budget: the verdict
@@ -15,6 +17,7 @@
     │   │                                it for a reason of its own): snapshot, open paths
     │   ├── RefusedError                 the model refused (the refusal text)
     │   ├── ContentFilteredError         the provider's content filter stopped the output
+    │   ├── AnswerInReasoning            the document came in the reasoning, the content empty
     │   ├── TransportError               HTTP status / connection failure (status, retryable)
     │   │   ├── APIStatusError           a status not 2xx (status_code, response, body,
     │   │   │   │                        request_id), one class per family, as openai-python:
@@ -61,11 +64,13 @@ __all__ = [
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AnswerInReasoning",
     "AuthenticationError",
     "BackendError",
     "BadRequestError",
     "CallbackError",
     "ConflictError",
+    "ConstraintIgnored",
     "ContentFilteredError",
     "InternalServerError",
     "MissingDependencyError",
@@ -539,3 +544,62 @@ class UnsupportedConstraint(StreamUsageError):
     :meth:`sdk.Client.stream`, before any request. The message says what the backend takes
     and how to go on (``Client(server=...)``, or ``mode="none"``: nothing is sent and the
     client alone checks the output)."""
+
+
+class AnswerInReasoning(StreamError):
+    """The answer landed in the reasoning channel: the message's content is empty and the
+    reasoning (``delta.reasoning_content``, Ollama's ``thinking``...) is itself the JSON
+    document. A server that applies its grammar inside the thinking does this (llama.cpp
+    #20345, vLLM #16182), as does a model that thinks its whole answer.
+
+    ``reasoning`` is that text; ``server`` names the server in words, when the backend said.
+    ``cure`` is the server's fix (``"no_thinking"``: thinking turned off), which the next
+    attempt's request applies; where the server has none, or the attempt had already asked
+    for it, the error is not retried (``retryable`` is ``False``). Pass
+    ``reasoning_fallback=True`` to read the document from the reasoning instead
+    (docs/reasoning.md)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasoning: str = "",
+        server: str | None = None,
+        cure: str | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.reasoning = reasoning
+        self.server = server
+        self.cure = cure
+        self.retryable = retryable
+
+
+class ConstraintIgnored(OutputSyntaxError):
+    """The server returned output that the constraint it claims to apply cannot have
+    produced: prose at the start of a document sent under a schema mask, or a stray ``{``
+    before it. The server dropped the constraint (Ollama ignores ``format`` for some thinking
+    models when ``think`` is ``false``: ollama #14645, #15260; a stray ``{``: ollama-python
+    #523), it is not the model's mistake. An :class:`OutputSyntaxError`, so code that caught
+    that still does.
+
+    ``cause`` says what was seen, in words; ``server`` names the server. ``cure`` is the
+    server's known fix (``"allow_thinking"`` for Ollama under ``think: false``), applied by the
+    next attempt; where none is known, or the attempt had already asked for it, the error is
+    not retried (``retryable`` is ``False``): the same request would fail the same way."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: str,
+        offset: int | None = None,
+        server: str | None = None,
+        cure: str | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message, offset=offset)
+        self.cause = cause
+        self.server = server
+        self.cure = cure
+        self.retryable = retryable

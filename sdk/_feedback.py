@@ -22,6 +22,7 @@ from typing import Any
 
 from sdk._backend import LENGTH, Message
 from sdk._errors import (
+    AnswerInReasoning,
     OutputSyntaxError,
     SchemaViolation,
     TransportError,
@@ -91,6 +92,11 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
         return (
             f"Your reply ended before {expected}{which} did: the provider stopped it "
             f"(its reason: {error.reason!r})."
+        )
+    if isinstance(error, AnswerInReasoning):  # the server's routing: the model is told plainly
+        return (
+            f"Your reply was empty: {expected} came in your reasoning. Write it as the reply "
+            "itself."
         )
     if isinstance(error, OutputSyntaxError):
         excerpt = _excerpt(text, error.offset)

@@ -53,6 +53,7 @@ class StreamOptions(TypedDict, total=False):
     deltas: bool
     progress: bool
     reasoning: bool
+    reasoning_fallback: bool
     formats: Formats
     dispatch: Dispatch
     regex_timeout: float
@@ -113,6 +114,10 @@ class StreamConfig:
     :class:`~sdk.StreamEnded`."""
     reasoning: bool = False
     """Also yield :class:`~sdk.ReasoningDelta` events as a reasoning model thinks."""
+    reasoning_fallback: bool = False
+    """When the content is empty and the reasoning is itself the JSON document (a server that
+    applied its grammar inside the thinking: llama.cpp #20345), read the document from the
+    reasoning instead of failing with :class:`~sdk.AnswerInReasoning` (docs/reasoning.md)."""
     formats: Formats = "annotate"
     """JSON Schema's ``format``: an annotation (``"annotate"``, Draft 2020-12's default), or
     checked (``"assert"``: ``date``, ``date-time``, ``uuid``, ``email``, ``uri``... by
@@ -151,7 +156,7 @@ class StreamConfig:
             or self.max_concurrency < 1
         ):
             raise ValueError(f"max_concurrency must be an int >= 1, not {self.max_concurrency!r}")
-        for name in ("lenient", "deltas", "progress", "reasoning"):
+        for name in ("lenient", "deltas", "progress", "reasoning", "reasoning_fallback"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

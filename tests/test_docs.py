@@ -124,6 +124,8 @@ def test_fast_sample_runs(block: Block) -> None:
             "0 City () {'name': 'Paris', 'population': 2102650}",
             "[City(name='Paris', population=2102650)] tool_calls",
         ]
+    if "reasoning_fallback=True" in code:  # docs/reasoning.md: the answer read from thinking
+        assert printed.splitlines() == ["name='Paris'"]
     if "FieldTracker(schema)" in code:
         assert "/n 7" in printed and "{'n': 7}" in printed
         assert "SchemaViolation /n:" in printed and "maximum" in printed

@@ -37,6 +37,12 @@ event loop and no connection, so every rule below is tested by feeding it values
 - Reasoning (``Delta.reasoning``, or in ``lenient`` mode a ``<think>`` block before the
   message's document) is kept apart, never parsed, and given as
   :class:`~sdk.ReasoningDelta` events when asked for.
+- The server's faults (:mod:`sdk._stream._misroute`): an attempt whose content is empty and
+  whose reasoning is itself the JSON document ends with :class:`~sdk.AnswerInReasoning`, or,
+  with ``reasoning_fallback``, reads the document from the reasoning; a syntax error at the
+  start of a document the server claims to mask (:attr:`AttemptState.server_policy`) is a
+  :class:`~sdk.ConstraintIgnored` (:meth:`AttemptState.diagnose`). Each names the server's
+  cure, and is not retried where there is none or the attempt had asked for it already.
 - Usage: the backend's latest report (``Delta.usage``) when it sent one, else the attempt's
   own count (``Delta.tokens``, or one token per text delta, marked ``estimated``), so an
   aborted attempt is never counted as free; its prompt, once output came, is the backend's
@@ -51,9 +57,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sdk._backend import CONTENT_FILTER, LENGTH, MALFORMED, STOP, TOOL_CALLS, Delta, Usage
+from sdk._backend import CONTENT_FILTER, CURES, LENGTH, MALFORMED, STOP, TOOL_CALLS, Delta, Usage
 from sdk._constants import DEFAULT_REGEX_TIMEOUT
 from sdk._errors import (
+    AnswerInReasoning,
+    ConstraintIgnored,
     ContentFilteredError,
     OutputSyntaxError,
     RefusedError,
@@ -63,6 +71,8 @@ from sdk._errors import (
 )
 from sdk._events import FieldEvent, ReasoningDelta, TextDelta
 from sdk._records import JSON_DOCUMENT, AttemptInfo, ToolCallText
+from sdk._server_policy import ServerPolicy
+from sdk._stream._misroute import document_in_reasoning, ignored_constraint
 from sdk._stream._partial_view import partial_view
 from sdk._stream._pieces import Pieces
 from sdk._stream._think import ThinkSplitter
@@ -90,6 +100,7 @@ class AttemptState:
         "_clock",
         "_compiled",
         "_counted",
+        "_cures",
         "_deltas",
         "_dispatch",
         "_estimated",
@@ -105,6 +116,7 @@ class AttemptState:
         "_names",
         "_needs_name",
         "_reasoning",
+        "_reasoning_fallback",
         "_refusal",
         "_regex_timeout",
         "_reported",
@@ -118,6 +130,7 @@ class AttemptState:
         "_want_reasoning",
         "number",
         "prompt_estimate",
+        "server_policy",
     )
 
     def __init__(
@@ -132,6 +145,8 @@ class AttemptState:
         regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
         usage_base: Usage = Usage(),  # noqa: B008 - frozen, so one shared zero is fine
+        reasoning_fallback: bool = False,
+        cures: frozenset[str] = frozenset(),
     ) -> None:
         self.number = number
         """The attempt's number (1-based), stamped on its events."""
@@ -154,6 +169,11 @@ class AttemptState:
         self._finish_reason: str | None = None
         self.prompt_estimate: int | None = None
         """The backend's estimate of the request's prompt tokens (see :attr:`usage`)."""
+        self.server_policy: ServerPolicy | None = None
+        """What the backend said of the constraint its server applies (set by the stream from
+        the generation): how a server's fault is told from the model's."""
+        self._reasoning_fallback = reasoning_fallback
+        self._cures = cures  # what this attempt's request asked for
         self._response: dict[str, Any] = {}  # what the server said about the response
         self._logprobs: list[Any] = []
         self._reported: Usage | None = None
@@ -309,6 +329,11 @@ class AttemptState:
             self._first_output = self._last_tracker = None
 
     @property
+    def cures(self) -> frozenset[str]:
+        """The cures this attempt's request asked for (:attr:`sdk.Attempt.cures`)."""
+        return self._cures
+
+    @property
     def usage_base(self) -> Usage:
         """What earlier attempts of the same (rewound) generation counted; zero for a fresh one."""
         return self._usage_base
@@ -345,6 +370,13 @@ class AttemptState:
                 events.extend(self._thought(thought))
             if content:
                 events.extend(self._document(content, False, None))
+        if (
+            self._reasoning
+            and self._texts.keys() <= {None}
+            and not isinstance(self._compiled, ToolsTarget)  # the answer is a call there
+            and not self._joined(None).strip()
+        ):
+            events.extend(self._answer_in_reasoning())
         for waiting in sorted(k for k in self._texts if k is not None and k not in self._trackers):
             # Calls still waiting for a name: none will come now (an unnamed call of one of
             # several tools is a violation, said by the target).
@@ -374,6 +406,70 @@ class AttemptState:
                 raise self._cut_number(tracker, key)
             events.extend(last)
         return events
+
+    def _answer_in_reasoning(self) -> Sequence[AttemptEvent]:
+        """The content is empty and there is reasoning: if the reasoning is the document, read
+        it (``reasoning_fallback``) or raise :class:`~sdk.AnswerInReasoning`."""
+        reasoning = "".join(self._reasoning)
+        document = document_in_reasoning(reasoning)
+        if document is None:
+            return ()
+        if self._reasoning_fallback:
+            return self._document(document, False, None)
+        policy = self.server_policy
+        cure = None if policy is None else policy.reasoning_cure
+        server = None if policy is None else policy.server
+        raise AnswerInReasoning(
+            "the answer came in the reasoning channel and the content is empty"
+            + (f" ({server})" if server else "")
+            + f": the reasoning is a JSON document ({len(document)} characters); "
+            + self._cure_said(cure)
+            + " (reasoning_fallback=True reads the document from the reasoning)",
+            reasoning=reasoning,
+            server=server,
+            cure=cure,
+            retryable=cure is not None and cure not in self._cures,
+        )
+
+    def diagnose(self, error: Exception) -> Exception:
+        """The error that ended the attempt, as the stream should see it: a syntax error at the
+        start of a document the server claims to mask (:attr:`server_policy`) becomes a
+        :class:`~sdk.ConstraintIgnored` (the server dropped the constraint; the original is
+        its ``__cause__``); any other error is returned as it is."""
+        policy = self.server_policy
+        if (
+            policy is None
+            or not policy.masked
+            or type(error) is not OutputSyntaxError
+            or error.tool_call is not None
+            or self._lenient
+            or self._tool_mode
+        ):
+            return error
+        cause = ignored_constraint(self._joined(None), error.offset)
+        if cause is None:
+            return error
+        cure = policy.ignored_cure
+        detail = f", {policy.detail}" if policy.detail else ""
+        ignored = ConstraintIgnored(
+            f"the server returned prose under a schema it claims to apply ({policy.server}"
+            f"{detail}): {cause}; " + self._cure_said(cure),
+            cause=cause,
+            offset=error.offset,
+            server=policy.server,
+            cure=cure,
+            retryable=cure is not None and cure not in self._cures,
+        )
+        ignored.__cause__ = error
+        return ignored
+
+    def _cure_said(self, cure: str | None) -> str:
+        """What the retry does about a server's fault whose fix is ``cure``, in words."""
+        if cure is None:
+            return "the server has no fix fieldstream knows of, so it is not retried"
+        if cure in self._cures:
+            return f"this attempt already asked for the fix ({cure!r}), so it is not retried"
+        return f"the retry asks for {cure!r} ({CURES.get(cure, 'the fix')})"
 
     def _cut_number(self, tracker: Tracker, key: int | None) -> TruncatedError:
         """The token limit ended the output right after a root number (the only value the

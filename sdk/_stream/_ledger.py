@@ -64,11 +64,11 @@ class Ledger:
     def begin(self) -> Attempt:
         """Start a fresh attempt; what its request is given (the feedback so far)."""
         number = self.number + 1
-        self.current = self._state(number, Usage())
         previous = self.records[-1].error if self.records else None
         cures = frozenset(
             cure for info in self.records if (cure := getattr(info.error, "cure", None))
         )
+        self.current = self._state(number, Usage(), cures)
         return Attempt(number, tuple(self._feedback), previous, cures)
 
     def record(self, error: BaseException | None) -> AttemptInfo:
@@ -89,11 +89,11 @@ class Ledger:
         counts usage from there. Its number."""
         assert self.current is not None
         base = self.current.usage_base + info.usage
-        self.current = self._state(info.number + 1, base)
+        self.current = self._state(info.number + 1, base, self.current.cures)
         self.current.replay(kept)
         return self.current.number
 
-    def _state(self, number: int, base: Usage) -> AttemptState:
+    def _state(self, number: int, base: Usage, cures: frozenset[str]) -> AttemptState:
         config = self._config
         self._recorded = False
         return AttemptState(
@@ -105,4 +105,6 @@ class Ledger:
             dispatch=config.dispatch,
             regex_timeout=config.regex_timeout,
             usage_base=base,
+            reasoning_fallback=config.reasoning_fallback,
+            cures=cures,
         )

@@ -23,6 +23,7 @@ import anyio
 
 from sdk._backend import Chunk, Rewindable, Rewound, TextChunks
 from sdk._records import Attempt
+from sdk._server_policy import ServerPolicy
 
 __all__ = ["Pulled", "Source", "SourceReader"]
 
@@ -51,10 +52,11 @@ logger = logging.getLogger("fieldstream")
 class SourceReader:
     """Reads the chunks of one attempt at a time from ``source``."""
 
-    __slots__ = ("_factory", "_it", "_plain", "_scope", "prompt_estimate")
+    __slots__ = ("_factory", "_it", "_plain", "_scope", "prompt_estimate", "server_policy")
 
     def __init__(self, source: Source, *, retries: bool = False) -> None:
         self.prompt_estimate: int | None = None
+        self.server_policy: ServerPolicy | None = None
         if retries and not callable(source):
             raise ValueError(
                 "a plain async iterable cannot be read twice, so it cannot be retried: pass a "
@@ -94,6 +96,9 @@ class SourceReader:
         estimate = getattr(it, "prompt_estimate", None)
         self.prompt_estimate = estimate if isinstance(estimate, int) else None
         """The attempt's estimate of its prompt tokens, when its generation gave one."""
+        policy = getattr(it, "server_policy", None)
+        self.server_policy = policy if isinstance(policy, ServerPolicy) else None
+        """What the attempt's generation said of its server's constraint, if anything."""
 
     async def pull(self, *, interruptible: bool) -> Chunk | Pulled:
         """The next chunk, ``Pulled.END``, or (``interruptible``) ``Pulled.INTERRUPTED``. The

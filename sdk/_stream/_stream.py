@@ -342,6 +342,7 @@ class Stream(Generic[T]):
         state = self._ledger.current
         if state is not None:
             state.prompt_estimate = self._source.prompt_estimate
+            state.server_policy = self._source.server_policy
 
     async def _advance(self) -> None:
         """One step: start an attempt, or pull one chunk and process it, or end the attempt.
@@ -452,6 +453,9 @@ class Stream(Generic[T]):
         """Rewind the generation (``Retry(backtrack=True)``), or close the source at once, then
         start the next attempt or fail the stream. (A source that has ended cannot rewind, and
         closing it does nothing.)"""
+        current = self._ledger.current
+        if current is not None and self._ledger.in_progress:
+            exc = current.diagnose(exc)  # the server's fault, not the model's?
         if self._backtrack and await self._rewind(exc):
             return
         await self._source.close()

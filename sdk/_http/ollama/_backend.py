@@ -19,8 +19,10 @@ from typing_extensions import Unpack
 from sdk._backend import Delta, GenerationRequest
 from sdk._http._framing import JsonLinesReader
 from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
+from sdk._http.ollama._cures import ollama_policy
 from sdk._http.ollama._decoder import OllamaDecoder
 from sdk._http.ollama._request import check_ollama_request, forced_call, ollama_body
+from sdk._server_policy import attach_policy
 
 __all__ = ["OLLAMA_HOST", "OllamaBackend", "OllamaOptions", "ollama_host"]
 
@@ -105,4 +107,6 @@ class OllamaBackend(HttpBackend):
         sent."""
         body = ollama_body(request, model=request.model or self.model)
         decoder = OllamaDecoder(tools=bool(body.get("tools")), call=forced_call(request))
-        return self._deltas(request, body, decoder, framing=JsonLinesReader)
+        deltas = self._deltas(request, body, decoder, framing=JsonLinesReader)
+        attach_policy(deltas, ollama_policy(body))  # what Ollama does with format (_cures.py)
+        return deltas

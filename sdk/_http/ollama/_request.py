@@ -24,7 +24,8 @@ How the schema travels, by ``request.mode``:
 ``logprobs`` and ``top_logprobs`` at the top; ``reasoning_effort`` is ``think`` (``"none"``:
 ``false``; ``"low"``, ``"medium"``, ``"high"`` as they are); ``stream_options`` sends nothing
 (the usage always comes); any other named parameter is refused before sending.
-``request.extra`` is merged into the body last (``think``, ``keep_alive``, ``options``...).
+``request.extra`` is merged into the body last (``think``, ``keep_alive``, ``options``...); the
+cures a retry asks for (``request.cures``) after it (:mod:`sdk._http.ollama._cures`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from sdk._http._request_checks import (
     refuse_effort,
     refuse_parameters,
 )
+from sdk._http.ollama._cures import apply_cures
 from sdk._http.ollama._messages import ollama_messages
 from sdk._schema import schema_name
 
@@ -147,6 +149,7 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
                 ]
             body["tools"] = [_tool(*spec) for spec in specs]
     body.update(request.extra)
+    apply_cures(body, request)  # what a retry asks for (sdk/_http/ollama/_cures.py)
     return body
 
 

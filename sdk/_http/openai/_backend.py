@@ -30,6 +30,7 @@ from sdk._http._transport import Opened
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
+from sdk._http.openai._cures import chat_policy
 from sdk._http.openai._flavours import (
     Api,
     Server,
@@ -40,6 +41,7 @@ from sdk._http.openai._flavours import (
 )
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
+from sdk._server_policy import attach_policy
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIBackend", "ResponsesBackend", "ServerOptions"]
 
@@ -198,7 +200,10 @@ class OpenAIBackend(HttpBackend):
         body, wrapped = build(
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
-        return self._deltas(request, body, decoder(request, self.server), unwrap=wrapped)
+        deltas = self._deltas(request, body, decoder(request, self.server), unwrap=wrapped)
+        if self.api == "chat":  # what the server does with the constraint (_cures.py)
+            attach_policy(deltas, chat_policy(request, self.server))
+        return deltas
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when this server cannot be sent

@@ -24,6 +24,8 @@ Several tools (``request.tools``) and constraints other than JSON Schema
 
 ``request.extra`` is merged into the body last, at the top level, so it can add any parameter a
 server understands and can replace any key built here (e.g. a hand-written ``response_format``).
+The cures a retry asks for (``request.cures``) are applied after it
+(:mod:`sdk._http.openai._cures`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
+from sdk._http.openai._cures import apply_cures
 from sdk._http.openai._flavours import (
     Server,
     emulated_call,
@@ -137,4 +140,5 @@ def chat_request(
         body["response_format"] = json_object_format(request.schema, server)
     body.update(fields)
     body.update(request.extra)
+    apply_cures(body, request, server)  # what a retry asks for (sdk/_http/openai/_cures.py)
     return body, wrapped

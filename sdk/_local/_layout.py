@@ -11,8 +11,7 @@ import json
 import re
 from typing import Any, Literal
 
-from sdk._local._deps import require
-from sdk._local._xgr_schema import loosened, loosened_text
+from sdk._local._xgr_schema import loosened, xgr_grammar
 
 __all__ = [
     "BOUNDED_SPACE",
@@ -103,10 +102,7 @@ def bounded_ebnf(schema_text: str) -> str | None:
     grammar without the gaps before commas and colons and with every other gap replaced by
     :data:`BOUNDED_SPACE`; None if xgrammar's EBNF does not spell gaps the way this expects
     (then the layout bounds characters instead: :func:`layout_options`)."""
-    xgr = require("xgrammar")
-    grammar = xgr.Grammar.from_json_schema(
-        loosened_text(schema_text), any_whitespace=True, strict_mode=True
-    )
+    grammar = xgr_grammar(schema_text, any_whitespace=True)
     ebnf = str(grammar)
     if _ANY_SPACE not in ebnf or "fieldstream_space" in ebnf:
         return None
@@ -123,11 +119,7 @@ def schema_ebnf(schema_text: str, json_format: JsonFormat) -> str:
         ebnf = bounded_ebnf(schema_text)
         if ebnf is not None:
             return ebnf
-    xgr = require("xgrammar")
-    options = layout_options(json_format)
-    return escaped_strings(
-        str(xgr.Grammar.from_json_schema(loosened_text(schema_text), strict_mode=True, **options))
-    )
+    return escaped_strings(str(xgr_grammar(schema_text, **layout_options(json_format))))
 
 
 def laid_out(node: Any, json_format: JsonFormat) -> Any:

@@ -5,8 +5,8 @@
 again: the :class:`~sdk._local._mask_schema.Relaxation` each rewrite records where it makes it
 (``_mask_schema.mask_schema`` and ``widened``, ``_xgr_schema.xgr_plan``), and the
 :class:`~sdk._local._llg_strict.Closure` the strict rewrite records as it closes an object
-(``_llg_strict.closures``, llama.cpp runtime; on torch, xgrammar's own ``strict_mode`` closes
-each object to its own ``properties``).
+(``_llg_strict.closures``; both runtimes mask under that rule: on torch xgrammar's own
+``strict_mode`` is off).
 """
 
 from __future__ import annotations
@@ -145,22 +145,6 @@ def llg_report(text: str, json_format: Any) -> MaskReport:
     )
 
 
-def _xgr_closures(schema: Any) -> tuple[Closure, ...]:
-    """The objects xgrammar's ``strict_mode`` closes: those with ``properties`` (or
-    ``required``) and no word on other properties, to their own properties."""
-    out: list[Closure] = []
-    for path, node in _walk(schema):
-        if not isinstance(node, dict) or "additionalProperties" in node:
-            continue
-        if "unevaluatedProperties" in node:
-            continue
-        given = node.get("properties")
-        if isinstance(given, dict) or "required" in node:
-            names = tuple(given) if isinstance(given, dict) else ()
-            out.append(Closure(pointer(path), names, "closed to its own properties (xgrammar)"))
-    return tuple(out)
-
-
 def xgr_report(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> MaskReport:
     """The report of the JSON Schema ``text`` on the torch runtime (xgrammar): read off
     ``_xgr_schema.xgr_plan``, the plan its compile uses."""
@@ -171,8 +155,8 @@ def xgr_report(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) ->
     return MaskReport(
         runtime="torch",
         relaxations=plan.relaxations,
-        closures=_xgr_closures(masked),
-        key_order=_key_order(masked),
+        closures=tuple(closures(masked)),
+        key_order=_key_order(strict_schema(masked)),
         exact=_exact(json.loads(text), plan.relaxations),
         refused=plan.refused,
     )

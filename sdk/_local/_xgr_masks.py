@@ -35,7 +35,7 @@ from sdk._local._layout import (
     layout_options,
 )
 from sdk._local._mask_budget import CompileBudget, without_patterns
-from sdk._local._xgr_schema import loosened_text, xgr_plan
+from sdk._local._xgr_schema import xgr_grammar, xgr_plan
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
 
@@ -124,9 +124,7 @@ class Grammars:
                     return self._compiler.compile_grammar(ebnf)
                 except RuntimeError:  # the layout's rewrite of a grammar xgrammar built
                     pass  # the layout bounded by characters instead (layout_options)
-        options = layout_options(self.json_format)
-        xgr = require("xgrammar")
-        grammar = xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True, **options)
+        grammar = xgr_grammar(text, **layout_options(self.json_format))
         return self._compiler.compile_grammar(escaped_strings(str(grammar)))
 
     def compile_spec(self, spec: GrammarSpec) -> _Compiled:

@@ -20,6 +20,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
+from sdk._local._deps import require
+from sdk._local._llg_strict import strict_schema
 from sdk._local._mask_schema import (
     Relaxation,
     mask_schema,
@@ -29,7 +31,15 @@ from sdk._local._mask_schema import (
 )
 from sdk._regex._ecma import EcmaRegexError, loosen_counts
 
-__all__ = ["MAX_MASK_COUNT", "XgrPlan", "loosened", "loosened_text", "xgr_plan"]
+__all__ = [
+    "MAX_MASK_COUNT",
+    "XgrPlan",
+    "loosened",
+    "loosened_text",
+    "searched",
+    "xgr_grammar",
+    "xgr_plan",
+]
 
 MAX_MASK_COUNT = 1000
 """The largest repetition count given to xgrammar as written (RE2's own limit on a count):
@@ -52,6 +62,63 @@ _SCHEMA_ONE = (
 )
 
 
+_UNPLACED = (
+    "an anchor inside a group, which xgrammar's whole-string reading cannot place: any string"
+)
+
+
+def searched(pattern: str) -> str | None:
+    """``pattern`` as JSON Schema reads it (found anywhere in the string: ``^https?://``
+    takes ``"https://x.org"``) in the form xgrammar reads, which matches the whole string:
+    each top-level alternative without its ``^`` starts with ``.*``, without its ``$`` ends
+    with ``.*``. None when a ``^`` or ``$`` stands anywhere else (inside a group, mid-way):
+    then the mask takes any string and the client checks the pattern."""
+    alternatives: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            alternatives.append(pattern[start:i])
+            start = i + 1
+        elif c in "^$" and (depth or (c == "^" and i != start)):
+            return None
+        elif c == "$" and i + 1 < len(pattern) and pattern[i + 1] != "|":
+            return None
+        i += 1
+    alternatives.append(pattern[start:])
+    if alternatives == [pattern] and pattern.startswith("^") and pattern.endswith("$"):
+        if not pattern.endswith("\\$"):
+            return pattern  # anchored at both ends: as it is
+    out = []
+    for alternative in alternatives:
+        body, head, tail = alternative, ".*", ".*"
+        if body.startswith("^"):
+            body, head = body[1:], ""
+        if body.endswith("$") and not _escaped(body, len(body) - 1):
+            body, tail = body[:-1], ""
+        out.append(f"{head}(?:{body}){tail}" if head or tail else body)
+    return "|".join(out)
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the character at ``at`` follows an odd run of backslashes."""
+    run = 0
+    while at - run - 1 >= 0 and text[at - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
 def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str, ...] = ()) -> Any:
     """``schema`` with every ``pattern`` loosened (see the module docstring); the schema's data
     (``const``, ``enum``, ``default``, ``examples``...) and anything else untouched. Returns
@@ -71,11 +138,11 @@ def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
-            put("pattern", loosen_counts(pattern, MAX_MASK_COUNT))
+            counted = loosen_counts(pattern, MAX_MASK_COUNT)
         except EcmaRegexError:
-            pass  # not the client's to fix: xgrammar says what is wrong with it
+            counted = pattern  # not the client's to fix: xgrammar says what is wrong with it
         else:
-            if notes is not None and out is not None:
+            if notes is not None and counted != pattern:
                 notes.append(
                     Relaxation(
                         pointer(path),
@@ -83,6 +150,14 @@ def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str
                         f"a count over {MAX_MASK_COUNT} written {{k,}} (xgrammar's compile time)",
                     )
                 )
+        found = searched(counted)
+        if found is None:
+            out = dict(schema) if out is None else out
+            del out["pattern"]
+            if notes is not None:
+                notes.append(Relaxation(pointer(path), "pattern", _UNPLACED))
+        elif found != pattern:
+            put("pattern", found)
     for key in _SCHEMA_MAPS:
         members = schema.get(key)
         if isinstance(members, dict):
@@ -112,17 +187,26 @@ def loosened_text(schema_text: str) -> str:
     return schema_text if new is schema else json.dumps(new, separators=(",", ":"))
 
 
+def xgr_grammar(schema_text: str, **options: Any) -> Any:
+    """xgrammar's grammar of the JSON Schema ``schema_text`` (JSON text) with layout
+    ``options``: the schema under the project's strict rule (``_llg_strict.strict_schema``, the
+    llama.cpp runtime's too, so both runtimes close the same objects), its patterns loosened,
+    built with xgrammar's own ``strict_mode`` off (it closed every object to its own
+    properties, an ``allOf``'s and a branch's included: narrower than the schema)."""
+    xgr = require("xgrammar")
+    strict = json.dumps(strict_schema(json.loads(schema_text)), separators=(",", ":"))
+    return xgr.Grammar.from_json_schema(loosened_text(strict), strict_mode=False, **options)
+
+
 # The place xgrammar's C++ errors start with: "[12:00:00] /project/cpp/file.cc:94: ".
 _XGRAMMAR_WHERE = re.compile(r"^\[[0-9:]+\] \S+:\d+: ")
 
 
 def _xgr_refusal(schema: Any) -> str:
     """xgrammar's reason it cannot build the grammar of ``schema`` ("" when it can)."""
-    import xgrammar as xgr
-
     text = json.dumps(schema, separators=(",", ":"))
     try:
-        xgr.Grammar.from_json_schema(loosened_text(text), strict_mode=True)
+        xgr_grammar(text)
     except Exception as exc:  # xgrammar raises RuntimeError, ValueError and its own errors
         return _XGRAMMAR_WHERE.sub("", str(exc).strip()) or repr(exc)
     return ""

@@ -6,7 +6,8 @@ Six configurations, each with the packaged SmolLM2 GGUF's tokenizer (read throug
 transformers, as ``sdk/_local/_model.py`` does; ``xgrammar.TokenizerInfo.from_huggingface`` and
 ``llguidance.hf.from_tokenizer`` of the same object, EOS the only stop token):
 
-* ``xgrammar``: what the local engine compiles today (``sdk/_local/_xgr_masks.py``):
+* ``xgrammar``: what the local engine compiled before issue 42 (``sdk/_local/_xgr_masks.py``
+  now gives xgrammar the strict rule's rewrite with ``strict_mode`` off):
   ``compile_json_schema(strict_mode=True)`` under the ``compact`` layout of
   ``sdk/_local/_layout.py`` (no whitespace, separators ``,`` and ``:``), its cache off; each mask
   is ANDed with the special-token mask as the engine does (counted in "apply");

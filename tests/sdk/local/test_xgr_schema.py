@@ -107,15 +107,39 @@ def test_a_schema_with_nothing_to_loosen_is_given_as_it_is() -> None:
 
 # -- a schema xgrammar refuses is known when the request is checked (issue 42) -------------
 
-# The torch runtime's refusals the corpus measured, each minimal: xgrammar's strict mode
-# closing a tuple shorter than its minItems, a `false` subschema, minProperties above the
-# listed properties under strict mode, an integer bound past int64.
+# The torch runtime's refusals the corpus measured, each minimal: a `false` subschema, an
+# integer bound past int64.
 XGR_REFUSED = [
-    ({"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3}, "[1,2,3]"),
     ({"type": "object", "properties": {"a": False, "b": {"type": "integer"}}}, '{"b":1}'),
-    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 3}, "{}"),
     ({"type": "integer", "minimum": -1e30}, "5"),
 ]
+# Refused by xgrammar's own strict mode, which the project's strict rule replaces (it leaves
+# open what closing would contradict): a tuple shorter than its minItems, minProperties above
+# the listed properties.
+STRICT_MODE_REFUSED = [
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3}, "[1,2,3]"),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 3}, "{}"),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("schema", "document"), STRICT_MODE_REFUSED)
+def test_what_xgrammar_s_strict_mode_refused_the_strict_rule_leaves_open(
+    schema: Any, document: str, tokenizer: Any
+) -> None:
+    xgr = pytest.importorskip("xgrammar")
+    from sdk._local._constrain import GrammarSpec
+    from sdk._local._xgr_masks import Grammars
+    from sdk._local._xgr_schema import _xgr_refusal
+
+    with pytest.raises(Exception):  # noqa: B017  # xgrammar's own errors vary
+        xgr.Grammar.from_json_schema(json.dumps(schema), strict_mode=True)
+    assert _xgr_refusal(schema) == ""
+    grammars = Grammars(
+        tokenizer, len(tokenizer), json_format="compact", stop_token_ids=[tokenizer.eos_token_id]
+    )
+    constraint = grammars.constraint_for(GrammarSpec("json_schema", json.dumps(schema)), tokenizer)
+    assert constraint.accept_text(document)
 
 
 @pytest.mark.torch

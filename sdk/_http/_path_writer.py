@@ -50,8 +50,19 @@ _SAFE_FLOAT: Final = (
 )  # integral doubles below this are written as integers, as JSON has them
 
 
+class _PathError(ValueError):
+    """A path that is not a path to one value (what is wrong with it)."""
+
+
 def parse_json_path(text: str, *, max_depth: int = MAX_DEPTH) -> tuple[PathStep, ...]:
     """The steps of ``text``, a JSON path to one value (``$.a.b[0]``, ``$['a b'][2]``)."""
+    try:
+        return _parse(text, max_depth)
+    except _PathError as exc:
+        raise PartialArgumentsError(f"a JSON path: {_cut(text)!r}: {exc}", json_path=text) from None
+
+
+def _parse(text: str, max_depth: int) -> tuple[PathStep, ...]:
     if not text.startswith("$"):
         raise _error(text, "a JSON path starts with '$'")
     steps: list[PathStep] = []
@@ -216,7 +227,10 @@ class PathWriter:
 
     def _steps(self, path: str) -> tuple[PathStep, ...]:
         if path != self._path_text or not self._path_text:  # pieces of a string repeat a path
-            self._path = parse_json_path(path, max_depth=self.max_depth)
+            try:
+                self._path = _parse(path, self.max_depth)
+            except _PathError as exc:
+                raise self._fail(path, str(exc)) from None
             self._path_text = path
         return self._path
 
@@ -311,7 +325,7 @@ class PathWriter:
         container.last = step
 
     def _fail(self, path: str, said: str) -> PartialArgumentsError:
-        return PartialArgumentsError(f"{self.what}: at {path}: {said}", json_path=path)
+        return PartialArgumentsError(f"{self.what}: at {_cut(path)}: {said}", json_path=path)
 
 
 def _show(steps: tuple[PathStep, ...]) -> str:
@@ -327,5 +341,10 @@ def _show(steps: tuple[PathStep, ...]) -> str:
     return "".join(out)
 
 
-def _error(text: str, said: str) -> PartialArgumentsError:
-    return PartialArgumentsError(f"a JSON path: {text!r}: {said}", json_path=text)
+def _error(text: str, said: str) -> _PathError:
+    return _PathError(said)
+
+
+def _cut(text: str) -> str:
+    """``text`` short enough for a message."""
+    return text if len(text) <= 120 else text[:120] + "..."

@@ -10,6 +10,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sdk import PartialArgumentsError
 from sdk._http._path_writer import MAX_DEPTH, PathWriter, parse_json_path
@@ -166,3 +168,32 @@ def test_nothing_after_the_end() -> None:
     assert w.close() == ""
     with pytest.raises(PartialArgumentsError, match="after the end"):
         w.number("$.a", 1)
+
+
+PATHS = ["$.a", "$.b", "$.a.x", "$.a.y", "$.l[0]", "$.l[1]", "$.l[0].x", "$.l[1][0]", "$[0]", "$"]
+OPS = st.tuples(
+    st.sampled_from(PATHS),
+    st.sampled_from(["string", "open", "number", "null", "array", "object"]),
+)
+
+
+@given(st.lists(OPS, max_size=12))
+def test_any_sequence_is_json_or_our_error(ops: list[tuple[str, str]]) -> None:
+    # Whatever the server sends, the writer gives JSON text (json.loads reads it, an object)
+    # or raises PartialArgumentsError: never another exception, never text that is not JSON.
+    w = PathWriter()
+    pieces = [w.begin()]
+    try:
+        for path, kind in ops:
+            if kind in ("string", "open"):
+                pieces.append(w.string(path, 'x"\\', more=kind == "open"))
+            elif kind == "number":
+                pieces.append(w.number(path, 1.5))
+            elif kind == "null":
+                pieces.append(w.literal(path, None))
+            else:
+                pieces.append(w.empty(path, array=kind == "array"))
+    except PartialArgumentsError:
+        return
+    pieces.append(w.close())
+    assert isinstance(json.loads("".join(pieces)), dict)

@@ -145,6 +145,37 @@ STREAMS: dict[str, tuple[list[bytes], list[tuple[str, dict[str, Any]]]]] = {
         ],
         [("look", {"city": "Paris", "country": None})],
     ),
+    "each part repeating the call's name and id": (
+        [
+            record(
+                call(
+                    name="light",
+                    id="c9",
+                    willContinue=True,
+                    partialArgs=[{"jsonPath": "$.brightness", "numberValue": 50}],
+                )
+            ),
+            record(
+                call(
+                    name="light",
+                    id="c9",
+                    willContinue=True,
+                    partialArgs=[
+                        {"jsonPath": "$.color", "stringValue": "wa", "willContinue": True}
+                    ],
+                )
+            ),
+            record(
+                call(
+                    name="light",
+                    id="c9",
+                    partialArgs=[{"jsonPath": "$.color", "stringValue": "rm"}],
+                ),
+                finish="STOP",
+            ),
+        ],
+        [("light", {"brightness": 50, "color": "warm"})],
+    ),
     "a no-argument call and empty containers": (
         [
             record(call(name="ping")),

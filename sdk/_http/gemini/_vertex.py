@@ -18,8 +18,9 @@ The credential, the first of:
 - ``access_token="ya29..."``: sent as it is (``Authorization: Bearer``), never refreshed;
 - ``credentials=``: a ``google.auth.credentials.Credentials`` (a service account's, a user's...),
   refreshed in a worker thread whenever it is not valid, before the request that needs it;
-- ``api_key=`` with no project: Vertex AI's express mode (``x-goog-api-key``, the URL without
-  ``projects/.../locations/...``);
+- ``api_key=`` with no project, location or other credential given: Vertex AI's express mode
+  (``x-goog-api-key``, the URL without ``projects/.../locations/...``; a project in the
+  environment is not read, as google-genai does);
 - else the application default credentials (``google.auth.default`` with the
   ``cloud-platform`` scope), found at the first request.
 
@@ -96,16 +97,17 @@ class VertexAuth:
                 "credentials must be a google.auth.credentials.Credentials, not "
                 f"{type(credentials).__name__}"
             )
-        self.project = project or os.environ.get("GOOGLE_CLOUD_PROJECT") or None
-        self.location = location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global"
+        # Express mode: an API key, and no project, location or other credential given (as
+        # google-genai: the key given wins over a project in the environment).
+        express = bool(api_key) and not (project or location or access_token or credentials)
+        self.api_key = api_key.strip() if express and api_key else None
+        environ = os.environ
+        self.project = project or (None if express else environ.get("GOOGLE_CLOUD_PROJECT") or None)
+        self.location: str = (
+            location or (None if express else environ.get("GOOGLE_CLOUD_LOCATION")) or "global"
+        )
         self.access_token = access_token
         self.credentials = credentials
-        # Express mode: an API key and no project (given or in the environment).
-        self.api_key = (
-            api_key.strip()
-            if api_key and access_token is None and credentials is None and not self.project
-            else None
-        )
         self._lock: anyio.Lock | None = None
 
     @property

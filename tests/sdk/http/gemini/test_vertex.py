@@ -557,6 +557,9 @@ def test_express_mode_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     )
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "envproj")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "asia-east1")
+    # The key given wins over the environment's project, as google-genai has it.
+    assert GeminiBackend(vertex=True, api_key="key").url_for("m") == b.url_for("m")
+    assert b.vertex is not None and b.vertex.express
     b = GeminiBackend(vertex=True, access_token="t")
     assert b.url_for("m").startswith(
         "https://asia-east1-aiplatform.googleapis.com/v1/projects/envproj/locations/asia-east1/"

@@ -29,8 +29,10 @@
     │   │   │   ├── UnprocessableEntityError 422
     │   │   │   ├── RateLimitError           429
     │   │   │   └── InternalServerError      >= 500
-    │   │   └── APIConnectionError       the connection failed (no status)
-    │   │       └── APITimeoutError      ... because it timed out
+    │   │   ├── APIConnectionError       the connection failed (no status)
+    │   │   │   └── APITimeoutError      ... because it timed out
+    │   │   └── PartialArgumentsError    path-addressed arguments (Vertex AI's partialArgs) that
+    │   │                                make no JSON text: a path going back, a type changed...
     │   ├── BackendError                 a backend failed (local engine error, missing extra)
     │   │   └── MissingDependencyError   an optional extra is not installed (says what to install)
     │   ├── CallbackError                an on_field callback raised (its path and exception)
@@ -76,6 +78,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OutputSyntaxError",
+    "PartialArgumentsError",
     "PatternTimeout",
     "PermissionDeniedError",
     "RateLimitError",
@@ -474,6 +477,20 @@ def status_error_class(status: int) -> type[APIStatusError]:
     if status >= 500:
         return InternalServerError
     return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+class PartialArgumentsError(TransportError):
+    """A server streamed a call's arguments as path-addressed values (Vertex AI's
+    ``functionCall.partialArgs``) that make no JSON text: a path that goes back (a member
+    written twice, an index skipped, a container left and entered again), a value whose type
+    changed, an unknown value kind, a path too deep or not a path to one value.
+    ``json_path`` is the path as the server wrote it (``None`` when the error is not about
+    one); the message says which call and what was wrong. Not retryable: the server's stream
+    is malformed, as a record that is not JSON is (:mod:`sdk._http._path_writer`)."""
+
+    def __init__(self, message: str, *, json_path: str | None = None, body: Any = None) -> None:
+        super().__init__(message, retryable=False, body=body)
+        self.json_path = json_path
 
 
 class APIConnectionError(TransportError):

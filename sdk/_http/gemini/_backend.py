@@ -1,4 +1,5 @@
-"""The Gemini backend: ``models/{model}:streamGenerateContent?alt=sse`` over httpx.
+"""The Gemini backend: ``models/{model}:streamGenerateContent?alt=sse`` over httpx, to the
+Gemini API or (``vertex=True``) Vertex AI.
 
 It builds the body (:mod:`._request`), sends it through the shared
 :class:`~sdk._http._transport.HttpTransport` to the model's URL, reads the server-sent events
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import quote
 
 from typing_extensions import Unpack
@@ -20,8 +22,10 @@ from sdk._backend import Delta, GenerationRequest
 from sdk._errors import StreamUsageError
 from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
 from sdk._http._request_checks import calls_forced
+from sdk._http._transport import Opened
 from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
+from sdk._http.gemini._vertex import VERTEX_API_VERSION, VertexAuth, vertex_root
 
 __all__ = ["GEMINI_API_VERSION", "GEMINI_BASE_URL", "GeminiBackend", "GeminiOptions"]
 
@@ -37,6 +41,18 @@ class GeminiOptions(HttpOptions, total=False):
     """The options of :class:`GeminiBackend` besides ``base_url``, ``api_key``, ``model``."""
 
     api_version: str
+    vertex: bool
+    """Vertex AI instead of the Gemini API (google-genai's ``vertexai=True``)."""
+    project: str | None
+    location: str | None
+    credentials: Any
+    """A ``google.auth.credentials.Credentials`` (Vertex AI)."""
+    access_token: str | None
+    stream_arguments: bool
+    """Ask Vertex AI for the calls' arguments in parts (default ``True`` on Vertex AI)."""
+
+
+_VERTEX_ONLY = ("project", "location", "credentials", "access_token", "stream_arguments")
 
 
 class _Arguments(EndpointOptions, GeminiOptions, total=False):
@@ -54,18 +70,55 @@ class GeminiBackend(HttpBackend):
     ``ValueError``. ``model`` (``"gemini-2.5-flash"``, or ``"models/..."``) is needed, here or
     per request. ``http_client``, ``timeout``, ``headers`` / ``default_headers``,
     ``default_query`` are as for :class:`~sdk._http.openai.OpenAIBackend`.
+
+    ``vertex=True`` sends to Vertex AI instead (:mod:`sdk._http.gemini._vertex`: ``project``,
+    ``location``, and ``access_token``, ``credentials``, an express-mode ``api_key`` or the
+    application default credentials; ``api_version`` defaults to ``v1``), asking for the calls'
+    arguments in parts unless ``stream_arguments=False``.
     """
 
     def __init__(self, **options: Unpack[_Arguments]) -> None:
         given = self._settings(options, GeminiOptions.__optional_keys__)
-        api_version = options.get("api_version", GEMINI_API_VERSION)
+        vertex = options.get("vertex", False)
+        if not isinstance(vertex, bool):
+            raise TypeError(f"vertex must be a bool, not {vertex!r}")
+        stream_arguments = options.get("stream_arguments", vertex)
+        if not isinstance(stream_arguments, bool):
+            raise TypeError(f"stream_arguments must be a bool, not {stream_arguments!r}")
+        self._vertex: VertexAuth | None = None
+        self.stream_arguments = stream_arguments
+        """Whether requests ask for the calls' arguments in parts (Vertex AI's
+        ``streamFunctionCallArguments``)."""
+        default_version = VERTEX_API_VERSION if vertex else GEMINI_API_VERSION
+        api_version = options.get("api_version", default_version)
         if not isinstance(api_version, str) or not api_version:
             raise TypeError(f"api_version must be a str such as 'v1beta', not {api_version!r}")
+        sent = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if vertex:
+            self._vertex = VertexAuth(
+                project=options.get("project"),
+                location=options.get("location"),
+                api_key=given.api_key,
+                access_token=options.get("access_token"),
+                credentials=options.get("credentials"),
+            )
+            root = given.endpoint(
+                "/" + api_version, given.base_url or vertex_root(self._vertex.location)
+            )
+            self._transport = given.transport(root, sent)
+            return
+        given_options: dict[str, Any] = dict(options)
+        for name in _VERTEX_ONLY:
+            value = given_options.get(name)
+            if value is not None and value is not False:  # stream_arguments=False: as it is
+                raise TypeError(
+                    f"{name}= is Vertex AI's: pass vertex=True too (the Gemini API takes an "
+                    "api_key and streams a call's arguments whole)"
+                )
         root = given.endpoint("/" + api_version, given.base_url or GEMINI_BASE_URL)
         key = given.api_key
         if key is None:
             key = os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
-        sent = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if key:
             sent["x-goog-api-key"] = key.strip()
         elif root.startswith(GEMINI_BASE_URL):
@@ -75,10 +128,19 @@ class GeminiBackend(HttpBackend):
             )
         self._transport = given.transport(root, sent)
 
+    @property
+    def vertex(self) -> VertexAuth | None:
+        """Vertex AI's settings (``None``: the Gemini API)."""
+        return self._vertex
+
     def url_for(self, model: str) -> str:
         """Where a request for ``model`` goes."""
-        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
-        return f"{self._transport.url}/{quote(name, safe='/')}:streamGenerateContent?alt=sse"
+        if self._vertex is not None:
+            name = self._vertex.path(model)
+        else:
+            named = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+            name = quote(named, safe="/")
+        return f"{self._transport.url}/{name}:streamGenerateContent?alt=sse"
 
     def shows_schema(self, request: GenerationRequest) -> bool:
         """Whether Gemini shows ``request.schema`` to the model (for ``show_schema=None``): a
@@ -99,6 +161,19 @@ class GeminiBackend(HttpBackend):
         model = request.model or self.model
         if not model:
             raise StreamUsageError("Gemini needs a model: Client(..., model=...) or model=...")
-        body = gemini_body(request)
+        body = gemini_body(request, stream_arguments=self.stream_arguments)
         decoder = GeminiDecoder(tools=calls_forced(request))
+        if self._vertex is not None:  # the URL may need the project the credentials name
+            return self._deltas(request, body, decoder)
         return self._deltas(request, body, decoder, url=self.url_for(model))
+
+    async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
+        """On Vertex AI, the credential fetched (or refreshed) for this request first."""
+        vertex = self._vertex
+        if vertex is None:
+            return await self._transport.open(payload, request, url=url)
+        headers = await vertex.headers()
+        model = request.model or self.model or ""
+        return await self._transport.open(
+            payload, request, url=self.url_for(model), headers=headers
+        )

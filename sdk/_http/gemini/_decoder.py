@@ -6,8 +6,12 @@ has the face every provider's decoder has (``decode``, ``end``, ``done``):
 
 - ``candidates[0].content.parts``: a ``text`` part -> ``Delta(text=...)`` (only whitespace is
   dropped when a call was forced); a part with ``thought: true`` -> ``Delta(reasoning=...)``; a
-  ``functionCall`` part comes whole -> one ``Delta(text=<its args' JSON text>, tool_call=k,
-  tool_name=name, tool_call_id=id)``, ``k`` counting the calls.
+  ``functionCall`` part that comes whole -> one ``Delta(text=<its args' JSON text>,
+  tool_call=k, tool_name=name, tool_call_id=id)``, ``k`` counting the calls.
+- A call streamed in parts (Vertex AI with ``functionCallingConfig.streamFunctionCallArguments``:
+  see :class:`StreamedCall`) -> its arguments' JSON text, written piece by piece as the
+  ``partialArgs`` arrive, each piece one ``Delta(text=..., tool_call=k)`` (the first with its
+  name and id), so each field is final as early as the wire says it is.
 - ``finishReason`` (on the record that ends the candidate) -> the finish reason the stream
   reads, by :data:`STOP_REASONS` (every value of google-genai's ``FinishReason``): ``STOP`` is
   ``"stop"`` (``"tool_calls"`` when the model called a function), ``MAX_TOKENS`` and
@@ -46,6 +50,7 @@ from sdk._errors import BackendError
 from sdk._http._json_message import json_object
 from sdk._http._stop_reasons import AS_IS, finish_reason_of, stop_said
 from sdk._http.gemini._errors import gemini_error
+from sdk._http.gemini._partial_args import StreamedCall
 
 __all__ = ["FILTERED", "STOP_REASONS", "GeminiDecoder"]
 
@@ -92,6 +97,7 @@ class GeminiDecoder:
     def __init__(self, *, tools: bool = False) -> None:
         self._tools = tools
         self._calls = 0
+        self._streamed: StreamedCall | None = None  # a call whose arguments are still coming
         self._finish: str | None = None
         self._said: dict[str, str] | None = None  # Gemini's own word and finishMessage
         self._usage: Usage | None = None
@@ -149,6 +155,12 @@ class GeminiDecoder:
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason and self._finish is None:
             finish = finish_reason_of(STOP_REASONS, reason)
+            streamed = self._streamed
+            if streamed is not None and finish == STOP:
+                # Vertex may end a streamed call with the candidate, sending no part that says
+                # so: a normal stop ends it (at another reason it stays unfinished).
+                self._streamed = None
+                out.extend(streamed.end())
             self._finish = TOOL_CALLS if finish == STOP and self._calls else finish
             self._said = stop_said(reason, self._finish, candidate.get("finishMessage"))
         return out
@@ -163,6 +175,17 @@ class GeminiDecoder:
             return [Delta(text=text)]
         call = part.get("functionCall")
         if isinstance(call, Mapping):
+            streamed = self._streamed
+            if streamed is None and StreamedCall.begins(call):
+                streamed = self._streamed = StreamedCall(self._calls, call)
+                self._calls += 1
+            if streamed is not None:
+                out = streamed.read(call)
+                if streamed.ended:
+                    self._streamed = None
+                return out
+            if StreamedCall.is_end_marker(call):
+                return []  # `{}` after a streamed call that its last part ended already
             name = call.get("name")
             call_id = call.get("id")
             number = self._calls

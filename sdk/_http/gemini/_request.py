@@ -10,7 +10,9 @@ How the schema travels, by ``request.mode``:
   ``parametersJsonSchema`` (in the subset), and ``toolConfig.functionCallingConfig``:
   ``mode`` ``ANY`` with ``allowedFunctionNames`` for a forced call (the schema's own tool, or
   a named one), ``ANY`` for ``"required"`` or several tools unsaid, ``AUTO`` for ``"auto"``,
-  ``NONE`` for ``"none"``.
+  ``NONE`` for ``"none"``; with ``stream_arguments`` (Vertex AI), also
+  ``streamFunctionCallArguments: true``, so that a call's arguments arrive as they are written
+  (:mod:`._partial_args`) instead of whole.
 - ``"none"``: nothing (fieldstream checks the output).
 
 ``max_tokens`` (or ``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``, ``stop``,
@@ -58,8 +60,9 @@ def check_gemini_request(request: GenerationRequest) -> None:
     refuse_constraint(request, "Gemini", "it takes JSON Schema only")
 
 
-def gemini_body(request: GenerationRequest) -> dict[str, Any]:
-    """The JSON body of ``POST .../models/{model}:streamGenerateContent?alt=sse``."""
+def gemini_body(request: GenerationRequest, *, stream_arguments: bool = False) -> dict[str, Any]:
+    """The JSON body of ``POST .../models/{model}:streamGenerateContent?alt=sse``
+    (``stream_arguments``: ask for the calls' arguments in parts, which only Vertex AI takes)."""
     system, contents = gemini_contents(request.messages)
     body: dict[str, Any] = {"contents": contents}
     if system is not None:
@@ -88,6 +91,8 @@ def gemini_body(request: GenerationRequest) -> dict[str, Any]:
             config["responseMimeType"] = "application/json"
         elif request.mode == "tool":
             body.update(_tools(request))
+            if stream_arguments and request.tool_choice != "none":
+                body["toolConfig"]["functionCallingConfig"]["streamFunctionCallArguments"] = True
     extra = dict(request.extra)
     more = extra.pop("generationConfig", None)
     if isinstance(more, dict):

@@ -6,8 +6,10 @@ caller set up on that client is used as it is: the Gemini API or Vertex AI, its 
 The body is the one :func:`~sdk._http.gemini._request.gemini_body` builds for the httpx
 backend, given to the SDK as its ``contents`` and ``GenerateContentConfig`` (the REST field
 names, which its models read), and each record the SDK yields is read by the same decoder as
-the httpx backend (:class:`~sdk._http.gemini._decoder.GeminiDecoder`). Closing the iterator
-closes the SDK's stream, and its HTTP response.
+the httpx backend (:class:`~sdk._http.gemini._decoder.GeminiDecoder`). On a Vertex AI client
+(``vertexai=True``) the calls' arguments are asked for in parts
+(``stream_function_call_arguments``), read from the SDK's ``partial_args`` as the httpx backend
+reads them. Closing the iterator closes the SDK's stream, and its HTTP response.
 
 Its errors stay google-genai's too: a ``google.genai.errors.ClientError`` for HTTP 429 is raised
 as an error that is both an :class:`~sdk.RateLimitError` and that ``ClientError``, so
@@ -67,7 +69,9 @@ class GenaiSDKBackend:
     def generate(self, request: GenerationRequest) -> AsyncIterator[Delta]:
         """Stream one generation; errors as for the httpx backend, each also google-genai's
         own exception."""
-        body = gemini_body(request)
+        # Vertex AI streams a call's arguments in parts; google-genai refuses to ask the
+        # Gemini API for it.
+        body = gemini_body(request, stream_arguments=bool(getattr(self._client, "vertexai", False)))
         contents = body.pop("contents")
         config = {**body.pop("generationConfig", {}), **body}
         if request.timeout is not None and isinstance(request.timeout, (int, float)):

@@ -4,6 +4,8 @@ GBNF and llguidance's Lark dialect for llama.cpp's server (a grammar that starts
 local engine.
 
 - :func:`choice_gbnf`: ``root ::= "a" | "b"``.
+- :func:`choice_regex`: ``(?:a|b)``, each choice's regex metacharacters escaped (TGI reads
+  regexes only).
 - :func:`regex_lark`: ``start: /pattern/`` (llguidance matches the whole output).
 - :func:`grammar_text`: a :class:`~sdk.Grammar` as llama.cpp reads it (Lark behind
   ``%llguidance {}``).
@@ -29,6 +31,7 @@ from sdk._regex._ecma import portable
 
 __all__ = [
     "choice_gbnf",
+    "choice_regex",
     "grammar_text",
     "lark_regex_literal",
     "legacy_structural_tag",
@@ -65,6 +68,32 @@ def quoted(text: str) -> str:
 def choice_gbnf(choice: Choice) -> str:
     """``root ::= "a" | "b" | ...``."""
     return "root ::= " + " | ".join(quoted(c) for c in choice.choices) + "\n"
+
+
+_REGEX_SPECIAL = frozenset(".^$*+?()[]{}|\\")  # the operators all three share
+
+
+def choice_regex(choice: Choice) -> str:
+    """``(?:a|b|...)``: a regex that matches exactly one of the choices, each character a
+    regex engine could read as an operator escaped with a backslash (``\\n``, ``\\r``,
+    ``\\t`` for those controls), so Rust's ``regex``, Python's ``re`` and outlines'
+    ``interegular`` read it alike."""
+    alternatives = []
+    for text in choice.choices:
+        out = []
+        for c in text:
+            if c in _REGEX_SPECIAL:
+                out.append("\\" + c)
+            elif c == "\n":
+                out.append("\\n")
+            elif c == "\r":
+                out.append("\\r")
+            elif c == "\t":
+                out.append("\\t")
+            else:
+                out.append(c)
+        alternatives.append("".join(out))
+    return "(?:" + "|".join(alternatives) + ")"
 
 
 def lark_regex_literal(pattern: str) -> str:

@@ -9,6 +9,9 @@ local engine.
 - :func:`regex_lark`: ``start: /pattern/`` (llguidance matches the whole output).
 - :func:`grammar_text`: a :class:`~sdk.Grammar` as llama.cpp reads it (Lark behind
   ``%llguidance {}``).
+- :func:`lark_text`: a :class:`~sdk.Grammar` as plain Lark (what OpenAI's custom tools read):
+  an empty ``%llguidance {}`` header dropped, GBNF/EBNF converted by llguidance's converter
+  (``sdk._local._llg_gbnf.gbnf_lark``; the ``local`` extra).
 - :func:`xgrammar_structural_tag`: a :class:`~sdk.StructuralTag` in xgrammar's format
   (``{"type": "structural_tag", "format": {"type": "triggered_tags", ...}}``), what
   ``xgrammar.Grammar.from_structural_tag`` and ``GrammarCompiler.compile_structural_tag``
@@ -24,6 +27,7 @@ local engine.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
@@ -34,6 +38,7 @@ __all__ = [
     "choice_regex",
     "grammar_text",
     "lark_regex_literal",
+    "lark_text",
     "legacy_structural_tag",
     "quoted",
     "regex_lark",
@@ -127,6 +132,21 @@ def grammar_text(grammar: Grammar) -> str:
     if grammar.syntax != "lark" or grammar.text.lstrip().startswith("%llguidance"):
         return grammar.text
     return LLGUIDANCE + grammar.text
+
+
+_LLGUIDANCE_HEADER = re.compile(r"\A\s*%llguidance\s*\{\s*\}[ \t]*\r?\n?")
+
+
+def lark_text(grammar: Grammar) -> str:
+    """``grammar`` as plain Lark, without an empty ``%llguidance {}`` header; GBNF/EBNF is
+    converted by llguidance's converter. Raises ``ImportError`` without llguidance (the
+    ``local`` extra), ``ValueError`` for a grammar the converter cannot read."""
+    text = grammar.text
+    if grammar.syntax != "lark":
+        from sdk._local._llg_gbnf import gbnf_lark  # llguidance's converter
+
+        text = gbnf_lark(text)
+    return _LLGUIDANCE_HEADER.sub("", text, count=1)
 
 
 def structural_tag_lark(tag: StructuralTag) -> str:

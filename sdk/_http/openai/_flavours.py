@@ -42,7 +42,17 @@ A schema goes to TGI as ``response_format: {"type": "json", "value": schema}`` (
 docs give; every TGI since 1.4.3 reads it). Neither serves these on the Responses API here: a
 constraint with ``api="responses"`` is refused.
 
-OpenAI (and an unnamed server) take JSON Schema only: a constraint raises
+OpenAI (``server="openai"``) applies a grammar itself, to the input of a custom tool: a
+``Choice``, ``Regex`` or ``Grammar`` goes as one custom tool, forced, whose ``format`` is
+``{"type": "grammar", "syntax": "regex" | "lark", "definition"}`` (:func:`custom_tool_fields`;
+Chat Completions nests it as ``{"type": "custom", "custom": {"name", "format": {"type":
+"grammar", "grammar": {"syntax", "definition"}}}}``), and the call's input is the constrained
+text (the decoders read it as the output: :func:`custom_tool`). A ``Choice`` is a regex of its
+escaped choices, a ``Regex`` its pattern with ``\\d``, ``\\w``, ``\\s``, ``.`` spelled out, a Lark
+``Grammar`` its text (an empty ``%llguidance {}`` header dropped), a GBNF/EBNF one converted
+to Lark by llguidance's converter (the ``local`` extra). A ``StructuralTag`` is refused.
+
+A server not named takes JSON Schema only: a constraint raises
 :class:`~sdk.UnsupportedConstraint`, unless ``mode="none"`` (nothing sent; the client checks).
 vLLM's ``structural_tag`` is the JSON text of ``{"type": "structural_tag", "structures":
 [{"begin", "schema", "end"}], "triggers": [...]}`` (the form both of vLLM's backends read), or,
@@ -65,6 +75,7 @@ from sdk._grammar_languages import (
     choice_gbnf,
     choice_regex,
     grammar_text,
+    lark_text,
     legacy_structural_tag,
     regex_lark,
     structural_tag_lark,
@@ -87,6 +98,9 @@ __all__ = [
     "check_request",
     "check_server",
     "constraint_fields",
+    "custom_format",
+    "custom_tool",
+    "custom_tool_fields",
     "emulated_call",
     "function_tool",
     "is_openai",
@@ -112,6 +126,7 @@ TAKES: Mapping[Server, frozenset[str]] = MappingProxyType(
         "llamacpp": _ALL,
         "sglang": _ALL,  # a Grammar in GBNF/EBNF only
         "tgi": frozenset({"Choice", "Regex"}),  # regexes only: a Choice as one
+        "openai": frozenset({"Choice", "Regex", "Grammar"}),  # as a custom tool's input
     }
 )
 """The constraints (by class name) each named server is sent; anything else is refused before
@@ -179,6 +194,17 @@ def _check_taken(constraint: Constraint, server: Server, api: Api) -> None:
             "SGLang reads grammars as EBNF (GBNF, its default xgrammar backend's syntax), not "
             f"Lark; write the grammar in GBNF, {instead}"
         )
+    if server == "openai" and isinstance(constraint, Grammar):
+        try:
+            lark_text(constraint)
+        except ImportError as exc:
+            raise UnsupportedConstraint(
+                f"OpenAI reads grammars as Lark; a {constraint.syntax.upper()} grammar is "
+                "converted by llguidance, which is not installed (pip install "
+                f"'fieldstream[local]'): write the grammar in Lark, {instead}"
+            ) from exc
+        except ValueError as exc:
+            raise UnsupportedConstraint(f"{exc}; write the grammar in Lark, {instead}") from exc
     if server in _CHAT_ONLY and api == "responses":
         raise UnsupportedConstraint(
             f"{name} is sent a {kind} on Chat Completions only; use api='chat', {instead}"
@@ -386,4 +412,54 @@ def special_fields(
         return tool_fields(request, api=api, server=server, strict=strict)
     if request.constraint is None or request.mode == "none":
         return {}
+    if server == "openai":
+        return custom_tool_fields(request, api=api)
     return constraint_fields(request.constraint, server)
+
+
+# --- OpenAI: a text constraint as a forced custom tool's grammar (issue 40, item 1) ---------
+
+
+def custom_tool(request: GenerationRequest, server: Server | None) -> str | None:
+    """The custom tool whose input is ``request``'s constrained text (its name), or ``None``:
+    a ``Choice``, ``Regex`` or ``Grammar`` sent to OpenAI (see the module docstring)."""
+    if server != "openai" or request.tools or request.mode == "none":
+        return None
+    if not isinstance(request.constraint, (Choice, Regex, Grammar)):
+        return None
+    return schema_name(request.schema_name)
+
+
+def custom_format(constraint: Choice | Regex | Grammar) -> dict[str, str]:
+    """``{"syntax", "definition"}`` of the grammar OpenAI applies to the custom tool's input."""
+    if isinstance(constraint, Grammar):
+        return {"syntax": "lark", "definition": lark_text(constraint)}
+    return {"syntax": "regex", "definition": _regex_of(constraint)}
+
+
+def custom_tool_fields(request: GenerationRequest, *, api: Api) -> dict[str, Any]:
+    """``tools`` (one custom tool whose input follows the constraint) and ``tool_choice`` (that
+    tool, forced) in ``api``'s form."""
+    name = custom_tool(request, "openai")
+    constraint = request.constraint
+    if name is None or not isinstance(constraint, (Choice, Regex, Grammar)):
+        raise UnsupportedConstraint(f"OpenAI cannot be sent a {type(constraint).__name__}")
+    grammar = custom_format(constraint)
+    description = "Write the answer as this tool's input; it must follow the grammar."
+    if api == "responses":
+        tool = {
+            "type": "custom",
+            "name": name,
+            "description": description,
+            "format": {"type": "grammar", **grammar},
+        }
+        return {"tools": [tool], "tool_choice": {"type": "custom", "name": name}}
+    custom = {
+        "name": name,
+        "description": description,
+        "format": {"type": "grammar", "grammar": grammar},
+    }
+    return {
+        "tools": [{"type": "custom", "custom": custom}],
+        "tool_choice": {"type": "custom", "custom": {"name": name}},
+    }

@@ -157,6 +157,23 @@ def expected(api: str, kind: str, server: str | None) -> dict[str, Any]:
             "StructuralTag": {"structural_tag": json.dumps(legacy_structural_tag(TAGGED))},
         }
         return {"structured_outputs": vllm[kind]}
+    if kind in CONSTRAINTS and server == "openai":  # a forced custom tool, its input's grammar
+        grammar = {
+            "Choice": {"syntax": "regex", "definition": choice_regex(CHOICE)},
+            "Regex": {"syntax": "regex", "definition": REGEX.pattern},
+            "Grammar": {"syntax": "lark", "definition": LARK.text},
+        }[kind]
+        said = "Write the answer as this tool's input; it must follow the grammar."
+        if chat:
+            custom = {"name": "Person", "description": said}
+            custom["format"] = {"type": "grammar", "grammar": grammar}  # type: ignore[assignment]
+            return {
+                "tools": [{"type": "custom", "custom": custom}],
+                "tool_choice": {"type": "custom", "custom": {"name": "Person"}},
+            }
+        tool = {"type": "custom", "name": "Person", "description": said}
+        tool["format"] = {"type": "grammar", **grammar}  # type: ignore[assignment]
+        return {"tools": [tool], "tool_choice": {"type": "custom", "name": "Person"}}
     if kind in CONSTRAINTS and server == "sglang":
         sglang: dict[str, Any] = {
             "Choice": {"ebnf": choice_gbnf(CHOICE)},
@@ -211,6 +228,8 @@ def takes(server: str | None, kind: str, api: str) -> bool:
     """Whether ``server`` is sent a ``kind`` constraint on ``api`` (else it is refused)."""
     if server in ("vllm", "llamacpp"):
         return True
+    if server == "openai":
+        return kind != "StructuralTag"
     if server == "sglang":
         return api == "chat"
     return server == "tgi" and api == "chat" and kind in ("Choice", "Regex")

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
+import openai
 import pytest
 import respx
 from openai._models import construct_type
@@ -340,3 +342,27 @@ def test_an_ignored_event_gives_nothing_and_breaks_nothing(kind: str) -> None:
     decoder = ResponsesDecoder()
     assert decoder.feed(kind, {"type": kind, "delta": "x", "sequence_number": 3}) == []
     assert not decoder.done
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_through_the_callers_openai_client_the_same_body_and_text(
+    mock: respx.MockRouter, api: str
+) -> None:
+    raw = chat_sse(chat_chunks(PIECES)) if api == "chat" else sse(responses_events(PIECES))
+    path = "/chat/completions" if api == "chat" else "/responses"
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, headers=SSE, content=raw)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    vendor = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE, http_client=http)
+    c = Client.from_openai(vendor, model="gpt-5", api=api, server="openai")  # type: ignore[arg-type]
+    async with c.stream(messages=MESSAGES, schema=PHONE) as s:
+        assert await s.result() == "555-0123"
+    route = mock.post(path).mock(return_value=httpx.Response(200, headers=SSE, content=raw))
+    async with client(api) as direct, direct.stream(messages=MESSAGES, schema=PHONE) as s:
+        await s.result()
+    assert json.loads(sent[0].content) == json.loads(route.calls.last.request.content)

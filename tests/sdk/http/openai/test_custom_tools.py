@@ -366,3 +366,44 @@ async def test_through_the_callers_openai_client_the_same_body_and_text(
     async with client(api) as direct, direct.stream(messages=MESSAGES, schema=PHONE) as s:
         await s.result()
     assert json.loads(sent[0].content) == json.loads(route.calls.last.request.content)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("how", ["whole", "bytes", "random4"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_openai_python_reads_the_same_bytes_as_the_same_text(api: str, how: str) -> None:
+    # The oracle: openai-python's own SSE reader and event models over the same bytes, split
+    # the same way. (asyncio only: under trio openai-python's chat stream, which stops at
+    # [DONE], leaves its byte iterator to the garbage collector, a ResourceWarning.)
+    raw = chat_sse(chat_chunks(PIECES)) if api == "chat" else sse(responses_events(PIECES))
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers=SSE, stream=Parts(splits(raw, how)))
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    vendor = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE, http_client=http)
+    text = ""
+    if api == "chat":
+        chunks = await vendor.chat.completions.create(model="gpt-5", messages=[], stream=True)
+        async with chunks:
+            async for chunk in chunks:
+                for choice in chunk.choices:
+                    for call in choice.delta.tool_calls or []:
+                        text += call.model_extra["custom"]["input"]  # type: ignore[index]
+    else:
+        events = await vendor.responses.create(model="gpt-5", input="hi", stream=True)
+        async with events:
+            async for event in events:
+                if isinstance(event, ResponseCustomToolCallInputDeltaEvent):
+                    text += event.delta
+    assert text == "555-0123"  # what fieldstream reads from them, in every split: above
+
+
+class Parts(httpx2.AsyncByteStream):
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    async def __aiter__(self) -> Any:
+        for part in self.parts:
+            yield part

@@ -60,7 +60,8 @@ class Client:
     options: :class:`~sdk._http.anthropic.AnthropicBackend`; see :mod:`sdk._providers`). Like
     openai-python, ``Client()`` reads ``$OPENAI_API_KEY`` and ``$OPENAI_BASE_URL`` and defaults
     to OpenAI's API. ``server`` says which server it is
-    (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not said, JSON Schema only), which
+    (``"vllm"``, ``"llamacpp"``, ``"sglang"``, ``"tgi"``, ``"openai"``; ``None``: not said,
+    JSON Schema only), which
     decides how constraints other than JSON Schema are sent; the other options
     (``http_client``, ``timeout``, ``headers``, ``strict``) are described on
     :class:`~sdk._http.openai.OpenAIBackend`.

@@ -73,7 +73,9 @@ def _constraint_name(kind: str, raw: object) -> str:
 class Choice:
     """The output is exactly one of ``choices`` (plain text, no quotes).
 
-    Sent as vLLM ``structured_outputs.choice``, as a GBNF alternation to llama.cpp. The client
+    Sent as vLLM ``structured_outputs.choice``, as a GBNF alternation to llama.cpp (and to
+    SGLang as ``ebnf``), as a regex of the escaped choices to TGI and to OpenAI (a forced
+    custom tool's grammar: ``docs/providers/openai.md``). The client
     rejects the output at the first character that no choice starts with; the result is the
     chosen string.
     """
@@ -103,7 +105,8 @@ class Regex:
 
     The pattern is an ECMA-262 regular expression, as a JSON Schema ``pattern`` is: ``\\d``
     is ``[0-9]``, ``\\w`` ``[A-Za-z0-9_]``, ``.`` any character but a line terminator (see
-    ``docs/patterns.md``). Sent as vLLM ``structured_outputs.regex``, as an llguidance Lark
+    ``docs/patterns.md``). Sent as vLLM ``structured_outputs.regex``, SGLang's ``regex``, TGI's
+    ``{"type": "regex"}`` format, OpenAI's custom-tool ``regex`` grammar, as an llguidance Lark
     grammar to llama.cpp (``%llguidance {}`` then ``start: /pattern/``), with ``\\d``, ``\\w``,
     ``\\s`` and ``.`` spelled as explicit classes so that every engine reads them alike. The
     client checks the text as it streams and rejects it at the first character after which no
@@ -149,9 +152,10 @@ class Grammar:
     grammar must define ``root``, a Lark grammar ``start``.
 
     Sent as vLLM ``structured_outputs.grammar`` (vLLM tells Lark from EBNF itself), as
-    llama.cpp's ``grammar`` (Lark behind ``%llguidance {}``). The client cannot check a
-    grammar itself: nothing is rejected early, the server's decoding is the guarantee, and
-    the result is the text.
+    llama.cpp's ``grammar`` (Lark behind ``%llguidance {}``), as SGLang's ``ebnf`` (GBNF/EBNF
+    only), as OpenAI's custom-tool ``lark`` grammar (GBNF converted to Lark). The client
+    cannot check a grammar itself: nothing is rejected early, the server's decoding is the
+    guarantee, and the result is the text.
     """
 
     text: str

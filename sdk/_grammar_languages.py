@@ -4,9 +4,14 @@ GBNF and llguidance's Lark dialect for llama.cpp's server (a grammar that starts
 local engine.
 
 - :func:`choice_gbnf`: ``root ::= "a" | "b"``.
+- :func:`choice_regex`: ``(?:a|b)``, each choice's regex metacharacters escaped (TGI reads
+  regexes only).
 - :func:`regex_lark`: ``start: /pattern/`` (llguidance matches the whole output).
 - :func:`grammar_text`: a :class:`~sdk.Grammar` as llama.cpp reads it (Lark behind
   ``%llguidance {}``).
+- :func:`lark_text`: a :class:`~sdk.Grammar` as plain Lark (what OpenAI's custom tools read):
+  an empty ``%llguidance {}`` header dropped, GBNF/EBNF converted by llguidance's converter
+  (``sdk._local._llg_gbnf.gbnf_lark``; the ``local`` extra).
 - :func:`xgrammar_structural_tag`: a :class:`~sdk.StructuralTag` in xgrammar's format
   (``{"type": "structural_tag", "format": {"type": "triggered_tags", ...}}``), what
   ``xgrammar.Grammar.from_structural_tag`` and ``GrammarCompiler.compile_structural_tag``
@@ -22,6 +27,7 @@ local engine.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag
@@ -29,8 +35,10 @@ from sdk._regex._ecma import portable
 
 __all__ = [
     "choice_gbnf",
+    "choice_regex",
     "grammar_text",
     "lark_regex_literal",
+    "lark_text",
     "legacy_structural_tag",
     "quoted",
     "regex_lark",
@@ -67,6 +75,32 @@ def choice_gbnf(choice: Choice) -> str:
     return "root ::= " + " | ".join(quoted(c) for c in choice.choices) + "\n"
 
 
+_REGEX_SPECIAL = frozenset(".^$*+?()[]{}|\\")  # the operators all three share
+
+
+def choice_regex(choice: Choice) -> str:
+    """``(?:a|b|...)``: a regex that matches exactly one of the choices, each character a
+    regex engine could read as an operator escaped with a backslash (``\\n``, ``\\r``,
+    ``\\t`` for those controls), so Rust's ``regex``, Python's ``re`` and outlines'
+    ``interegular`` read it alike."""
+    alternatives = []
+    for text in choice.choices:
+        out = []
+        for c in text:
+            if c in _REGEX_SPECIAL:
+                out.append("\\" + c)
+            elif c == "\n":
+                out.append("\\n")
+            elif c == "\r":
+                out.append("\\r")
+            elif c == "\t":
+                out.append("\\t")
+            else:
+                out.append(c)
+        alternatives.append("".join(out))
+    return "(?:" + "|".join(alternatives) + ")"
+
+
 def lark_regex_literal(pattern: str) -> str:
     """``/pattern/`` with every unescaped ``/`` escaped (a Lark regex ends at one)."""
     out: list[str] = []
@@ -98,6 +132,21 @@ def grammar_text(grammar: Grammar) -> str:
     if grammar.syntax != "lark" or grammar.text.lstrip().startswith("%llguidance"):
         return grammar.text
     return LLGUIDANCE + grammar.text
+
+
+_LLGUIDANCE_HEADER = re.compile(r"\A\s*%llguidance\s*\{\s*\}[ \t]*\r?\n?")
+
+
+def lark_text(grammar: Grammar) -> str:
+    """``grammar`` as plain Lark, without an empty ``%llguidance {}`` header; GBNF/EBNF is
+    converted by llguidance's converter. Raises ``ImportError`` without llguidance (the
+    ``local`` extra), ``ValueError`` for a grammar the converter cannot read."""
+    text = grammar.text
+    if grammar.syntax != "lark":
+        from sdk._local._llg_gbnf import gbnf_lark  # llguidance's converter
+
+        text = gbnf_lark(text)
+    return _LLGUIDANCE_HEADER.sub("", text, count=1)
 
 
 def structural_tag_lark(tag: StructuralTag) -> str:

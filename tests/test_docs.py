@@ -126,6 +126,15 @@ def test_fast_sample_runs(block: Block) -> None:
         ]
     if "reasoning_fallback=True" in code:  # docs/reasoning.md: the answer read from thinking
         assert printed.splitlines() == ["name='Paris'"]
+    if "custom_tool_call_input" in code:  # docs/providers/openai.md: a grammar OpenAI applies
+        assert printed.splitlines() == [
+            "{'type': 'custom', 'name': 'choice'}",
+            "{'type': 'grammar', 'syntax': 'regex', 'definition': '(?:positive|negative)'}",
+            "TextDelta 'neg'",
+            "TextDelta 'ative'",
+            "FieldEvent 'negative'",
+            "result: negative",
+        ]
     if "FieldTracker(schema)" in code:
         assert "/n 7" in printed and "{'n': 7}" in printed
         assert "SchemaViolation /n:" in printed and "maximum" in printed

@@ -44,7 +44,11 @@ from sdk._backend import GenerationRequest
 from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._constraints import Choice, Grammar, Regex, StructuralTag, callable_tools
 from sdk._errors import UnsupportedConstraint
-from sdk._grammar_languages import choice_gbnf, xgrammar_structural_tag
+from sdk._grammar_languages import (  # lark_text: a Lark grammar as xgrammar reads it too
+    choice_gbnf,
+    lark_text,
+    xgrammar_structural_tag,
+)
 from sdk._local._tools import tools_structural_tag
 from sdk._regex._ecma import portable
 
@@ -60,8 +64,6 @@ __all__ = [
 
 SpecKind = Literal["json_schema", "ebnf", "regex", "lark", "structural_tag"]
 
-# An empty `%llguidance {}` header line (llama.cpp's marker for llguidance's Lark).
-_LLGUIDANCE_HEADER = re.compile(r"\A\s*%llguidance\s*\{\s*\}[ \t]*\r?\n?")
 # The place xgrammar's C++ errors start with: "[12:00:00] /project/cpp/file.cc:94: ".
 _XGRAMMAR_WHERE = re.compile(r"^\[[0-9:]+\] \S+:\d+: ")
 
@@ -78,11 +80,6 @@ class GrammarSpec:
 def _json(value: Any) -> str:
     # Key order is kept: it is the order the grammar writes an object's properties in.
     return json.dumps(value, separators=(",", ":"))
-
-
-def lark_text(grammar: Grammar) -> str:
-    """A Lark grammar as xgrammar reads it: without an empty ``%llguidance {}`` header."""
-    return _LLGUIDANCE_HEADER.sub("", grammar.text, count=1)
 
 
 def spec_of(request: GenerationRequest) -> GrammarSpec | None:

@@ -140,7 +140,7 @@ def test_unknown_api_or_server_are_refused() -> None:
     with pytest.raises(ValueError, match="api must be"):
         Client(base_url=BASE, api="completions")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="server must be one of"):
-        Client(base_url=BASE, server="sglang")  # type: ignore[typeddict-item]
+        Client(base_url=BASE, server="sglan")  # type: ignore[typeddict-item]
 
 
 async def test_several_tools_over_chat_completions_with_a_recorded_openai_stream(

@@ -104,8 +104,8 @@ class OpenAIBackend(HttpBackend):
     URL would only come back 401: that is refused here, with a ``ValueError`` that says how
     to give one. Other servers (a local one) need no key.
 
-    ``server``: which server this is (``"vllm"``, ``"llamacpp"``, ``"openai"``; ``None``: not
-    said), so constraints other than JSON Schema are sent its way (see
+    ``server``: which server this is (``"vllm"``, ``"llamacpp"``, ``"sglang"``, ``"tgi"``,
+    ``"openai"``; ``None``: not said), so constraints other than JSON Schema are sent its way (see
     :mod:`sdk._http.openai._flavours`); :meth:`check_request` refuses, before any request, what it
     cannot be sent.
 

@@ -70,13 +70,14 @@ from sdk._http._json_message import loads
 from sdk._http._request_checks import calls_forced
 from sdk._http._stop_reasons import finish_reason_of, stop_said
 from sdk._http.openai._errors import error_from_payload
-from sdk._http.openai._flavours import Server, emulated_call
+from sdk._http.openai._flavours import Server, custom_tool, emulated_call
 from sdk._http.openai._usage import chat_usage
 
 __all__ = [
     "HOLD_FOR_ID",
     "STOP_REASONS",
     "ChunkDecoder",
+    "CustomInputDecoder",
     "EmulatedCallDecoder",
     "ToolIdDecoder",
     "chat_decoder",
@@ -400,6 +401,31 @@ class EmulatedCallDecoder(ChunkDecoder):
         return self._tool_delta(0, call)
 
 
+class CustomInputDecoder(ChunkDecoder):
+    """A :class:`ChunkDecoder` for a constraint OpenAI applies to a forced custom tool's input
+    (:func:`~sdk._http.openai._flavours.custom_tool`): each ``delta.tool_calls[i].custom.input``
+    (``{"index", "id", "type": "custom", "custom": {"name", "input"}}``, the shape OpenAI streams
+    though openai-python's chunk type names only ``function``) is output text, and the
+    finish reason ``"tool_calls"`` is ``"stop"`` (the call is the answer, not a call to make).
+    Message text that is only whitespace is dropped, as under any forced call."""
+
+    def __init__(self) -> None:
+        super().__init__(tools=True)
+
+    def _tool_delta(self, position: int, call: Mapping[str, Any]) -> list[Delta]:
+        custom = call.get("custom")
+        if not isinstance(custom, Mapping):
+            return super()._tool_delta(position, call)
+        text = custom.get("input")
+        return [Delta(text=text)] if isinstance(text, str) and text else []
+
+    def end(self) -> list[Delta]:
+        if self._finish_reason == TOOL_CALLS:
+            self._finish_reason = STOP
+            self._stop_said = stop_said(TOOL_CALLS, STOP)  # the server's own word, kept
+        return super().end()
+
+
 def chat_decoder(request: GenerationRequest, server: Server | None) -> ChunkDecoder:
     """The decoder of a Chat Completions stream for ``request`` sent to ``server``: a call
     llama.cpp writes as its answer (:class:`EmulatedCallDecoder`), tool calls with their ids
@@ -407,6 +433,8 @@ def chat_decoder(request: GenerationRequest, server: Server | None) -> ChunkDeco
     call = emulated_call(request, api="chat", server=server)
     if call is not None:
         return EmulatedCallDecoder(call)
+    if custom_tool(request, server) is not None:
+        return CustomInputDecoder()
     if request.mode == "tool":
         return ToolIdDecoder(tools=calls_forced(request))
     return ChunkDecoder()

@@ -9,7 +9,8 @@ unwrap the output).
 How the schema travels, by ``request.mode``:
 
 - ``"json_schema"``: ``response_format = {"type": "json_schema", "json_schema": {"name",
-  "schema", "strict"}}`` (OpenAI, vLLM, SGLang, llama.cpp, Ollama).
+  "schema", "strict"}}`` (OpenAI, vLLM, SGLang, llama.cpp, Ollama); to TGI ``{"type":
+  "json", "value": schema}``, its own form.
 - ``"json_object"``: ``response_format = {"type": "json_object"}`` (some JSON object; the
   client checks the schema); to llama.cpp ``{"type": "json_object", "schema": ...}``, the
   variant its server reads (OpenAI refuses the ``schema`` key).
@@ -38,6 +39,7 @@ from sdk._http.openai._flavours import (
     Server,
     emulated_call,
     json_object_format,
+    schema_format,
     special_fields,
     tool_choice,
 )
@@ -123,7 +125,9 @@ def chat_request(
         name = schema_name(request.schema_name)
         sent = schema_to_send(request.schema, strict)
         wrapped = sent.wrapped
-        if request.mode == "json_schema":
+        if request.mode == "json_schema" and server == "tgi":
+            body["response_format"] = schema_format(sent.schema)
+        elif request.mode == "json_schema":
             body["response_format"] = response_format(name, sent)
         else:
             function: dict[str, Any] = {

@@ -2,8 +2,9 @@
 several tools.
 
 A :class:`~sdk.Client` is told which server it talks to (``server=``): ``"vllm"``,
-``"llamacpp"``, ``"openai"``, or ``None`` (not said: any OpenAI-compatible server, JSON Schema
-only). :func:`check_request` refuses, before any request, what the flavour cannot express;
+``"llamacpp"``, ``"sglang"``, ``"tgi"``, ``"openai"``, or ``None`` (not said: any
+OpenAI-compatible server, JSON Schema only); :data:`TAKES` lists the constraints each takes.
+:func:`check_request` refuses, before any request, what the flavour cannot express;
 :func:`constraint_fields` builds the body fields that carry a constraint:
 
 ==================  =========================================  ==================================
@@ -17,7 +18,41 @@ constraint          vLLM (``structured_outputs``, Chat and     llama.cpp (``gram
 ``StructuralTag``   ``{"structural_tag": "<JSON text>"}``      Lark: lazy text, triggers, ``%json``
 ==================  =========================================  ==================================
 
-OpenAI (and an unnamed server) take JSON Schema only: a constraint raises
+SGLang (Chat Completions; its documented fields, ``docs/advanced_features/structured_outputs``:
+"Only one constraint parameter (``json_schema``, ``regex``, or ``ebnf``)") and TGI (Chat
+Completions' ``response_format``, TGI's ``GrammarType``: ``{"type": "json" | "regex",
+"value"}``; it applies no context-free grammar):
+
+==================  =========================================  ==================================
+constraint          SGLang                                     TGI
+==================  =========================================  ==================================
+``Choice``          ``{"ebnf": 'root ::= "a" | "b"'}``         ``response_format: {"type":
+                                                               "regex", "value": "(?:a|b)"}``
+``Regex``           ``{"regex": pattern}``                     ``response_format: {"type":
+                                                               "regex", "value": pattern}``
+``Grammar``         ``{"ebnf": text}`` (GBNF/EBNF; Lark        refused
+                    refused: xgrammar, its default, reads
+                    GBNF)
+``StructuralTag``   ``response_format: {"type":                refused
+                    "structural_tag", ...}`` (the forms
+                    vLLM's is sent)
+==================  =========================================  ==================================
+
+A schema goes to TGI as ``response_format: {"type": "json", "value": schema}`` (the form its
+docs give; every TGI since 1.4.3 reads it). Neither serves these on the Responses API here: a
+constraint with ``api="responses"`` is refused.
+
+OpenAI (``server="openai"``) applies a grammar itself, to the input of a custom tool: a
+``Choice``, ``Regex`` or ``Grammar`` goes as one custom tool, forced, whose ``format`` is
+``{"type": "grammar", "syntax": "regex" | "lark", "definition"}`` (:func:`custom_tool_fields`;
+Chat Completions nests it as ``{"type": "custom", "custom": {"name", "format": {"type":
+"grammar", "grammar": {"syntax", "definition"}}}}``), and the call's input is the constrained
+text (the decoders read it as the output: :func:`custom_tool`). A ``Choice`` is a regex of its
+escaped choices, a ``Regex`` its pattern with ``\\d``, ``\\w``, ``\\s``, ``.`` spelled out, a Lark
+``Grammar`` its text (an empty ``%llguidance {}`` header dropped), a GBNF/EBNF one converted
+to Lark by llguidance's converter (the ``local`` extra). A ``StructuralTag`` is refused.
+
+A server not named takes JSON Schema only: a constraint raises
 :class:`~sdk.UnsupportedConstraint`, unless ``mode="none"`` (nothing sent; the client checks).
 vLLM's ``structural_tag`` is the JSON text of ``{"type": "structural_tag", "structures":
 [{"begin", "schema", "end"}], "triggers": [...]}`` (the form both of vLLM's backends read), or,
@@ -30,6 +65,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, get_args
 
 from sdk._backend import GenerationRequest
@@ -37,7 +73,9 @@ from sdk._constraints import Choice, Constraint, Grammar, Regex, chosen_tool
 from sdk._errors import UnsupportedConstraint
 from sdk._grammar_languages import (
     choice_gbnf,
+    choice_regex,
     grammar_text,
+    lark_text,
     legacy_structural_tag,
     regex_lark,
     structural_tag_lark,
@@ -53,28 +91,50 @@ __all__ = [
     "APIS",
     "DEFAULT_API",
     "SERVERS",
+    "TAKES",
     "Api",
     "Server",
     "check_api",
     "check_request",
     "check_server",
     "constraint_fields",
+    "custom_format",
+    "custom_tool",
+    "custom_tool_fields",
     "emulated_call",
     "function_tool",
     "is_openai",
     "json_object_format",
+    "schema_format",
     "shows_schema",
     "special_fields",
     "tool_choice",
     "tool_fields",
 ]
 
-Server: TypeAlias = Literal["openai", "vllm", "llamacpp"]
+Server: TypeAlias = Literal["openai", "vllm", "llamacpp", "sglang", "tgi"]
 Api: TypeAlias = Literal["chat", "responses"]
 SERVERS: tuple[Server, ...] = get_args(Server)
 APIS: tuple[Api, ...] = get_args(Api)
 DEFAULT_API: Api = APIS[0]
 """The API ``Client(...)`` speaks when ``api=`` is not given: Chat Completions."""
+
+_ALL = frozenset({"Choice", "Regex", "Grammar", "StructuralTag"})
+TAKES: Mapping[Server, frozenset[str]] = MappingProxyType(
+    {
+        "vllm": _ALL,
+        "llamacpp": _ALL,
+        "sglang": _ALL,  # a Grammar in GBNF/EBNF only
+        "tgi": frozenset({"Choice", "Regex"}),  # regexes only: a Choice as one
+        "openai": frozenset({"Choice", "Regex", "Grammar"}),  # as a custom tool's input
+    }
+)
+"""The constraints (by class name) each named server is sent; anything else is refused before
+any request (:func:`check_request`)."""
+_CHAT_ONLY: frozenset[Server] = frozenset({"sglang", "tgi"})  # constraints on Chat Completions
+_NAMES: Mapping[str, str] = MappingProxyType(
+    {"vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang", "tgi": "TGI", "openai": "OpenAI"}
+)
 
 
 def check_server(server: object, api: object) -> None:
@@ -106,15 +166,49 @@ def check_request(request: GenerationRequest, *, server: Server | None, api: Api
             "'llamacpp' if your server reads one"
         )
     constraint = request.constraint
-    if constraint is None or request.mode == "none" or server in ("vllm", "llamacpp"):
+    if constraint is None or request.mode == "none":
         return
     kind = type(constraint).__name__
+    if server is not None and server in TAKES:
+        _check_taken(constraint, server, api)
+        return
     who = "OpenAI" if server == "openai" else "a server whose flavour is not known"
     raise UnsupportedConstraint(
         f"{who} cannot be sent a {kind} (it takes JSON Schema only). Say which server "
-        "this is (Client(..., server='vllm' | 'llamacpp')), or pass mode='none' to send "
+        "this is (Client(..., server='vllm' | 'llamacpp' | 'sglang' | 'tgi')), or pass "
+        "mode='none' to send "
         f"nothing and have the client alone check the output against the {kind}"
     )
+
+
+def _check_taken(constraint: Constraint, server: Server, api: Api) -> None:
+    """Refuse what :data:`TAKES` (and the API) say ``server`` is not sent."""
+    kind = type(constraint).__name__
+    name = _NAMES[server]
+    instead = f"or pass mode='none' to send nothing and have the client alone check the {kind}"
+    if kind not in TAKES[server]:
+        takes = ", ".join(sorted(TAKES[server]))
+        raise UnsupportedConstraint(f"{name} cannot be sent a {kind} (it takes {takes}); {instead}")
+    if server == "sglang" and isinstance(constraint, Grammar) and constraint.syntax == "lark":
+        raise UnsupportedConstraint(
+            "SGLang reads grammars as EBNF (GBNF, its default xgrammar backend's syntax), not "
+            f"Lark; write the grammar in GBNF, {instead}"
+        )
+    if server == "openai" and isinstance(constraint, Grammar):
+        try:
+            lark_text(constraint)
+        except ImportError as exc:
+            raise UnsupportedConstraint(
+                f"OpenAI reads grammars as Lark; a {constraint.syntax.upper()} grammar is "
+                "converted by llguidance, which is not installed (pip install "
+                f"'fieldstream[local]'): write the grammar in Lark, {instead}"
+            ) from exc
+        except ValueError as exc:
+            raise UnsupportedConstraint(f"{exc}; write the grammar in Lark, {instead}") from exc
+    if server in _CHAT_ONLY and api == "responses":
+        raise UnsupportedConstraint(
+            f"{name} is sent a {kind} on Chat Completions only; use api='chat', {instead}"
+        )
 
 
 def constraint_fields(constraint: Constraint, server: Server | None) -> dict[str, Any]:
@@ -124,6 +218,10 @@ def constraint_fields(constraint: Constraint, server: Server | None) -> dict[str
         return {"structured_outputs": _vllm(constraint)}
     if server == "llamacpp":
         return {"grammar": _llamacpp(constraint)}
+    if server == "sglang":
+        return _sglang(constraint)
+    if server == "tgi" and isinstance(constraint, (Choice, Regex)):
+        return {"response_format": {"type": "regex", "value": _regex_of(constraint)}}
     raise UnsupportedConstraint(f"no way to send a {type(constraint).__name__} to {server!r}")
 
 
@@ -139,6 +237,32 @@ def _vllm(constraint: Constraint) -> dict[str, Any]:
     else:
         form = legacy_structural_tag(constraint)
     return {"structural_tag": json.dumps(form, ensure_ascii=False)}
+
+
+def _regex_of(constraint: Choice | Regex) -> str:
+    if isinstance(constraint, Choice):
+        return choice_regex(constraint)
+    return portable(constraint.pattern)
+
+
+def _sglang(constraint: Constraint) -> dict[str, Any]:
+    if isinstance(constraint, Choice):
+        return {"ebnf": choice_gbnf(constraint)}
+    if isinstance(constraint, Regex):
+        return {"regex": portable(constraint.pattern)}
+    if isinstance(constraint, Grammar):
+        return {"ebnf": constraint.text}
+    if constraint.at_least_one or constraint.stop_after_first:
+        form = xgrammar_structural_tag(constraint)
+    else:
+        form = legacy_structural_tag(constraint)
+    return {"response_format": form}
+
+
+def schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """TGI's ``response_format`` for a JSON Schema (its ``GrammarType``: ``{"type": "json",
+    "value": schema}``; it has no name or ``strict``)."""
+    return {"type": "json", "value": copy.deepcopy(dict(schema))}
 
 
 def _llamacpp(constraint: Constraint) -> str:
@@ -274,6 +398,8 @@ def json_object_format(schema: Mapping[str, Any], server: Server | None) -> dict
     schema is sent as it is."""
     if server == "llamacpp":
         return {"type": "json_object", "schema": copy.deepcopy(dict(schema))}
+    if server == "tgi":  # its GrammarType: a JSON Schema, here any object
+        return schema_format({"type": "object"})
     return {"type": "json_object"}
 
 
@@ -286,4 +412,54 @@ def special_fields(
         return tool_fields(request, api=api, server=server, strict=strict)
     if request.constraint is None or request.mode == "none":
         return {}
+    if server == "openai":
+        return custom_tool_fields(request, api=api)
     return constraint_fields(request.constraint, server)
+
+
+# --- OpenAI: a text constraint as a forced custom tool's grammar (issue 40, item 1) ---------
+
+
+def custom_tool(request: GenerationRequest, server: Server | None) -> str | None:
+    """The custom tool whose input is ``request``'s constrained text (its name), or ``None``:
+    a ``Choice``, ``Regex`` or ``Grammar`` sent to OpenAI (see the module docstring)."""
+    if server != "openai" or request.tools or request.mode == "none":
+        return None
+    if not isinstance(request.constraint, (Choice, Regex, Grammar)):
+        return None
+    return schema_name(request.schema_name)
+
+
+def custom_format(constraint: Choice | Regex | Grammar) -> dict[str, str]:
+    """``{"syntax", "definition"}`` of the grammar OpenAI applies to the custom tool's input."""
+    if isinstance(constraint, Grammar):
+        return {"syntax": "lark", "definition": lark_text(constraint)}
+    return {"syntax": "regex", "definition": _regex_of(constraint)}
+
+
+def custom_tool_fields(request: GenerationRequest, *, api: Api) -> dict[str, Any]:
+    """``tools`` (one custom tool whose input follows the constraint) and ``tool_choice`` (that
+    tool, forced) in ``api``'s form."""
+    name = custom_tool(request, "openai")
+    constraint = request.constraint
+    if name is None or not isinstance(constraint, (Choice, Regex, Grammar)):
+        raise UnsupportedConstraint(f"OpenAI cannot be sent a {type(constraint).__name__}")
+    grammar = custom_format(constraint)
+    description = "Write the answer as this tool's input; it must follow the grammar."
+    if api == "responses":
+        tool = {
+            "type": "custom",
+            "name": name,
+            "description": description,
+            "format": {"type": "grammar", **grammar},
+        }
+        return {"tools": [tool], "tool_choice": {"type": "custom", "name": name}}
+    custom = {
+        "name": name,
+        "description": description,
+        "format": {"type": "grammar", "grammar": grammar},
+    }
+    return {
+        "tools": [{"type": "custom", "custom": custom}],
+        "tool_choice": {"type": "custom", "custom": {"name": name}},
+    }

@@ -31,8 +31,17 @@ face (``feed_event`` and ``decode``, ``end``, ``done``), so the shared read loop
 - ``response.created`` / ``response.in_progress`` -> ``Delta(response={"id", "model",
   "service_tier"})`` (each once); an ``output_text.delta``'s ``logprobs`` (asked for by
   ``include: ["message.output_text.logprobs"]``) go with its text.
-- Every other event (``*.done``, annotations...) is ignored.
-  Events need not carry ``sequence_number`` or ``output_index`` (llama.cpp's do not).
+- ``response.custom_tool_call_input.delta`` -> ``Delta(text=delta)``: the input of a custom
+  tool is the output of a constraint OpenAI applies itself (a forced custom tool whose
+  ``format`` is a grammar: :func:`sdk._http.openai._flavours.custom_tool`); its ``.done`` adds
+  what the deltas did not carry (its ``input`` goes on from the text given), as does a
+  ``custom_tool_call`` item's ``input`` when it is added or done. Such a call is the answer, so
+  the finish reason stays ``"stop"``.
+- Every other event is ignored, each for a reason :data:`IGNORED` gives (a ``*.done`` repeats
+  what its deltas said; a hosted tool's progress is not output...): :data:`READ` and
+  :data:`IGNORED` together name every event type of the API (a test holds them to
+  openai-python's ``ResponseStreamEvent``). Events need not carry ``sequence_number`` or
+  ``output_index`` (llama.cpp's do not).
 """
 
 from __future__ import annotations
@@ -52,6 +61,8 @@ from sdk._http.openai._flavours import Server
 from sdk._http.openai._usage import responses_usage
 
 __all__ = [
+    "IGNORED",
+    "READ",
     "STOP_REASONS",
     "FormatIgnored",
     "ResponsesDecoder",
@@ -74,6 +85,77 @@ STOP_REASONS: Mapping[str, str] = {
 
 _NO_REASON = "incomplete"  # an incomplete response that does not say why
 
+READ: frozenset[str] = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.output_item.added",
+        "response.output_item.done",  # a custom tool call's input, if the deltas missed some
+        "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    }
+)
+"""The event types :class:`ResponsesDecoder` reads (see the module docstring)."""
+
+_DONE = "repeats, whole, what its deltas already said"
+_HOSTED = "progress of a tool OpenAI runs itself (not output; fieldstream sends none)"
+IGNORED: Mapping[str, str] = {
+    "response.queued": "the response waits for a slot: nothing said yet",
+    "response.output_text.done": _DONE,
+    "response.output_text.annotation.added": "a citation beside the text, not the text",
+    "response.refusal.done": _DONE,
+    "response.reasoning_text.done": _DONE,
+    "response.reasoning_summary_text.done": _DONE,
+    "response.reasoning_summary_part.added": "a summary part begins; its text comes as deltas",
+    "response.reasoning_summary_part.done": _DONE,
+    "response.content_part.added": "a content part begins; its text comes as deltas",
+    "response.content_part.done": _DONE,
+    "response.function_call_arguments.done": _DONE,
+    "response.audio.delta": "audio output, not text",
+    "response.audio.done": "audio output, not text",
+    "response.audio.transcript.delta": "the transcript of audio output, not the output",
+    "response.audio.transcript.done": "the transcript of audio output, not the output",
+    "response.compaction.compacting": "the server compacts the conversation: not output",
+    "response.code_interpreter_call.in_progress": _HOSTED,
+    "response.code_interpreter_call.interpreting": _HOSTED,
+    "response.code_interpreter_call.completed": _HOSTED,
+    "response.code_interpreter_call_code.delta": _HOSTED,
+    "response.code_interpreter_call_code.done": _HOSTED,
+    "response.file_search_call.in_progress": _HOSTED,
+    "response.file_search_call.searching": _HOSTED,
+    "response.file_search_call.completed": _HOSTED,
+    "response.web_search_call.in_progress": _HOSTED,
+    "response.web_search_call.searching": _HOSTED,
+    "response.web_search_call.completed": _HOSTED,
+    "response.image_generation_call.in_progress": _HOSTED,
+    "response.image_generation_call.generating": _HOSTED,
+    "response.image_generation_call.partial_image": _HOSTED,
+    "response.image_generation_call.completed": _HOSTED,
+    "response.mcp_call.in_progress": _HOSTED,
+    "response.mcp_call.completed": _HOSTED,
+    "response.mcp_call.failed": _HOSTED,
+    "response.mcp_call_arguments.delta": _HOSTED,
+    "response.mcp_call_arguments.done": _HOSTED,
+    "response.mcp_list_tools.in_progress": _HOSTED,
+    "response.mcp_list_tools.completed": _HOSTED,
+    "response.mcp_list_tools.failed": _HOSTED,
+    "response.shell_call_command.added": _HOSTED,
+    "response.shell_call_command.delta": _HOSTED,
+    "response.shell_call_command.done": _HOSTED,
+    "response.shell_call_output_content.delta": _HOSTED,
+    "response.shell_call_output_content.done": _HOSTED,
+}
+"""Each event type :class:`ResponsesDecoder` ignores -> why."""
+
 
 class ResponsesDecoder:
     """Turns the events of one streamed response into deltas. ``tools`` says the request asked
@@ -86,6 +168,7 @@ class ResponsesDecoder:
         self._sent: dict[int, int] = {}  # call number -> characters of arguments given
         self._count = 0  # function calls so far
         self._seen: dict[str, str] = {}  # what was reported about the response
+        self._input: dict[str, int] = {}  # custom tool call -> characters of its input given
         self._ended = False
         self.done = False
         """True once a terminal event (completed, incomplete) arrived."""
@@ -148,7 +231,23 @@ class ResponsesDecoder:
         if kind in _REASONING:
             delta = payload.get("delta")
             return [Delta(reasoning=delta)] if isinstance(delta, str) and delta else []
-        if kind == "response.output_item.added":
+        if kind == "response.custom_tool_call_input.delta":
+            delta = payload.get("delta")
+            if not isinstance(delta, str) or not delta:
+                return []
+            key = _custom_key(payload.get("item_id"), payload.get("output_index"))
+            self._input[key] = self._input.get(key, 0) + len(delta)
+            return [Delta(text=delta)]
+        if kind == "response.custom_tool_call_input.done":
+            key = _custom_key(payload.get("item_id"), payload.get("output_index"))
+            return self._custom_input(key, payload.get("input"))
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            item = payload.get("item")
+            if isinstance(item, Mapping) and item.get("type") == "custom_tool_call":
+                key = _custom_key(item.get("id"), payload.get("output_index"))
+                return self._custom_input(key, item.get("input"))
+            if kind == "response.output_item.done":
+                return []
             return self._item_added(payload)
         if kind in ("response.completed", "response.incomplete"):
             return self._terminal(kind, payload)
@@ -183,6 +282,16 @@ class ResponsesDecoder:
         }
         self._seen.update(said)
         return [Delta(response=said)] if said else []
+
+    def _custom_input(self, key: str, whole: object) -> list[Delta]:
+        """A custom tool call's input said whole: the part that goes on from what was given."""
+        if not isinstance(whole, str):
+            return []
+        given = self._input.get(key, 0)
+        if len(whole) <= given:
+            return []
+        self._input[key] = len(whole)
+        return [Delta(text=whole[given:])]
 
     def _item_added(self, payload: Mapping[str, Any]) -> list[Delta]:
         item = payload.get("item")
@@ -323,6 +432,14 @@ def responses_decoder(
     if server is None and json_document and request.constraint is None and not request.lenient:
         return FormatIgnored(decoder)
     return decoder
+
+
+def _custom_key(item_id: object, output_index: object) -> str:
+    """Which custom tool call an event is of: its item id, else its output index (a server
+    that sends neither has one such call)."""
+    if isinstance(item_id, str) and item_id:
+        return f"item:{item_id}"
+    return f"index:{output_index}"
 
 
 def _object(text: str) -> dict[str, Any] | None:

@@ -10,6 +10,9 @@
 - llama.cpp: the same, once its own extensions are set apart (``grammar``, a ``schema`` beside
   ``json_object``; on ``/responses``, which it serves by turning the body into a chat request,
   the chat ``response_format`` it reads), each of them checked against what its server reads.
+- SGLang: the same, once ``regex`` / ``ebnf`` and a ``structural_tag`` ``response_format`` are
+  set apart; TGI: once its ``response_format`` (its ``GrammarType``, ``{"type": "json" |
+  "regex", "value"}``) is checked against that type's shape and set apart.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from sdk._backend import GenerationRequest
 from sdk._constraints import tool_choice_of
 from sdk._grammar_languages import (
     choice_gbnf,
+    choice_regex,
     grammar_text,
     legacy_structural_tag,
     regex_lark,
@@ -63,6 +67,7 @@ TOOLS = (Tool("get_weather", Weather), Tool("search", Search))
 CHOICE = Choice(["yes", "no"])
 REGEX = Regex(r"[0-9]{3}-[0-9]{4}")
 LARK = Grammar("start: NUM\nNUM: /[0-9]+/")
+GBNF = Grammar("root ::= [0-9]+")
 TAGGED = StructuralTag([Tag("<w>", Weather, "</w>")], triggers=["<w>"])
 CONSTRAINTS: dict[str, Any] = {
     "Choice": CHOICE,
@@ -70,7 +75,7 @@ CONSTRAINTS: dict[str, Any] = {
     "Grammar": LARK,
     "StructuralTag": TAGGED,
 }
-SERVERS: tuple[str | None, ...] = (None, "openai", "vllm", "llamacpp")
+SERVERS: tuple[str | None, ...] = (None, "openai", "vllm", "llamacpp", "sglang", "tgi")
 
 
 def chat_tool(tool: Tool) -> dict[str, Any]:
@@ -95,7 +100,7 @@ CHAT_SCHEMA = {
 }
 
 
-def request(kind: str) -> GenerationRequest:
+def request(kind: str, server: str | None = None) -> GenerationRequest:
     """The request of one row's kind."""
     base: dict[str, Any] = {
         "messages": ({"role": "user", "content": "hi"},),
@@ -105,6 +110,8 @@ def request(kind: str) -> GenerationRequest:
     }
     if kind in ("json_schema", "json_object", "tool", "none"):
         return GenerationRequest(mode=kind, **base)  # type: ignore[arg-type]
+    if kind == "Grammar" and server == "sglang":  # SGLang reads GBNF, not Lark
+        return GenerationRequest(constraint=GBNF, **base)
     if kind in CONSTRAINTS:
         return GenerationRequest(constraint=CONSTRAINTS[kind], **base)
     tools, choice = (TOOLS[:1], None) if kind == "tools: one" else (TOOLS, None)
@@ -124,6 +131,11 @@ def expected(api: str, kind: str, server: str | None) -> dict[str, Any]:
     llama = server == "llamacpp"
     chat = api == "chat"
     tool = chat_tool if chat else responses_tool
+    tgi = server == "tgi"
+    if kind == "json_schema" and tgi and chat:  # TGI's own form: {"type": "json", "value"}
+        return {"response_format": {"type": "json", "value": STRICT}}
+    if kind == "json_object" and tgi and chat:
+        return {"response_format": {"type": "json", "value": {"type": "object"}}}
     if kind == "json_schema":
         if chat or llama:  # llama.cpp's /responses reads chat's response_format, not text
             return {"response_format": CHAT_SCHEMA}
@@ -145,6 +157,34 @@ def expected(api: str, kind: str, server: str | None) -> dict[str, Any]:
             "StructuralTag": {"structural_tag": json.dumps(legacy_structural_tag(TAGGED))},
         }
         return {"structured_outputs": vllm[kind]}
+    if kind in CONSTRAINTS and server == "openai":  # a forced custom tool, its input's grammar
+        grammar = {
+            "Choice": {"syntax": "regex", "definition": choice_regex(CHOICE)},
+            "Regex": {"syntax": "regex", "definition": REGEX.pattern},
+            "Grammar": {"syntax": "lark", "definition": LARK.text},
+        }[kind]
+        said = "Write the answer as this tool's input; it must follow the grammar."
+        if chat:
+            custom = {"name": "Person", "description": said}
+            custom["format"] = {"type": "grammar", "grammar": grammar}  # type: ignore[assignment]
+            return {
+                "tools": [{"type": "custom", "custom": custom}],
+                "tool_choice": {"type": "custom", "custom": {"name": "Person"}},
+            }
+        tool = {"type": "custom", "name": "Person", "description": said}
+        tool["format"] = {"type": "grammar", **grammar}  # type: ignore[assignment]
+        return {"tools": [tool], "tool_choice": {"type": "custom", "name": "Person"}}
+    if kind in CONSTRAINTS and server == "sglang":
+        sglang: dict[str, Any] = {
+            "Choice": {"ebnf": choice_gbnf(CHOICE)},
+            "Regex": {"regex": REGEX.pattern},
+            "Grammar": {"ebnf": GBNF.text},
+            "StructuralTag": {"response_format": legacy_structural_tag(TAGGED)},
+        }
+        return sglang[kind]
+    if kind in CONSTRAINTS and tgi:
+        pattern = choice_regex(CHOICE) if kind == "Choice" else REGEX.pattern
+        return {"response_format": {"type": "regex", "value": pattern}}
     if kind in CONSTRAINTS:
         gbnf_or_lark = {
             "Choice": choice_gbnf(CHOICE),
@@ -184,6 +224,17 @@ def named(name: str, api: str, server: str | None) -> Any:
     return {"type": "function", "name": name}
 
 
+def takes(server: str | None, kind: str, api: str) -> bool:
+    """Whether ``server`` is sent a ``kind`` constraint on ``api`` (else it is refused)."""
+    if server in ("vllm", "llamacpp"):
+        return True
+    if server == "openai":
+        return kind != "StructuralTag"
+    if server == "sglang":
+        return api == "chat"
+    return server == "tgi" and api == "chat" and kind in ("Choice", "Regex")
+
+
 KINDS = (
     "json_schema",
     "json_object",
@@ -202,8 +253,9 @@ ROWS = [
     for api in ("chat", "responses")
     for kind in KINDS
     for server in SERVERS
-    if kind not in CONSTRAINTS or server in ("vllm", "llamacpp")  # the others refuse them
+    if kind not in CONSTRAINTS or takes(server, kind, api)  # the others refuse them
 ]
+
 
 # What each server reads beyond OpenAI's format, set apart before the rest is held to it:
 # vLLM's structured outputs (docs/features/structured_outputs.md: "structured_outputs":
@@ -212,7 +264,27 @@ ROWS = [
 # schema constraints, e.g. {"type": "json_object", "schema": {...}}"), and on /responses the
 # chat `response_format` (server-common.cpp, convert_responses_to_chatcmpl: the body becomes
 # a chat request, `text` is not read).
-EXTENSIONS = {"vllm": {"structured_outputs"}, "llamacpp": {"grammar"}}
+# SGLang's ChatCompletionRequest (docs/advanced_features/structured_outputs: `extra_body=
+# {"regex": ...}`, `{"ebnf": ...}`, and `response_format={"type": "structural_tag",
+# "structures": [...], "triggers": [...]}`); TGI's ChatRequest.response_format is its
+# GrammarType (router/src/lib.rs: `#[serde(tag = "type", content = "value")]`, variants
+# "json" (alias "json_object") with a JSON Schema and "regex" with a string).
+EXTENSIONS = {
+    "vllm": {"structured_outputs"},
+    "llamacpp": {"grammar"},
+    "sglang": {"regex", "ebnf"},
+}
+
+
+def tgi_grammar_errors(form: Any) -> list[str]:
+    """What TGI's GrammarType would refuse in ``form`` (empty: nothing)."""
+    if not isinstance(form, dict) or set(form) != {"type", "value"}:
+        return [f"not {{type, value}}: {form!r}"]
+    if form["type"] in ("json", "json_object"):
+        return [] if isinstance(form["value"], dict) else ["json: value is not a schema"]
+    if form["type"] == "regex":
+        return [] if isinstance(form["value"], str) else ["regex: value is not a string"]
+    return [f"unknown variant {form['type']!r}"]
 
 
 def set_apart(body: dict[str, Any], api: str, server: str | None) -> dict[str, Any]:
@@ -227,6 +299,12 @@ def set_apart(body: dict[str, Any], api: str, server: str | None) -> dict[str, A
             assert isinstance(form.pop("schema"), dict)
         if api == "responses":
             assert openai_errors(body.pop("response_format"), ResponseFormat) == []
+    if server == "sglang" and body.get("response_format", {}).get("type") == "structural_tag":
+        form = body.pop("response_format")
+        assert set(form) == {"type", "structures", "triggers"}
+        assert all(set(t) == {"begin", "schema", "end"} for t in form["structures"])
+    if server == "tgi" and api == "chat" and "response_format" in body:
+        assert tgi_grammar_errors(body.pop("response_format")) == []
     return body
 
 
@@ -234,7 +312,7 @@ def set_apart(body: dict[str, Any], api: str, server: str | None) -> dict[str, A
 def test_each_server_receives_its_own_request_shape(
     api: str, kind: str, server: str | None
 ) -> None:
-    req = request(kind)
+    req = request(kind, server)
     if api == "chat":
         body = chat_body(req, model="m", server=server)  # type: ignore[arg-type]
         common = {

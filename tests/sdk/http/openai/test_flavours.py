@@ -188,15 +188,20 @@ def test_literals_escape_what_gbnf_and_lark_would_misread() -> None:
     assert quoted('a"b\\c\n\t\r\x01é') == '"a\\"b\\\\c\\n\\t\\r\\u0001é"'
 
 
-@pytest.mark.parametrize("server", [None, "openai"])
 @pytest.mark.parametrize("constraint", [Choice(["a"]), Regex("a"), SQL, STRUCTURAL])
-def test_openai_and_an_unnamed_server_refuse_constraints_before_any_request(
-    server: Any, constraint: Constraint
-) -> None:
+def test_an_unnamed_server_refuses_constraints_before_any_request(constraint: Constraint) -> None:
     with pytest.raises(UnsupportedConstraint, match=type(constraint).__name__) as info:
-        check_flavour(request(constraint), server=server, api="chat")
+        check_flavour(request(constraint), server=None, api="chat")
     assert "mode='none'" in str(info.value)
-    assert ("OpenAI" in str(info.value)) == (server == "openai")
+    assert "OpenAI" not in str(info.value)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_openai_takes_text_constraints_and_refuses_a_structural_tag(api: Any) -> None:
+    for constraint in (Choice(["a"]), Regex("a"), SQL, LARK):
+        check_flavour(request(constraint), server="openai", api=api)
+    with pytest.raises(UnsupportedConstraint, match="OpenAI cannot be sent a StructuralTag"):
+        check_flavour(request(STRUCTURAL), server="openai", api=api)
 
 
 def test_mode_none_sends_no_constraint_and_is_allowed_everywhere() -> None:

@@ -24,9 +24,10 @@ from sdk import (
     FieldEvent,
     OutputSyntaxError,
     RefusedError,
-    Regex,
     Retry,
     SchemaViolation,
+    StructuralTag,
+    Tag,
     Tool,
     TransportError,
     TruncatedError,
@@ -231,8 +232,8 @@ async def test_a_constraint_the_server_cannot_take_is_refused_before_any_request
 ) -> None:
     route = mock.post("/responses")
     async with client(server="openai") as c:
-        with pytest.raises(UnsupportedConstraint, match="OpenAI cannot be sent a Regex"):
-            c.stream(messages=MESSAGES, schema=Regex("[a-z]+"))
+        with pytest.raises(UnsupportedConstraint, match="OpenAI cannot be sent a StructuralTag"):
+            c.stream(messages=MESSAGES, schema=StructuralTag([Tag("<w>", Weather, "</w>")]))
         with pytest.raises(UnsupportedConstraint, match="takes no seed"):
             c.stream(messages=MESSAGES, schema=Weather, seed=3)
     assert not route.called

@@ -46,7 +46,13 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 class AnthropicOptions(HttpOptions, total=False):
     """The options of :class:`AnthropicBackend` besides ``base_url``, ``api_key`` and
-    ``model`` (``Client(provider="anthropic", ...)`` takes the same): the shared ones."""
+    ``model`` (``Client(provider="anthropic", ...)`` takes the same): the shared ones, and
+    ``eager_input_streaming``."""
+
+    eager_input_streaming: bool | None
+    """Each tool's ``eager_input_streaming`` (fine-grained tool streaming): ``True`` by
+    default, so a tool's input streams as Claude writes it; ``False`` sends ``false``,
+    ``None`` leaves the field out (:mod:`._request`)."""
 
 
 class _Arguments(EndpointOptions, AnthropicOptions, total=False):
@@ -73,7 +79,11 @@ class AnthropicBackend(HttpBackend):
     """The endpoint, below ``base_url``."""
 
     def __init__(self, **options: Unpack[_Arguments]) -> None:
-        given = self._settings(options, ())
+        given = self._settings(options, ("eager_input_streaming",))
+        eager = options.get("eager_input_streaming", True)
+        if eager is not None and not isinstance(eager, bool):
+            raise TypeError(f"eager_input_streaming must be a bool or None, not {eager!r}")
+        self._eager: bool | None = eager
         root = given.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
         url = given.endpoint(self.path, root)
         sent = {
@@ -113,7 +123,9 @@ class AnthropicBackend(HttpBackend):
         """Stream one message. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures and error events (``status``, ``retryable``, ``retry_after``,
         ``request_id``), :class:`~sdk.StreamUsageError` for messages the API cannot be sent."""
-        body, wrapped = anthropic_request(request, model=request.model or self.model)
+        body, wrapped = anthropic_request(
+            request, model=request.model or self.model, eager=self._eager
+        )
         return self._deltas(
             request, body, AnthropicDecoder(tools=calls_forced(request)), unwrap=wrapped
         )

@@ -233,4 +233,7 @@ class AnthropicBackend(HttpBackend):
         try:
             return await self._transport.open(payload, request, url=url, headers=headers)
         except APIStatusError as exc:
-            raise anthropic_status_error(exc) from None
+            error = anthropic_status_error(exc)
+            if error.request_id is None and error.response is not None:
+                error.request_id = error.response.headers.get("x-amzn-requestid")  # Bedrock's
+            raise error from None

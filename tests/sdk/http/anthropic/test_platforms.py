@@ -337,3 +337,35 @@ async def test_vertex_every_chunking_and_the_first_field_before_the_last_byte() 
     server = Server([VERTEX_RAW[i : i + 1] for i in range(len(VERTEX_RAW))], SSE)
     at, _ = await run(vertex(server), server)
     assert at is not None and at < VERTEX_RAW.rindex(b"event: content_block_delta")
+
+
+def test_a_platform_named_as_the_provider_says_what_to_write() -> None:
+    with pytest.raises(ValueError, match=r"provider='anthropic', platform='bedrock'"):
+        Client(provider="bedrock", api_key="k")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"provider='anthropic', platform='vertex'"):
+        Client(provider="vertex")  # type: ignore[arg-type]
+
+
+async def test_bedrock_a_status_error_keeps_its_message_and_request_id() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            403,
+            json={"message": "You don't have access to the model."},
+            headers={"x-amzn-requestid": "req-aws-1", "x-amzn-errortype": "AccessDenied"},
+        )
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = Client(
+        provider="anthropic",
+        model=MODEL,
+        http_client=http,
+        max_retries=0,
+        **{"platform": "bedrock", "aws_region": "us-east-1", "api_key": "bk"},
+    )
+    with pytest.raises(sdk.APIStatusError, match="HTTP 403: You don't have access") as info:
+        async with (
+            client,
+            client.stream(messages=[{"role": "user", "content": "x"}], schema=CITY) as s,
+        ):
+            await s.result()
+    assert info.value.status == 403 and info.value.request_id == "req-aws-1"

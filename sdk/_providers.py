@@ -54,6 +54,12 @@ NATIVE_PROVIDERS: Final[tuple[Provider, ...]] = PROVIDERS[1:]
 """The providers spoken natively (the command line's ``--provider`` choices)."""
 
 
+_PLATFORM_HINTS = {
+    "bedrock": " (Claude on Amazon Bedrock: provider='anthropic', platform='bedrock')",
+    "vertex": " (Claude on Vertex AI: provider='anthropic', platform='vertex')",
+}  # a name a newcomer guesses for a platform Claude is reached on
+
+
 class ProviderFace(Protocol):
     """What each provider folder's ``__init__`` exposes to the registry (a test checks that
     every folder does)."""
@@ -83,7 +89,8 @@ def provider_backend(
     does not speak, ``TypeError`` for an option it does not take)."""
     if not isinstance(provider, str) or provider not in PROVIDERS:
         names = ", ".join(repr(p) for p in PROVIDERS)
-        raise ValueError(f"provider must be one of {names}, not {provider!r}")
+        hint = _PLATFORM_HINTS.get(provider) if isinstance(provider, str) else None
+        raise ValueError(f"provider must be one of {names}, not {provider!r}" + (hint or ""))
     face = provider_face(provider)
     accepted = face.OPTIONS.__optional_keys__
     unknown = sorted(set(options) - accepted)

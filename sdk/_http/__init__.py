@@ -10,6 +10,8 @@ Shared (a provider's folder builds on these; none of them names a provider):
 - ``_errors``: a status to its :class:`~sdk.APIStatusError` class, a failed connection to
   :class:`~sdk.APIConnectionError`, an error that is also a vendor SDK's exception;
 - ``_framing``: the body cut into messages, sans-I/O: server-sent events, JSON lines;
+- ``_eventstream``: AWS's binary event-stream frames (Bedrock's stream), sans-I/O, CRCs
+  checked, sizes bounded;
 - ``_read_loop``: an opened response in, deltas out (framing -> the provider's decoder ->
   unwrapping), the one loop every backend runs;
 - ``_json_message``: a message's JSON read, or the stream refused;

@@ -4,7 +4,9 @@
 ``system`` and content blocks) and ``_schema`` (the JSON Schema in the subset Anthropic
 applies); ``_decoder`` (stream events -> deltas, sans-I/O); ``_errors`` (an error event, a status
 error's body and ``request-id``, as Anthropic's SDK gives them);
-``_backend`` (the httpx backend: URL, headers, credentials, status errors); ``_vendor_client``
+``_backend`` (the httpx backend: URL, headers, credentials, status errors; ``platform=``
+picks Anthropic's API, ``_bedrock`` (Amazon Bedrock: SigV4, the AWS event-stream framing) or
+``_vertex`` (Google Vertex AI: an OAuth token)); ``_vendor_client``
 (the backend over the caller's ``anthropic.AsyncAnthropic``, and an ``anthropic.Anthropic``'s
 settings copied into one).
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from typing import Any, Literal, TypeAlias
 
 from typing_extensions import Unpack
 
@@ -27,6 +28,7 @@ from sdk._errors import APIStatusError
 from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
 from sdk._http._request_checks import calls_forced
 from sdk._http._transport import Opened
+from sdk._http.anthropic._bedrock import Bedrock
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._request import (
@@ -34,8 +36,16 @@ from sdk._http.anthropic._request import (
     anthropic_shows_schema,
     check_anthropic_request,
 )
+from sdk._http.anthropic._vertex import Vertex
 
-__all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicBackend", "AnthropicOptions"]
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "PLATFORMS",
+    "AnthropicBackend",
+    "AnthropicOptions",
+    "Platform",
+]
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """Where requests go when no base URL is given and ``$ANTHROPIC_BASE_URL`` is not set."""
@@ -44,9 +54,50 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent (the API version Anthropic's SDK sends)."""
 
 
+Platform: TypeAlias = Literal["anthropic", "bedrock", "vertex"]
+"""Where Claude is reached: Anthropic's API, Amazon Bedrock, Google Vertex AI."""
+
+PLATFORMS: tuple[Platform, ...] = ("anthropic", "bedrock", "vertex")
+"""The platforms ``Client(provider="anthropic", platform=...)`` takes, the default first."""
+
+_BEDROCK = ("aws_region", "aws_access_key", "aws_secret_key", "aws_session_token", "aws_profile")
+_VERTEX = ("region", "project_id", "access_token", "credentials")
+_OWN = {"anthropic": (), "bedrock": _BEDROCK, "vertex": _VERTEX}
+
+
 class AnthropicOptions(HttpOptions, total=False):
     """The options of :class:`AnthropicBackend` besides ``base_url``, ``api_key`` and
-    ``model`` (``Client(provider="anthropic", ...)`` takes the same): the shared ones."""
+    ``model`` (``Client(provider="anthropic", ...)`` takes the same): the shared ones,
+    ``eager_input_streaming``, ``platform`` and each platform's own (named as the
+    ``anthropic`` package's ``AnthropicBedrock`` and ``AnthropicVertex`` name them)."""
+
+    platform: Platform
+    """Where Claude is reached: ``"anthropic"`` (the default), ``"bedrock"``
+    (:mod:`._bedrock`), ``"vertex"`` (:mod:`._vertex`)."""
+    aws_region: str | None
+    """Bedrock: the AWS region (default ``$AWS_REGION``, ``$AWS_DEFAULT_REGION``)."""
+    aws_access_key: str | None
+    """Bedrock: the access key id (default: botocore's credential chain)."""
+    aws_secret_key: str | None
+    """Bedrock: the secret access key."""
+    aws_session_token: str | None
+    """Bedrock: the session token of temporary credentials."""
+    aws_profile: str | None
+    """Bedrock: the profile botocore reads the credentials of."""
+    region: str | None
+    """Vertex: the location (``us-east5``, ``europe-west1``, ``global``...; default
+    ``$CLOUD_ML_REGION``)."""
+    project_id: str | None
+    """Vertex: the Google Cloud project (default ``$ANTHROPIC_VERTEX_PROJECT_ID``, else ADC's)."""
+    access_token: str | None
+    """Vertex: an OAuth access token (default: ``credentials``, else ADC)."""
+    credentials: Any
+    """Vertex: a ``google.auth`` credentials object (refreshed when expired)."""
+
+    eager_input_streaming: bool | None
+    """Each tool's ``eager_input_streaming`` (fine-grained tool streaming): ``True`` by
+    default, so a tool's input streams as Claude writes it; ``False`` sends ``false``,
+    ``None`` leaves the field out (:mod:`._request`)."""
 
 
 class _Arguments(EndpointOptions, AnthropicOptions, total=False):
@@ -73,7 +124,50 @@ class AnthropicBackend(HttpBackend):
     """The endpoint, below ``base_url``."""
 
     def __init__(self, **options: Unpack[_Arguments]) -> None:
-        given = self._settings(options, ())
+        given = self._settings(options, ("eager_input_streaming", "platform", *_BEDROCK, *_VERTEX))
+        eager = options.get("eager_input_streaming", True)
+        if eager is not None and not isinstance(eager, bool):
+            raise TypeError(f"eager_input_streaming must be a bool or None, not {eager!r}")
+        self._eager: bool | None = eager
+        platform = options.get("platform", "anthropic")
+        if platform not in PLATFORMS:
+            raise ValueError(
+                f"platform must be one of {', '.join(map(repr, PLATFORMS))}, not {platform!r}"
+            )
+        stray = [k for k in (*_BEDROCK, *_VERTEX) if k in options and k not in _OWN[platform]]
+        if stray:
+            raise TypeError(
+                f"{', '.join(map(repr, stray))} {'is' if len(stray) == 1 else 'are'} not an "
+                f"option of platform={platform!r}"
+            )
+        self.platform: Platform = platform
+        """Where Claude is reached."""
+        self._platform: Bedrock | Vertex | None = None
+        if platform == "bedrock":
+            self._platform = Bedrock(
+                base_url=given.base_url,
+                api_key=given.api_key,
+                region=options.get("aws_region"),
+                access_key=options.get("aws_access_key"),
+                secret_key=options.get("aws_secret_key"),
+                session_token=options.get("aws_session_token"),
+                profile=options.get("aws_profile"),
+            )
+        elif platform == "vertex":
+            self._platform = Vertex(
+                base_url=given.base_url,
+                api_key=given.api_key,
+                region=options.get("region"),
+                project_id=options.get("project_id"),
+                access_token=options.get("access_token"),
+                credentials=options.get("credentials"),
+            )
+        if self._platform is not None:
+            accept = self._platform.framing.content_types[0]
+            self._transport = given.transport(
+                self._platform.root, {"Content-Type": "application/json", "Accept": accept}
+            )
+            return
         root = given.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
         url = given.endpoint(self.path, root)
         sent = {
@@ -113,15 +207,33 @@ class AnthropicBackend(HttpBackend):
         """Stream one message. Raises :class:`~sdk.TransportError` for HTTP and connection
         failures and error events (``status``, ``retryable``, ``retry_after``,
         ``request_id``), :class:`~sdk.StreamUsageError` for messages the API cannot be sent."""
-        body, wrapped = anthropic_request(request, model=request.model or self.model)
+        model = request.model or self.model
+        body, wrapped = anthropic_request(request, model=model, eager=self._eager)
+        decoder = AnthropicDecoder(tools=calls_forced(request))
+        if self._platform is None:
+            return self._deltas(request, body, decoder, unwrap=wrapped)
+        if not model:
+            raise ValueError(f"platform={self.platform!r} needs a model (here or per request)")
+        body = self._platform.body(body, self._transport.headers)
         return self._deltas(
-            request, body, AnthropicDecoder(tools=calls_forced(request)), unwrap=wrapped
+            request, body, decoder, unwrap=wrapped, url=model, framing=self._platform.framing
         )
 
     async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); a status error
-        as Anthropic's SDK gives it (:func:`anthropic_status_error`)."""
+        as Anthropic's SDK gives it (:func:`anthropic_status_error`). On Bedrock and Vertex,
+        ``url`` is the model: the endpoint is made here, with the request's credentials (a
+        SigV4 signature, an access token fetched or refreshed)."""
+        headers = None
+        if self._platform is not None and url is not None:
+            if isinstance(self._platform, Vertex):
+                await self._platform.prepare()
+            url = self._platform.url(url)
+            headers = await self._platform.headers(url, payload, self._transport.headers)
         try:
-            return await self._transport.open(payload, request, url=url)
+            return await self._transport.open(payload, request, url=url, headers=headers)
         except APIStatusError as exc:
-            raise anthropic_status_error(exc) from None
+            error = anthropic_status_error(exc)
+            if error.request_id is None and error.response is not None:
+                error.request_id = error.response.headers.get("x-amzn-requestid")  # Bedrock's
+            raise error from None

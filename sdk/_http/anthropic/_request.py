@@ -11,6 +11,15 @@ schema travels, by ``request.mode``:
   block's ``input_json_delta`` pieces. Several tools (``request.tools``): each its own tool,
   ``tool_choice`` from the caller's (``"auto"`` -> ``auto``, ``"none"`` -> ``none``,
   ``"required"`` or unsaid -> ``any``, a named tool -> ``tool``).
+- Every tool fieldstream defines (the schema's in ``"tool"`` mode, each of ``request.tools``)
+  is sent ``eager_input_streaming: true`` (Anthropic's fine-grained tool streaming; the SDK's
+  ``ToolParam.eager_input_streaming``): without it Claude may buffer a tool's whole input and
+  send it in one or a few ``input_json_delta`` pieces, so no field is final before the end.
+  Anthropic's stated trade-off, that the input is then not validated by the server as it
+  streams (it may be invalid or cut off), is what fieldstream checks anyway, at the first
+  wrong byte. ``eager=False`` sends ``false`` (buffered even under the
+  ``fine-grained-tool-streaming-2025-05-14`` beta header), ``eager=None`` leaves the field
+  out (for a server that does not know it).
 - ``"json_object"`` and ``"none"``: no format (the Messages API has no JSON mode); the client
   checks the output.
 
@@ -106,18 +115,21 @@ def check_anthropic_request(request: GenerationRequest) -> None:
             )
 
 
-def anthropic_body(request: GenerationRequest, *, model: str | None) -> dict[str, Any]:
+def anthropic_body(
+    request: GenerationRequest, *, model: str | None, eager: bool | None = True
+) -> dict[str, Any]:
     """The JSON body of ``POST /v1/messages`` for ``request`` (see :func:`anthropic_request`)."""
-    return anthropic_request(request, model=model)[0]
+    return anthropic_request(request, model=model, eager=eager)[0]
 
 
 def anthropic_request(
-    request: GenerationRequest, *, model: str | None
+    request: GenerationRequest, *, model: str | None, eager: bool | None = True
 ) -> tuple[dict[str, Any], bool]:
     """The JSON body of ``POST /v1/messages`` for ``request`` (see the module docstring), and
     whether the schema's root was wrapped: a tool's input is an object, so under
     ``mode="tool"`` a root of another type is sent as ``{"value": <the schema>}``, and the
-    backend unwraps the output (:mod:`sdk._http._unwrap`). Raises
+    backend unwraps the output (:mod:`sdk._http._unwrap`). ``eager``: each tool's
+    ``eager_input_streaming`` (``None``: not sent). Raises
     :class:`~sdk.StreamUsageError` for messages the API cannot be sent."""
     system, messages = anthropic_messages(request.messages)
     body: dict[str, Any] = {}
@@ -135,7 +147,7 @@ def anthropic_request(
     wrapped = False
     if request.tools:
         body["tools"] = [
-            _tool(t.name, t.compiled.schema_dict(), t.description) for t in request.tools
+            _tool(t.name, t.compiled.schema_dict(), t.description, eager) for t in request.tools
         ]
         body["tool_choice"] = _tool_choice(request)
     elif request.mode == "tool" and request.constraint is None:
@@ -153,7 +165,8 @@ def anthropic_request(
                 "additionalProperties": False,
                 **defs,
             }
-        body["tools"] = [_tool(name, schema, description if isinstance(description, str) else None)]
+        told = description if isinstance(description, str) else None
+        body["tools"] = [_tool(name, schema, told, eager)]
         body["tool_choice"] = _tool_choice(request)
     elif request.mode == "json_schema" and request.constraint is None:
         sent = anthropic_schema(request.schema)
@@ -191,8 +204,11 @@ def _parameters(body: dict[str, Any], given: Mapping[str, Any]) -> None:
         body["service_tier"] = given["service_tier"]
 
 
-def _tool(name: str, schema: Mapping[str, Any], description: str | None) -> dict[str, Any]:
-    """One custom tool: strict with the schema in the subset, else the schema as given."""
+def _tool(
+    name: str, schema: Mapping[str, Any], description: str | None, eager: bool | None
+) -> dict[str, Any]:
+    """One custom tool: strict with the schema in the subset, else the schema as given;
+    ``eager_input_streaming`` as ``eager`` says (left out when ``None``)."""
     sent = anthropic_schema(schema) if schema.get("type") == "object" else None
     tool: dict[str, Any] = {"name": name}
     if description is not None:
@@ -202,6 +218,8 @@ def _tool(name: str, schema: Mapping[str, Any], description: str | None) -> dict
         tool["strict"] = True
     else:
         tool["input_schema"] = copy.deepcopy(dict(schema))
+    if eager is not None:
+        tool["eager_input_streaming"] = eager
     return tool
 
 

@@ -30,7 +30,7 @@ from sdk._batch import BatchResult, run_batch
 from sdk._constants import DEFAULT_BATCH_CONCURRENCY, DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._constraints import StructuralTag, TextConstraint, Tool
 from sdk._errors import UnsupportedConstraint
-from sdk._http.openai import DEFAULT_API, Api, Server, ServerOptions, openai_sdk_backend
+from sdk._http.openai import DEFAULT_API, Api, Server, openai_sdk_backend
 from sdk._merge import merge_headers, merge_query
 from sdk._options import RequestOptions, split_options
 from sdk._parameters import check_single_choice
@@ -43,6 +43,7 @@ from sdk._trackers._segments import TaggedText
 from sdk._trackers._target import compile_target, request_fields
 
 if TYPE_CHECKING:
+    from sdk._client_options import ClientOptions
     from sdk._local._mask_report import MaskReport
 
 __all__ = ["Client"]
@@ -90,7 +91,7 @@ class Client:
         max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = DEFAULT_API,
         provider: Provider = DEFAULT_PROVIDER,
-        **options: Unpack[ServerOptions],
+        **options: Unpack[ClientOptions],
     ) -> None:
         self._backend = provider_backend(provider, base_url, api_key, model, api, options)
         self._max_retries = _check_max_retries(max_retries)

@@ -38,7 +38,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, Concatenate, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, overload
 
 import anyio
 import httpx
@@ -50,10 +50,13 @@ from sdk._client import Client
 from sdk._constants import DEFAULT_MAX_RETRIES, WRAPPED_MAX_RETRIES
 from sdk._errors import StreamUsageError
 from sdk._events import Event, FieldEvent
-from sdk._http.openai import DEFAULT_API, Api, Server, ServerOptions, sync_client_hint
+from sdk._http.openai import DEFAULT_API, Api, Server, sync_client_hint
 from sdk._partial_typed import Partial
 from sdk._providers import DEFAULT_PROVIDER, Provider, async_vendor_client
 from sdk._stream._stream import Stream
+
+if TYPE_CHECKING:
+    from sdk._client_options import ClientOptions
 
 __all__ = ["SyncClient", "SyncStream"]
 
@@ -390,7 +393,7 @@ class SyncClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         api: Api = DEFAULT_API,
         provider: Provider = DEFAULT_PROVIDER,
-        **options: Unpack[ServerOptions],
+        **options: Unpack[ClientOptions],
     ) -> None:
         http_client: object = options.get("http_client")
         if http_client is not None and not isinstance(http_client, httpx.AsyncClient):

@@ -40,7 +40,9 @@ documented there)."""
 class GeminiOptions(HttpOptions, total=False):
     """The options of :class:`GeminiBackend` besides ``base_url``, ``api_key``, ``model``."""
 
-    api_version: str
+    api_version: str | None
+    """The API's version in the URL (``None``: ``v1beta`` on the Gemini API, ``v1`` on Vertex
+    AI)."""
     vertex: bool
     """Vertex AI instead of the Gemini API (google-genai's ``vertexai=True``)."""
     project: str | None
@@ -90,7 +92,9 @@ class GeminiBackend(HttpBackend):
         """Whether requests ask for the calls' arguments in parts (Vertex AI's
         ``streamFunctionCallArguments``)."""
         default_version = VERTEX_API_VERSION if vertex else GEMINI_API_VERSION
-        api_version = options.get("api_version", default_version)
+        api_version = options.get("api_version")
+        if api_version is None:
+            api_version = default_version
         if not isinstance(api_version, str) or not api_version:
             raise TypeError(f"api_version must be a str such as 'v1beta', not {api_version!r}")
         sent = {"Content-Type": "application/json", "Accept": "text/event-stream"}

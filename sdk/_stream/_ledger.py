@@ -105,4 +105,5 @@ class Ledger:
             dispatch=config.dispatch,
             regex_timeout=config.regex_timeout,
             usage_base=base,
+            runaway=config.runaway,
         )

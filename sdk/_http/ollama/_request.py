@@ -36,6 +36,7 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
+from sdk._http._cures import OLLAMA_PENALTY, apply_cures
 from sdk._http._request_checks import (
     calls_forced,
     refuse_constraint,
@@ -147,6 +148,7 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
                 ]
             body["tools"] = [_tool(*spec) for spec in specs]
     body.update(request.extra)
+    apply_cures(body, request, penalty=OLLAMA_PENALTY)  # a retry's fixes (sdk._http._cures)
     return body
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
+from sdk._http._cures import apply_cures, openai_cures
 from sdk._http.openai._flavours import (
     Server,
     emulated_call,
@@ -137,4 +138,6 @@ def chat_request(
         body["response_format"] = json_object_format(request.schema, server)
     body.update(fields)
     body.update(request.extra)
+    penalty, compact = openai_cures(server, "chat")  # a retry's fixes (sdk._http._cures)
+    apply_cures(body, request, penalty=penalty, compact=compact)
     return body, wrapped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,3 +225,33 @@ def test_no_false_alarm_on_the_corpus_at_the_defaults() -> None:
     seen, alarms = false_alarms(chunk=61)
     assert seen > 15_000
     assert alarms == []
+
+
+# --- SmolLM2's own loops ------------------------------------------------------------------------
+
+LOOPS = Path(__file__).with_name("smollm2_loops.json")
+"""What SmolLM2-135M wrote on the local engine, greedy, 600 tokens, without the check
+(``tests/benchmarks/bench_runaway.py --local --max-tokens 600 --record ...``): prompt -> text."""
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 16])
+def test_smollm2s_recorded_loops_stop_in_the_array_they_loop_in(chunk: int) -> None:
+    recorded = json.loads(LOOPS.read_text("utf-8"))
+    caught = {}
+    for prompt, text in recorded.items():
+        tracker = FieldTracker(RECIPE)
+        try:
+            for i in range(0, len(text), chunk):
+                tracker.feed(text[i : i + chunk])
+            tracker.close()
+        except RepeatedOutput as exc:
+            caught[prompt] = (exc.pointer, exc.unit, exc.offset < len(text) // 4)
+        except StreamError:
+            pass  # cut by the token limit: the check did not judge it a loop
+    assert caught == {
+        "Write a recipe for a bacon omelette, with ten steps.": ("/ingredients", ["Bacon"], True),
+        "List the steps to make a bacon sandwich.": ("/ingredients", ["Bacon"], True),
+    }
+    # Steps that differ by their number ("2. Baked Bacon...", "3. Baked Bacon...") are not
+    # copies of one unit: that loop runs to the limit (a TruncatedError), as before.
+    assert "Write a recipe for bacon pasta." in recorded

@@ -29,6 +29,7 @@ from partial._errors import (
     IncompleteJSONError,
     JSONError,
     JSONLimitError,
+    JSONRunawayError,
     JSONSyntaxError,
     ParserStateError,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "IncompleteJSONError",
     "JSONError",
     "JSONLimitError",
+    "JSONRunawayError",
     "JSONSyntaxError",
     "Key",
     "KeyDelta",

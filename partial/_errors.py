@@ -8,6 +8,8 @@
         │                         column, expected, found)
         ├── IncompleteJSONError   close() on a document that is not finished
         └── JSONLimitError        a configured limit (depth, size) was passed
+            └── JSONRunawayError  a run of whitespace between tokens longer than max_gap
+                                  allows (where it began, its path, its length)
     RuntimeError
     └── ParserStateError          misuse: feed() after close(), a chunk of the wrong type
 """
@@ -20,6 +22,7 @@ __all__ = [
     "IncompleteJSONError",
     "JSONError",
     "JSONLimitError",
+    "JSONRunawayError",
     "JSONSyntaxError",
     "ParserStateError",
 ]
@@ -70,6 +73,35 @@ class JSONLimitError(JSONError):
         super().__init__(message, offset=offset, line=line, column=column)
         self.limit = limit
         self.value = value
+
+
+class JSONRunawayError(JSONLimitError):
+    """A run of whitespace between two tokens passed ``max_gap`` (``limit`` is
+    ``"max_gap"``, ``value`` the bound at that depth): valid JSON, but longer than any layout
+    needs, the mark of a generation that writes whitespace until its token limit. ``offset``
+    is the character that passed the bound, ``start`` where the run began, ``length`` how many
+    whitespace characters it had then (``value + 1``), ``path`` the container (or the key)
+    whose gap it is, ``depth`` how many containers were open."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int,
+        line: int,
+        column: int,
+        value: int,
+        start: int,
+        path: tuple[str | int, ...],
+        depth: int,
+    ) -> None:
+        super().__init__(
+            message, offset=offset, line=line, column=column, limit="max_gap", value=value
+        )
+        self.start = start
+        self.length = value + 1
+        self.path = path
+        self.depth = depth
 
 
 class ParserStateError(RuntimeError):

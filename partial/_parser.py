@@ -15,6 +15,7 @@ from partial._errors import (
     IncompleteJSONError,
     JSONError,
     JSONLimitError,
+    JSONRunawayError,
     JSONSyntaxError,
     ParserStateError,
 )
@@ -131,6 +132,12 @@ class Parser:
     * ``max_bytes`` — most input accepted, in bytes for ``bytes`` input and characters for
       ``str`` input (default ``None``: no bound); the feed that would pass it raises
       :class:`~partial.JSONLimitError` and consumes nothing of its chunk.
+    * ``max_gap`` — most whitespace characters in one gap between two tokens, at the root
+      (default ``None``: no bound); each open container adds ``gap_per_level`` (default 0), so
+      an indented layout's deeper lines fit. A longer run raises
+      :class:`~partial.JSONRunawayError` at its first character past the bound (a run cut by
+      chunk boundaries counts whole). Whitespace inside strings, before a lenient document and
+      after the root value is not counted. The check costs nothing outside whitespace.
 
     * ``detail`` — also report a key's opening quote (:class:`~partial.KeyStart`), a key as it
       grows (:class:`~partial.KeyDelta`) and each comma between members
@@ -150,6 +157,9 @@ class Parser:
         "_error",
         "_escape_hex",
         "_finished",
+        "_gap",
+        "_gap_per_level",
+        "_gap_run",
         "_high",
         "_key",
         "_lenient",
@@ -182,11 +192,18 @@ class Parser:
         max_depth: int = 512,
         max_bytes: int | None = None,
         detail: bool = False,
+        max_gap: int | None = None,
+        gap_per_level: int = 0,
     ) -> None:
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("max_bytes must not be negative")
+        if (max_gap is not None and max_gap < 0) or gap_per_level < 0:
+            raise ValueError("max_gap and gap_per_level must not be negative")
+        self._gap = max_gap
+        self._gap_per_level = gap_per_level
+        self._gap_run = 0  # whitespace at the end of the last chunk (a run it may continue)
         self._lenient = lenient
         self._detail = detail
         self._max_depth = max_depth
@@ -490,6 +507,28 @@ class Parser:
             value=self._max_depth,
         )
 
+    def _runaway(self, text: str, end: int, run: int, bound: int, state: int) -> JSONRunawayError:
+        """The run of ``run`` whitespace characters ending at ``text[end]`` passed ``bound``."""
+        base = self._offset
+        start = base + end - run
+        at = start + bound  # the first character past the bound (in this chunk: see _scan)
+        line, column = self._position(at, text, base)
+        stack = self._stack
+        path: Path = ()
+        if stack:
+            top = stack[-1]
+            path = top.key_path if top.is_obj and state in (_COLON, _VALUE) else top.path
+        return JSONRunawayError(
+            f"more than {bound} whitespace characters between two tokens (max_gap)",
+            offset=at,
+            line=line,
+            column=column,
+            value=bound,
+            start=start,
+            path=path,
+            depth=len(stack),
+        )
+
     # ------------------------------------------------------------------ value completion
 
     def _complete(self, path: Path, value: Any, offset: int, events: list[Event]) -> int:
@@ -553,6 +592,11 @@ class Parser:
         stack = self._stack
         append = events.append
         search = self._stop.search
+        gap = self._gap
+        carry = 0
+        if gap is not None:
+            carry = self._gap_run
+            self._gap_run = 0
         try:
             while i < n:
                 # ---------------------------------------------------------- in a string
@@ -600,7 +644,16 @@ class Parser:
                 # ---------------------------------------------------------- whitespace
                 if c in _WS and st not in _NO_WS:
                     m2 = WHITESPACE.match(s, i)
-                    i = m2.end() if m2 is not None else i + 1
+                    e = m2.end() if m2 is not None else i + 1
+                    if gap is not None:
+                        run = e - i + carry if i == 0 else e - i
+                        if run > gap and st != _END and st != _PREAMBLE:
+                            bound = gap + self._gap_per_level * len(stack)
+                            if run > bound:
+                                raise self._runaway(s, e, run, bound, st)
+                        if e == n:
+                            self._gap_run = run
+                    i = e
                     continue
 
                 # ---------------------------------------------------------- after a value

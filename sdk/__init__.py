@@ -52,7 +52,10 @@ from sdk._errors import (
     PermissionDeniedError,
     RateLimitError,
     RefusedError,
+    RepeatedOutput,
     RetriesExhausted,
+    RunawayOutput,
+    RunawayWhitespace,
     SchemaError,
     SchemaViolation,
     StreamError,
@@ -81,6 +84,7 @@ from sdk._records import Attempt, AttemptInfo
 from sdk._retry import Retry
 from sdk._schema import CompiledSchema, compile_schema
 from sdk._trackers._field import FieldTracker
+from sdk._trackers._runaway import RunawayLimits
 from sdk._trackers._segments import Segment, TaggedText
 from sdk._version import __version__
 from sdk._web._sse_writer import format_sse, sse_events
@@ -163,8 +167,12 @@ __all__ = [
     "ReasoningDelta",
     "RefusedError",
     "Regex",
+    "RepeatedOutput",
     "RetriesExhausted",
     "Retry",
+    "RunawayLimits",
+    "RunawayOutput",
+    "RunawayWhitespace",
     "SchemaError",
     "SchemaViolation",
     "Segment",

@@ -15,6 +15,11 @@
     │   ├── TruncatedError               the output stopped early (finish_reason "length",
     │   │                                the source ended mid-document, or the provider stopped
     │   │                                it for a reason of its own): snapshot, open paths
+    │   ├── RunawayOutput                the output degenerated without breaking the schema
+    │   │   │                            (path, offset; cure names the retry's fix)
+    │   │   ├── RunawayWhitespace        whitespace between tokens past any layout (length)
+    │   │   └── RepeatedOutput           a string's or an array's tail repeats one unit
+    │   │                                (unit, count)
     │   ├── RefusedError                 the model refused (the refusal text)
     │   ├── ContentFilteredError         the provider's content filter stopped the output
     │   ├── AnswerInReasoning            the document came in the reasoning, the content empty
@@ -83,7 +88,10 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitError",
     "RefusedError",
+    "RepeatedOutput",
     "RetriesExhausted",
+    "RunawayOutput",
+    "RunawayWhitespace",
     "SchemaError",
     "SchemaViolation",
     "StreamError",
@@ -289,6 +297,69 @@ class TruncatedError(StreamError):
         self.snapshot = snapshot
         self.open_paths = list(open_paths)
         self.reason = reason
+
+
+class RunawayOutput(StreamError):
+    """The output degenerated: it could go on until the token limit without ever breaking the
+    schema, so the attempt was stopped at the first sign (``docs/errors.md``), before the next
+    chunk was paid for. ``path`` is where (the string, the array, or the container whose
+    whitespace gap it is), ``offset`` the character (in the attempt's output) at which the
+    limit was passed. :attr:`cure` names what the retry asks the server to change
+    (``docs/retries.md``). The limits: :class:`~sdk.RunawayLimits` (the ``runaway`` option)."""
+
+    def __init__(self, message: str, *, path: Path = (), offset: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: Path = path
+        self.offset = offset
+
+    @property
+    def pointer(self) -> str:
+        """``path`` as a JSON Pointer (``""`` for the root)."""
+        return pointer(self.path)
+
+    def __str__(self) -> str:
+        at = f" (at offset {self.offset})" if self.offset is not None else ""
+        return f"{self._call_prefix()}{self.pointer or '/'}: {self.message}{at}"
+
+
+class RunawayWhitespace(RunawayOutput):
+    """A run of whitespace between two JSON tokens (not inside a string) longer than any layout
+    needs at its depth: ``length`` characters (the run so far, when it passed ``bound``).
+    Its cure, ``"compact_whitespace"``, asks the server for JSON without free whitespace."""
+
+    cure = "compact_whitespace"
+
+    def __init__(
+        self, message: str, *, path: Path = (), offset: int | None = None, length: int, bound: int
+    ) -> None:
+        super().__init__(message, path=path, offset=offset)
+        self.length = length
+        self.bound = bound
+
+
+class RepeatedOutput(RunawayOutput):
+    """A string (while it grows) or an array whose tail repeats one ``unit`` ``count`` times:
+    the text repeated (a string's) or the items repeated (an array's, a list of values);
+    ``span`` is how many characters of the output the repeats cover. Its cure,
+    ``"less_repetition"``, asks for a frequency penalty where the server has one."""
+
+    cure = "less_repetition"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path = (),
+        offset: int | None = None,
+        unit: str | list[Any],
+        count: int,
+        span: int,
+    ) -> None:
+        super().__init__(message, path=path, offset=offset)
+        self.unit = unit
+        self.count = count
+        self.span = span
 
 
 class RefusedError(StreamError):

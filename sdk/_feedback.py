@@ -24,6 +24,8 @@ from sdk._backend import LENGTH, Message
 from sdk._errors import (
     AnswerInReasoning,
     OutputSyntaxError,
+    RepeatedOutput,
+    RunawayOutput,
     SchemaViolation,
     TransportError,
     TruncatedError,
@@ -98,6 +100,18 @@ def describe_error(error: BaseException, text: str = "", expected: str = JSON_DO
             f"Your reply was empty: {expected} came in your reasoning. Write it as the reply "
             "itself."
         )
+    if isinstance(error, RunawayOutput):
+        which = f" ({error.which_call})" if error.which_call else ""
+        if isinstance(error, RepeatedOutput):
+            return (
+                f"Your reply{which} went into a loop at {error.pointer or 'the root (/)'}: it "
+                f"repeated the same text {error.count} times. Write each value once, without "
+                "repeating yourself."
+            )
+        return (
+            f"Your reply{which} wrote whitespace without end between JSON tokens (at "
+            f"{error.pointer or 'the root (/)'}). Write the JSON compactly, on one line."
+        )
     if isinstance(error, OutputSyntaxError):
         excerpt = _excerpt(text, error.offset)
         tail = f" It went wrong at the last character of `{excerpt}`." if excerpt else ""
@@ -111,7 +125,8 @@ def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
     message; for a tool-call stream, the arguments texts, each under its tool's name, call
     index and id when there are several), then a user message stating the violation (which
     call broke, where, what) and asking for a corrected document. Empty for a transport error
-    (nothing the model did wrong)."""
+    (nothing the model did wrong). A runaway (:class:`~sdk.RunawayOutput`) gets the user
+    message alone: shown its own loop, a model tends to continue it."""
     error = info.error
     if error is None or isinstance(error, TransportError):
         return ()
@@ -127,7 +142,8 @@ def default_feedback(info: AttemptInfo) -> tuple[Message, ...]:
             # Offsets in a call's error are offsets in that call's own arguments.
             shown = next((c.arguments for c in info.tool_calls if c.index == broken), "")
     messages: list[Message] = []
-    if output:
+    # A runaway's output is not shown back: the model would read its own loop and continue it.
+    if output and not isinstance(error, RunawayOutput):
         messages.append({"role": "assistant", "content": output})
     expected = info.expected
     required = "the required JSON schema" if expected == JSON_DOCUMENT else "what is required"

@@ -24,6 +24,7 @@ from sdk._retry import Retry
 from sdk._schema import Formats
 from sdk._stream._dispatch import CallbackErrorPolicy, OnField
 from sdk._trackers._field import Dispatch
+from sdk._trackers._runaway import DEFAULT_RUNAWAY, RunawayLimits
 
 __all__ = [
     "PendingCallbacks",
@@ -57,6 +58,7 @@ class StreamOptions(TypedDict, total=False):
     formats: Formats
     dispatch: Dispatch
     regex_timeout: float
+    runaway: RunawayLimits | None
 
 
 class RequestOptions(StreamOptions, BodyParameters, total=False):
@@ -139,6 +141,12 @@ class StreamConfig:
     The check of a final value that runs out fails the stream with :class:`~sdk.PatternTimeout`
     (not retried); the check of a string's prefix that runs out leaves the verdict to the final
     check. The default, 0.1, is far above what an ordinary pattern takes (microseconds)."""
+    runaway: RunawayLimits | None = DEFAULT_RUNAWAY
+    """When output that follows the schema is a runaway all the same (:class:`~sdk.
+    RunawayLimits`: whitespace between tokens past any layout, a string's or an array's tail
+    repeating one unit): the attempt stops there with :class:`~sdk.RunawayWhitespace` or
+    :class:`~sdk.RepeatedOutput`, and the retry asks the server for the error's cure
+    (``docs/retries.md``). ``None``: no check."""
 
     def __post_init__(self) -> None:
         if self.retry is not None and not isinstance(self.retry, Retry):
@@ -150,6 +158,10 @@ class StreamConfig:
         _choice("formats", self.formats, ("annotate", "assert"))
         _choice("dispatch", self.dispatch, ("validated", "eager"))
         validate_timeout(self.regex_timeout)
+        if self.runaway is not None and not isinstance(self.runaway, RunawayLimits):
+            raise TypeError(
+                f"runaway must be a sdk.RunawayLimits (or None), not {type(self.runaway).__name__}"
+            )
         if (
             not isinstance(self.max_concurrency, int)
             or isinstance(self.max_concurrency, bool)

@@ -77,6 +77,7 @@ from sdk._stream._partial_view import partial_view
 from sdk._stream._pieces import Pieces
 from sdk._stream._think import ThinkSplitter
 from sdk._trackers._field import Dispatch, FieldTracker
+from sdk._trackers._runaway import DEFAULT_RUNAWAY, RunawayLimits
 from sdk._trackers._target import Compiled, ToolsTarget, Tracker, new_tracker
 
 __all__ = ["AttemptEvent", "AttemptState"]
@@ -121,6 +122,7 @@ class AttemptState:
         "_regex_timeout",
         "_reported",
         "_response",
+        "_runaway",
         "_started",
         "_texts",
         "_think",
@@ -147,6 +149,7 @@ class AttemptState:
         usage_base: Usage = Usage(),  # noqa: B008 - frozen, so one shared zero is fine
         reasoning_fallback: bool = False,
         cures: frozenset[str] = frozenset(),
+        runaway: RunawayLimits | None = DEFAULT_RUNAWAY,
     ) -> None:
         self.number = number
         """The attempt's number (1-based), stamped on its events."""
@@ -155,6 +158,7 @@ class AttemptState:
         self._deltas = deltas
         self._dispatch: Dispatch = dispatch
         self._regex_timeout = regex_timeout
+        self._runaway = runaway
         self._trackers: dict[int | None, Tracker] = {}
         self._tool_mode = False  # a tool call arrived: message text is prose from now on
         self._texts: dict[int | None, Pieces] = {}
@@ -676,6 +680,7 @@ class AttemptState:
             deltas=self._deltas,
             dispatch=self._dispatch,
             regex_timeout=self._regex_timeout,
+            runaway=self._runaway,
         )
 
     def _tool_keys(self) -> list[int]:

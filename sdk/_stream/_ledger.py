@@ -107,4 +107,5 @@ class Ledger:
             usage_base=base,
             reasoning_fallback=config.reasoning_fallback,
             cures=cures,
+            runaway=config.runaway,
         )

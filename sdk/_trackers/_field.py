@@ -20,6 +20,8 @@ from sdk._errors import (
     OutputSyntaxError,
     Path,
     PatternTimeout,
+    RepeatedOutput,
+    RunawayWhitespace,
     SchemaViolation,
     StreamError,
     StreamUsageError,
@@ -30,6 +32,7 @@ from sdk._regex._budget import Budget, enter, leave
 from sdk._schema._checker import SchemaChecker
 from sdk._schema._compile import CompiledSchema, Formats, compile_schema
 from sdk._schema._states import LATER, NO_INSTANCE, UNDECIDED
+from sdk._trackers._runaway import DEFAULT_RUNAWAY, RepeatWatch, RunawayLimits
 
 __all__ = ["Dispatch", "FieldTracker"]
 
@@ -60,6 +63,10 @@ class FieldTracker:
     (``pattern``, ``patternProperties``, a pydantic ``Field(pattern=...)`` checked early): a
     check of a final value that runs out raises :class:`~sdk.PatternTimeout` (path and
     pattern); one of a string's prefix that runs out leaves the verdict to the final check.
+    ``runaway`` (:class:`~sdk.RunawayLimits`, ``None``: no check) stops output that follows
+    the schema but runs away: whitespace between tokens past any layout is a
+    :class:`~sdk.RunawayWhitespace`, a string's or an array's tail that repeats one unit a
+    :class:`~sdk.RepeatedOutput`, both at the chunk that passed the limit.
 
     What is checked when: every keyword at the first character that proves it broken (a string
     against ``enum``/``const``/``maxLength``/``pattern`` while it streams, a key against
@@ -105,6 +112,7 @@ class FieldTracker:
         "_result",
         "_root_held",
         "_root_start",
+        "_watch",
         "attempt",
         "deltas",
         "dispatch",
@@ -128,6 +136,7 @@ class FieldTracker:
         formats: Formats | None = None,
         dispatch: Dispatch = "validated",
         regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
+        runaway: RunawayLimits | None = DEFAULT_RUNAWAY,
     ) -> None:
         self._budget = Budget(regex_timeout)
         if dispatch not in ("validated", "eager"):
@@ -142,8 +151,14 @@ class FieldTracker:
         else:
             self._compiled = compile_schema(schema, formats=formats or "annotate")
         self._parser = partial.Parser(
-            lenient=lenient, max_depth=max_depth, max_bytes=max_bytes, detail=True
+            lenient=lenient,
+            max_depth=max_depth,
+            max_bytes=max_bytes,
+            detail=True,
+            max_gap=None if runaway is None else runaway.whitespace,
+            gap_per_level=0 if runaway is None else runaway.whitespace_per_level,
         )
+        self._watch = None if runaway is None or runaway.repeats is None else RepeatWatch(runaway)
         self._checker = SchemaChecker(
             self._compiled.root,
             early_models=self._compiled.models,
@@ -239,6 +254,20 @@ class FieldTracker:
             self._forced.add(start, end)
         try:
             events = self._parser.feed(text)
+        except partial.JSONRunawayError as exc:
+            self._handle(exc.events)
+            raise self._fail(
+                RunawayWhitespace(
+                    f"{exc.length} whitespace characters in a row between two JSON tokens, "
+                    f"more than any layout needs at depth {exc.depth} (at most {exc.value}: "
+                    "RunawayLimits.whitespace)",
+                    path=exc.path,
+                    offset=exc.offset,
+                    length=exc.length,
+                    bound=exc.value,
+                ),
+                exc,
+            ) from exc
         except partial.JSONError as exc:
             # What came before the bad character may already break the schema: that is the
             # earlier, truer error.
@@ -329,11 +358,14 @@ class FieldTracker:
         checker = self._checker
         attempt = self.attempt
         forced = self._forced if self._forced.total else None
+        watch = self._watch
         token = enter(self._budget)
         try:
             for ev in events:
                 if type(ev) is StringDelta:
                     checker.string_delta(ev.path, ev.offset, ev.text)
+                    if watch is not None:
+                        watch.grow(ev.path, ev.offset, ev.text)
                     if self.deltas:
                         out.append(
                             TextDelta(
@@ -349,6 +381,11 @@ class FieldTracker:
                     start, kind, instance, validated = checker.value_done(
                         ev.path, ev.offset, ev.value
                     )
+                    if watch is not None and ev.path:
+                        if type(ev.path[-1]) is int:
+                            watch.item(ev.path, ev.offset, ev.value)
+                        if kind == "array":
+                            watch.closed(ev.path)
                     if not ev.path and self.tool_call is not None:
                         # A tool call's arguments are its result: validated as a whole now,
                         # so the call's root event carries them (there is no result() per
@@ -397,6 +434,8 @@ class FieldTracker:
                         self._root_start = ev.offset
                     if checker.value_start(ev.path, ev.offset, ev.kind.value):
                         self._holds.append((ev.path, []))
+                    if watch is not None and ev.kind is _ARRAY:
+                        watch.array(ev.path, ev.offset)
                 elif type(ev) is Key:
                     checker.key(ev.path, ev.offset)
                 elif type(ev) is KeyDelta:
@@ -410,7 +449,7 @@ class FieldTracker:
                 exc.value = _lookup(self._parser.snapshot(), exc.path)  # the prefix received
             self._error = exc
             raise
-        except PatternTimeout as exc:
+        except (PatternTimeout, RepeatedOutput) as exc:
             self._error = exc
             raise
         finally:
@@ -452,6 +491,8 @@ class FieldTracker:
         self._error = err
         return err
 
+
+_ARRAY = partial.Kind.ARRAY
 
 _STREAMING_KEYWORDS = frozenset({"enum", "const", "maxLength", "pattern", "format"})
 """Keywords a string can break while it streams: the violation then carries its prefix."""

@@ -34,6 +34,7 @@ from sdk._errors import (
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._trackers._extent import JsonExtent
 from sdk._trackers._field import Dispatch, FieldTracker
+from sdk._trackers._runaway import DEFAULT_RUNAWAY, RunawayLimits
 
 __all__ = ["Segment", "SegmentTracker", "TaggedText"]
 
@@ -80,7 +81,8 @@ class TaggedText:
 class SegmentTracker:
     """Tracks one output against ``constraint``; ``attempt`` is stamped on its events, and
     ``deltas`` asks for string deltas inside segments (free text always streams),
-    ``regex_timeout`` is each segment tracker's pattern budget. Errors are sticky."""
+    ``regex_timeout`` is each segment tracker's pattern budget, ``runaway`` its runaway limits
+    (:class:`~sdk.RunawayLimits`). Errors are sticky."""
 
     def __init__(
         self,
@@ -90,8 +92,10 @@ class SegmentTracker:
         deltas: bool = False,
         dispatch: Dispatch = "validated",
         regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
+        runaway: RunawayLimits | None = DEFAULT_RUNAWAY,
     ) -> None:
         self._constraint = constraint
+        self._runaway = runaway
         self._dispatch: Dispatch = dispatch
         self._regex_timeout = regex_timeout
         self.attempt = attempt
@@ -265,6 +269,7 @@ class SegmentTracker:
                     deltas=self._deltas,
                     dispatch=self._dispatch,
                     regex_timeout=self._regex_timeout,
+                    runaway=self._runaway,
                 )
                 self._extent = JsonExtent()
                 self._base = self._offset

@@ -34,6 +34,7 @@ from sdk._errors import Path, SchemaViolation
 from sdk._events import FieldEvent, TextDelta, TrackerEvent
 from sdk._schema import CompiledSchema, Formats, compile_schema
 from sdk._trackers._field import Dispatch, FieldTracker
+from sdk._trackers._runaway import DEFAULT_RUNAWAY, RunawayLimits
 from sdk._trackers._segments import SegmentTracker
 from sdk._trackers._text import TextTracker
 
@@ -72,13 +73,14 @@ class Tracker(Protocol):
 @dataclass(frozen=True, slots=True)
 class Opts:
     """How an attempt's trackers are made: its number, lenient parsing, string deltas, when
-    field events go out."""
+    field events go out, the runaway limits of its JSON."""
 
     attempt: int
     lenient: bool = False
     deltas: bool = False
     dispatch: Dispatch = "validated"
     regex_timeout: float = DEFAULT_REGEX_TIMEOUT
+    runaway: RunawayLimits | None = DEFAULT_RUNAWAY
 
 
 class _MessageTarget:
@@ -141,6 +143,7 @@ class TaggedTarget(_MessageTarget):
             deltas=opts.deltas,
             dispatch=opts.dispatch,
             regex_timeout=opts.regex_timeout,
+            runaway=opts.runaway,
         )
 
 
@@ -238,6 +241,7 @@ class ToolsTarget:
             tool_call_id=call_id,
             dispatch=opts.dispatch,
             regex_timeout=opts.regex_timeout,
+            runaway=opts.runaway,
         )
 
 
@@ -387,6 +391,7 @@ def new_tracker(
     deltas: bool,
     dispatch: Dispatch = "validated",
     regex_timeout: float = DEFAULT_REGEX_TIMEOUT,
+    runaway: RunawayLimits | None = DEFAULT_RUNAWAY,
 ) -> Tracker:
     """The tracker for one part of attempt ``attempt``'s output: the message's document
     (``tool_call is None``) or one tool call's arguments (named ``tool_name``, with id
@@ -402,8 +407,9 @@ def new_tracker(
             tool_call_id=tool_call_id,
             dispatch=dispatch,
             regex_timeout=regex_timeout,
+            runaway=runaway,
         )
-    opts = Opts(attempt, lenient, deltas, dispatch, regex_timeout)
+    opts = Opts(attempt, lenient, deltas, dispatch, regex_timeout, runaway)
     return target.tracker(tool_call, tool_name, opts, tool_call_id)
 
 

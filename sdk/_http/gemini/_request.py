@@ -30,6 +30,7 @@ from typing import Any
 
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
+from sdk._http._cures import GEMINI_PENALTY, apply_cures
 from sdk._http._request_checks import refuse_constraint, refuse_parameters
 from sdk._http.gemini._messages import gemini_contents
 from sdk._http.gemini._schema import gemini_schema
@@ -100,6 +101,7 @@ def gemini_body(request: GenerationRequest, *, stream_arguments: bool = False) -
     if config:
         body["generationConfig"] = config
     body.update(extra)
+    apply_cures(body, request, penalty=GEMINI_PENALTY)  # a retry's fixes (sdk._http._cures)
     return body
 
 

@@ -18,10 +18,10 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._server_policy import ServerPolicy
 
-__all__ = ["apply_cures", "ollama_policy"]
+__all__ = ["apply_reasoning_cures", "ollama_policy"]
 
 
-def apply_cures(body: dict[str, Any], request: GenerationRequest) -> None:
+def apply_reasoning_cures(body: dict[str, Any], request: GenerationRequest) -> None:
     """Apply to ``body`` (built, ``request.extra`` merged) the cures Ollama has."""
     if "no_thinking" in request.cures:
         body["think"] = False

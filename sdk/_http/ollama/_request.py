@@ -37,13 +37,14 @@ from typing import Any
 from sdk._backend import GenerationRequest
 from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
+from sdk._http._cures import OLLAMA_PENALTY, apply_cures
 from sdk._http._request_checks import (
     calls_forced,
     refuse_constraint,
     refuse_effort,
     refuse_parameters,
 )
-from sdk._http.ollama._cures import apply_cures
+from sdk._http.ollama._cures import apply_reasoning_cures
 from sdk._http.ollama._messages import ollama_messages
 from sdk._schema import schema_name
 
@@ -149,7 +150,8 @@ def ollama_body(request: GenerationRequest, *, model: str | None) -> dict[str, A
                 ]
             body["tools"] = [_tool(*spec) for spec in specs]
     body.update(request.extra)
-    apply_cures(body, request)  # what a retry asks for (sdk/_http/ollama/_cures.py)
+    apply_reasoning_cures(body, request)  # what a retry asks for (sdk/_http/ollama/_cures.py)
+    apply_cures(body, request, penalty=OLLAMA_PENALTY)  # a retry's fixes (sdk._http._cures)
     return body
 
 

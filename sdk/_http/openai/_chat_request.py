@@ -34,7 +34,8 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._http.openai._cures import apply_cures
+from sdk._http._cures import apply_cures, openai_cures
+from sdk._http.openai._cures import apply_reasoning_cures
 from sdk._http.openai._flavours import (
     Server,
     emulated_call,
@@ -144,5 +145,9 @@ def chat_request(
         body["response_format"] = json_object_format(request.schema, server)
     body.update(fields)
     body.update(request.extra)
-    apply_cures(body, request, server)  # what a retry asks for (sdk/_http/openai/_cures.py)
+    apply_reasoning_cures(
+        body, request, server
+    )  # what a retry asks for (sdk/_http/openai/_cures.py)
+    penalty, compact = openai_cures(server, "chat")  # a retry's fixes (sdk._http._cures)
+    apply_cures(body, request, penalty=penalty, compact=compact)
     return body, wrapped

@@ -21,13 +21,15 @@ from sdk._backend import GenerationRequest
 from sdk._http.openai._flavours import Server
 from sdk._server_policy import ServerPolicy
 
-__all__ = ["apply_cures", "chat_policy"]
+__all__ = ["apply_reasoning_cures", "chat_policy"]
 
 _THINKING_OFF: frozenset[Server | None] = frozenset({"vllm", "llamacpp"})
 _NAMES = {"openai": "OpenAI", "vllm": "vLLM", "llamacpp": "llama.cpp"}
 
 
-def apply_cures(body: dict[str, Any], request: GenerationRequest, server: Server | None) -> None:
+def apply_reasoning_cures(
+    body: dict[str, Any], request: GenerationRequest, server: Server | None
+) -> None:
     """Apply to ``body`` (built, ``request.extra`` merged) the cures ``server`` has."""
     if "no_thinking" in request.cures and server in _THINKING_OFF:
         kwargs = body.get("chat_template_kwargs")

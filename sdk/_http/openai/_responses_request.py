@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
+from sdk._http._cures import apply_cures, openai_cures
 from sdk._http.openai._chat_request import response_format
 from sdk._http.openai._flavours import (
     Server,
@@ -105,4 +106,6 @@ def responses_request(
     elif request.mode == "json_object":
         body["text"] = {"format": {"type": "json_object"}}
     body.update(request.extra)
+    penalty, compact = openai_cures(server, "responses")  # a retry's fixes (sdk._http._cures)
+    apply_cures(body, request, penalty=penalty, compact=compact)
     return body, wrapped

@@ -118,7 +118,8 @@ def test_content_filter_carries_the_snapshot() -> None:
     assert info.value.snapshot == {"name": "Ad"}
 
 
-LONG = json.dumps({"name": "Ada " * 400 + "Lovelace", "age": 36})  # ~1,600 one-char pieces
+# ~2,300 one-char pieces (no loop: a repeated phrase would be a RepeatedOutput)
+LONG = json.dumps({"name": " ".join(f"Ada{i}" for i in range(400)) + " Lovelace", "age": 36})
 
 
 @pytest.mark.parametrize("as_delta", [False, True])
@@ -135,7 +136,7 @@ def test_a_long_output_fed_a_character_at_a_time_is_recorded_whole(as_delta: boo
 
 def test_long_tool_calls_interleaved_keep_each_calls_text() -> None:
     state = attempt()
-    calls = [json.dumps({"name": str(k) * 700}) for k in (1, 2)]
+    calls = [json.dumps({"name": "".join(f"{k}{i}" for i in range(250))}) for k in (1, 2)]
     feed_all(state, *(Delta(calls[k][:1], tool_call=k, tool_name="person") for k in (0, 1)))
     for a, b in zip(calls[0][1:], calls[1][1:], strict=True):
         feed_all(state, Delta(a, tool_call=0), Delta(b, tool_call=1))

@@ -32,7 +32,9 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 MESSAGES = ({"role": "user", "content": "Name?"},)
-BOTH = frozenset(CURES)
+BOTH = frozenset({"compact_whitespace", "less_repetition"})
+"""The runaway cures (the reasoning ones, ``no_thinking`` and ``allow_thinking``, are tested in
+``test_reasoning_misroute.py``)."""
 
 
 def request(**kw: Any) -> GenerationRequest:
@@ -58,7 +60,7 @@ def cured(build: Any, **kw: Any) -> dict[str, Any]:
 
 
 def test_the_cures_named_are_the_ones_the_table_speaks_of() -> None:
-    assert set(CURES) == {"compact_whitespace", "less_repetition"}
+    assert set(CURES) == {*BOTH, "no_thinking", "allow_thinking"}
     assert RunawayWhitespace.cure == "compact_whitespace"
     assert RepeatedOutput.cure == "less_repetition"
 

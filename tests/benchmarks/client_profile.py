@@ -56,7 +56,7 @@ LAYERS = [
     ("transport: httpx", ("/httpx/",)),
     ("transport: httpcore2", ("/httpcore2/",)),
     ("transport: httpx2", ("/httpx2/",)),
-    ("openai-python", ("/openai/",)),
+    ("openai-python", ("site-packages/openai/",)),  # not sdk/_http/openai/
     ("SSE: sdk/_http/_framing.py", ("sdk/_http/_framing.py",)),
     ("transport: anyio streams", ("/anyio/",)),
     ("SSE parsing: httpx-sse", ("/httpx_sse/",)),

@@ -88,7 +88,7 @@ own rule for what follows a backslash, in every grammar it builds of a schema)."
 
 
 def escaped_strings(ebnf: str) -> str:
-    """xgrammar's EBNF of a schema with each length-bounded string's character taking escape
+    r"""xgrammar's EBNF of a schema with each length-bounded string's character taking escape
     sequences (xgrammar's own takes none: a string under ``minLength`` could not hold ``\"``
     or ``\n``) and no raw control character; each escape counts as one character, as JSON
     Schema counts the decoded string (a surrogate pair ``\ud83d\ude00`` counts two)."""

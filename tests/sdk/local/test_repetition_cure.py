@@ -25,9 +25,18 @@ def anyio_backend() -> str:
     return "asyncio"  # the real model on one event loop: the loop is not what is tested
 
 
-async def test_a_loop_aborts_and_the_cured_retry_finishes_valid() -> None:
+# The prompts of tests/benchmarks/bench_runaway.py on which SmolLM2 loops (greedy).
+LOOPING = [
+    "Write a recipe for bacon pasta.",
+    "Write a recipe for a bacon omelette, with ten steps.",
+    "List the steps to make a bacon sandwich.",
+]
+
+
+@pytest.mark.parametrize("content", LOOPING)
+async def test_a_loop_aborts_and_the_cured_retry_finishes_valid(content: str) -> None:
     backend = LocalBackend(threads=1, runtime="llama.cpp")
-    prompt = [{"role": "user", "content": "List the steps to make a bacon sandwich."}]
+    prompt = [{"role": "user", "content": content}]
     async with (
         Client.from_backend(backend) as client,
         client.stream(

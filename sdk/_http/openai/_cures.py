@@ -29,7 +29,13 @@ from sdk._server_policy import ServerPolicy
 __all__ = ["IGNORED_FORMAT", "apply_reasoning_cures", "openai_policy"]
 
 _THINKING_OFF: frozenset[Server | None] = frozenset({"vllm", "llamacpp"})
-_NAMES = {"openai": "OpenAI", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+_NAMES = {
+    "openai": "OpenAI",
+    "vllm": "vLLM",
+    "llamacpp": "llama.cpp",
+    "sglang": "SGLang",
+    "tgi": "TGI",
+}
 
 
 def apply_reasoning_cures(

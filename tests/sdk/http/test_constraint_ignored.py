@@ -187,6 +187,11 @@ def test_the_openai_policy_by_api_and_server() -> None:
     assert not policy("responses", "llamacpp", extra={"response_format": {}}).masked
     assert policy("responses", "llamacpp", extra={"text": {}}).masked  # llama.cpp ignores it
     assert policy("chat").masked and policy("chat").detail == ""
+    assert [policy("chat", s).server for s in ("sglang", "tgi", None)] == [
+        "SGLang",
+        "TGI",
+        "the server",
+    ]
     assert not policy("chat", extra={"response_format": {"type": "text"}}).masked
     # The reasoning cure is Chat Completions' (chat_template_kwargs).
     assert policy("chat", "vllm").reasoning_cure == "no_thinking"

@@ -303,6 +303,18 @@ def anthropic_client(server: Server) -> Client:
     )
 
 
+def anthropic_on_vertex(server: Server) -> Client:
+    return Client(
+        provider="anthropic",
+        platform="vertex",
+        region="us-east5",
+        project_id="my-project",
+        access_token="ya29.token",
+        model="claude-sonnet-4-5@20250929",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(server)),
+    )
+
+
 def from_anthropic(server: Server) -> Client:
     anthropic = pytest.importorskip("anthropic")
     caller = anthropic.AsyncAnthropic(
@@ -311,7 +323,9 @@ def from_anthropic(server: Server) -> Client:
     return Client.from_anthropic(caller, model="claude-test")
 
 
-@pytest.mark.parametrize("make", [anthropic_client, from_anthropic], ids=["httpx", "sdk"])
+@pytest.mark.parametrize(
+    "make", [anthropic_client, from_anthropic, anthropic_on_vertex], ids=["httpx", "sdk", "vertex"]
+)
 async def test_anthropic_prose_under_output_config_is_the_servers_or_a_refusal(
     split: int | None, make: Any
 ) -> None:
@@ -329,6 +343,26 @@ async def test_anthropic_prose_without_a_format_is_the_models_and_retried(make: 
     value, attempts = await run(make(server), mode="json_object")  # no format: nothing masks
     assert value == PARIS and type(attempts[0].error) is OutputSyntaxError
     assert "output_config" not in server.sent[0]
+
+
+@pytest.mark.parametrize(
+    "make", [anthropic_client, from_anthropic, anthropic_on_vertex], ids=["httpx", "sdk", "vertex"]
+)
+async def test_anthropic_a_loop_is_retried_with_the_instruction_in_the_system_prompt(
+    make: Any,
+) -> None:
+    from sdk._http._cures import INSTRUCTIONS
+
+    loop = anthropic_stream('{"name": "Bacon', *([" and bacon"] * 200), stop_reason="max_tokens")
+    server = Server(None, loop, CLAUDE_ANSWERED)
+    value, attempts = await run(make(server))
+    assert value == PARIS and isinstance(attempts[0].error, sdk.RepeatedOutput)
+    first, second = server.sent
+    assert "system" not in first
+    assert second["system"] == [{"type": "text", "text": INSTRUCTIONS["less_repetition"]}]
+    assert {k: v for k, v in second.items() if k not in ("system", "messages")} == {
+        k: v for k, v in first.items() if k != "messages"
+    }
 
 
 async def test_anthropic_a_mistake_inside_the_document_is_the_models() -> None:

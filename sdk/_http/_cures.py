@@ -20,17 +20,28 @@ server (Chat)                                                           (Chat on
 Gemini                 (no setting)                                     ``generationConfig.
                                                                         frequencyPenalty``
 Ollama                 (no setting)                                     ``options.repeat_penalty``
-Anthropic              (no setting)                                     (no setting)
+Anthropic              :data:`INSTRUCTIONS` ``compact_whitespace``,     :data:`INSTRUCTIONS`
+                       appended to ``system``                           ``less_repetition``,
+                                                                        appended to ``system``
+local engine           (its mask bounds layout whitespace already)      a frequency penalty in its
+                                                                        sampler
+                                                                        (:mod:`sdk._local._sampling`)
 =====================  ===============================================  ===========================
 
-Where a server has no setting, the retry's feedback is the cure: it tells the model what went
-wrong and asks for compact JSON, or for each value once (:func:`sdk._feedback.describe_error`).
+Anthropic's Messages API has no sampling setting left (no penalty; ``temperature``, ``top_p``
+and ``top_k`` are deprecated on its current models, and its request type names none), so its
+cure is an instruction in the system prompt
+(:func:`sdk._http.anthropic._cures.apply_anthropic_cures`).
+Where a server has no setting at all, the retry's feedback is the cure: it tells the model what
+went wrong and asks for compact JSON, or for each value once (:func:`sdk._feedback.describe_error`).
 A value the caller set (a ``frequency_penalty`` of their own, in the parameters or ``extra``)
 is never replaced.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias
 
 from sdk._backend import GenerationRequest
@@ -40,6 +51,7 @@ __all__ = [
     "CHAT_PENALTY",
     "FREQUENCY_PENALTY",
     "GEMINI_PENALTY",
+    "INSTRUCTIONS",
     "OLLAMA_PENALTY",
     "REPEAT_PENALTY",
     "Compact",
@@ -70,6 +82,17 @@ OLLAMA_PENALTY: Final[Penalty] = (("options", "repeat_penalty"), REPEAT_PENALTY)
 """Ollama's ``/api/chat``."""
 
 _COMPACT, _LESS = "compact_whitespace", "less_repetition"
+
+INSTRUCTIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        _COMPACT: "Write the JSON compactly: no newlines, no indentation and no spaces between "
+        "its tokens.",
+        _LESS: "Write each value once: do not repeat a phrase, a sentence or an item you have "
+        "already written.",
+    }
+)
+"""The instruction a server with no setting for a cure is sent in its system prompt, by cure
+(Anthropic: :func:`sdk._http.anthropic._cures.apply_anthropic_cures`)."""
 
 
 def openai_cures(server: str | None, api: str) -> tuple[Penalty | None, Compact | None]:

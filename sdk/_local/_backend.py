@@ -51,6 +51,7 @@ from sdk._local._model import RUNTIMES, Runtime, choose_runtime, load_model
 from sdk._local._threads import default_threads, usable_cpus
 from sdk._local._tool_calls import LocalToolCalls
 from sdk._local._xgr_masks import JSON_FORMATS, JsonFormat
+from sdk._server_policy import ServerPolicy
 
 __all__ = ["LocalBackend", "LocalGeneration"]
 
@@ -343,6 +344,8 @@ class LocalGeneration:
         """True while counted in ``backend.active`` (started, not finished nor closed)."""
         self._busy = False
         self._closed = False
+        self.server_policy = local_policy(request)
+        """What the engine's mask claims (:func:`local_policy`)."""
 
     def __aiter__(self) -> LocalGeneration:
         return self
@@ -510,6 +513,23 @@ class LocalGeneration:
         # Dropped without aclose(): give back the KV cache and the active count.
         if not self._busy:
             self._release()
+
+
+LOCAL_ENGINE = "fieldstream's local engine"
+"""The engine, in words, for messages."""
+
+OWN_MASK = "its own mask let the output through: a bug of fieldstream's, please report it"
+"""Why prose under the engine's mask can only be ours (the policy's ``detail``)."""
+
+
+def local_policy(request: GenerationRequest) -> ServerPolicy:
+    """What the engine does with ``request``'s constraint: a JSON Schema (``json_schema``,
+    ``json_object``) is decoded under the engine's own mask, so no output can break its syntax;
+    one that does is a bug here, not the model's mistake nor a server's
+    (:class:`~sdk.ConstraintIgnored`, not retried: the same request would fail the same way).
+    The cures a retry asks for are the sampler's (:mod:`sdk._local._sampling`)."""
+    masked = request.mode != "none" and request.constraint is None and not request.tools
+    return ServerPolicy(server=LOCAL_ENGINE, masked=masked, detail=OWN_MASK if masked else "")
 
 
 def _coalesce(pieces: Iterable[Piece]) -> list[tuple[str, bool, int]]:

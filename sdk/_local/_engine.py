@@ -154,6 +154,7 @@ class Engine:
                 top_p=request.top_p,
                 seed=request.seed,
                 device=self.loaded.device,
+                cures=request.cures,  # a retry's less_repetition: a penalty (_sampling.py)
             )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc

@@ -29,6 +29,7 @@ from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
 from sdk._http._request_checks import calls_forced
 from sdk._http._transport import Opened
 from sdk._http.anthropic._bedrock import Bedrock
+from sdk._http.anthropic._cures import anthropic_policy
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._request import (
@@ -37,6 +38,7 @@ from sdk._http.anthropic._request import (
     check_anthropic_request,
 )
 from sdk._http.anthropic._vertex import Vertex
+from sdk._server_policy import attach_policy
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -210,14 +212,18 @@ class AnthropicBackend(HttpBackend):
         model = request.model or self.model
         body, wrapped = anthropic_request(request, model=model, eager=self._eager)
         decoder = AnthropicDecoder(tools=calls_forced(request))
+        policy = anthropic_policy(body, request)  # what the API masks (_cures.py)
         if self._platform is None:
-            return self._deltas(request, body, decoder, unwrap=wrapped)
-        if not model:
-            raise ValueError(f"platform={self.platform!r} needs a model (here or per request)")
-        body = self._platform.body(body, self._transport.headers)
-        return self._deltas(
-            request, body, decoder, unwrap=wrapped, url=model, framing=self._platform.framing
-        )
+            deltas = self._deltas(request, body, decoder, unwrap=wrapped)
+        else:
+            if not model:
+                raise ValueError(f"platform={self.platform!r} needs a model (here or per request)")
+            body = self._platform.body(body, self._transport.headers)
+            deltas = self._deltas(
+                request, body, decoder, unwrap=wrapped, url=model, framing=self._platform.framing
+            )
+        attach_policy(deltas, policy)
+        return deltas
 
     async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """Send the request (:meth:`~sdk._http._transport.HttpTransport.open`); a status error

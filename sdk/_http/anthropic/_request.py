@@ -44,7 +44,9 @@ anything else              refused before sending (``logprobs``, ``metadata``, `
 =========================  ==============================================================
 
 ``request.extra`` is merged into the body last (``thinking``, ``stop_sequences``,
-``metadata``...), so it can add or replace any key built here.
+``metadata``...), so it can add or replace any key built here. A retry's cures
+(``request.cures``) are applied after it: an instruction appended to ``system``
+(:mod:`._cures`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from sdk._constraints import chosen_tool
 from sdk._errors import UnsupportedConstraint
 from sdk._http._request_checks import refuse_constraint, refuse_effort, refuse_parameters
 from sdk._http._unwrap import WRAPPER_KEY
+from sdk._http.anthropic._cures import apply_anthropic_cures
 from sdk._http.anthropic._messages import anthropic_messages
 from sdk._http.anthropic._schema import anthropic_schema
 from sdk._schema import schema_name
@@ -174,6 +177,7 @@ def anthropic_request(
             body["output_config"] = {"format": {"type": "json_schema", "schema": sent}}
     _parameters(body, given)
     body.update(request.extra)
+    apply_anthropic_cures(body, request)  # a retry's fixes, in the system prompt (_cures.py)
     return body, wrapped
 
 

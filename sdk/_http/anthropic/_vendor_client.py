@@ -29,6 +29,7 @@ from sdk._http._errors import both
 from sdk._http._read_loop import stream_deltas
 from sdk._http._request_checks import calls_forced
 from sdk._http._transport import encode_body, estimate_tokens
+from sdk._http.anthropic._cures import anthropic_policy
 from sdk._http.anthropic._decoder import AnthropicDecoder
 from sdk._http.anthropic._errors import anthropic_status_error
 from sdk._http.anthropic._request import (
@@ -36,6 +37,7 @@ from sdk._http.anthropic._request import (
     anthropic_shows_schema,
     check_anthropic_request,
 )
+from sdk._server_policy import attach_policy
 
 __all__ = ["AnthropicSDKBackend", "async_client"]
 
@@ -71,9 +73,10 @@ class AnthropicSDKBackend:
         package's own exception."""
         body, wrapped = anthropic_request(request, model=request.model or self.model)
         estimate = estimate_tokens(encode_body(body))
+        policy = anthropic_policy(body, request)  # what the API masks (_cures.py)
         named = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         del body["stream"]
-        return stream_deltas(
+        deltas = stream_deltas(
             vendor.raw_response(
                 lambda: self._client.messages.with_streaming_response.create(
                     **named, stream=True, extra_body=body, **vendor.per_request(request)
@@ -85,6 +88,8 @@ class AnthropicSDKBackend:
             unwrap=wrapped,
             prompt_estimate=estimate,
         )
+        attach_policy(deltas, policy)
+        return deltas
 
     async def _call(self, awaitable: Any) -> Any:
         """Await an SDK call; its errors raised as ours and theirs at once."""

@@ -23,9 +23,11 @@ from sdk._errors import StreamUsageError
 from sdk._http._http_backend import EndpointOptions, HttpBackend, HttpOptions
 from sdk._http._request_checks import calls_forced
 from sdk._http._transport import Opened
+from sdk._http.gemini._cures import gemini_policy
 from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
 from sdk._http.gemini._vertex import VERTEX_API_VERSION, VertexAuth, vertex_root
+from sdk._server_policy import attach_policy
 
 __all__ = ["GEMINI_API_VERSION", "GEMINI_BASE_URL", "GeminiBackend", "GeminiOptions"]
 
@@ -168,8 +170,11 @@ class GeminiBackend(HttpBackend):
         body = gemini_body(request, stream_arguments=self.stream_arguments)
         decoder = GeminiDecoder(tools=calls_forced(request))
         if self._vertex is not None:  # the URL may need the project the credentials name
-            return self._deltas(request, body, decoder)
-        return self._deltas(request, body, decoder, url=self.url_for(model))
+            deltas = self._deltas(request, body, decoder)
+        else:
+            deltas = self._deltas(request, body, decoder, url=self.url_for(model))
+        attach_policy(deltas, gemini_policy(body))  # what Gemini masks (_cures.py)
+        return deltas
 
     async def _open(self, payload: bytes, request: GenerationRequest, url: str | None) -> Opened:
         """On Vertex AI, the credential fetched (or refreshed) for this request first."""

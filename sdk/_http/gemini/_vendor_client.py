@@ -22,13 +22,15 @@ import types as pytypes
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from sdk._backend import Delta, GenerationRequest
+from sdk._backend import Delta, GenerationRequest, TextChunks
 from sdk._errors import StreamUsageError, TransportError
 from sdk._http._errors import both, status_error
 from sdk._http._request_checks import calls_forced
 from sdk._http._vendor_sdk import import_sdk
+from sdk._http.gemini._cures import gemini_policy
 from sdk._http.gemini._decoder import GeminiDecoder
 from sdk._http.gemini._request import check_gemini_request, gemini_body
+from sdk._server_policy import attach_policy
 
 __all__ = ["GenaiSDKBackend"]
 
@@ -76,12 +78,16 @@ class GenaiSDKBackend:
         config = {**body.pop("generationConfig", {}), **body}
         if request.timeout is not None and isinstance(request.timeout, (int, float)):
             config["httpOptions"] = {"timeout": int(request.timeout * 1000)}
-        return self._deltas(
-            request.model or self.model,
-            contents,
-            config,
-            GeminiDecoder(tools=calls_forced(request)),
+        deltas = TextChunks(
+            self._deltas(
+                request.model or self.model,
+                contents,
+                config,
+                GeminiDecoder(tools=calls_forced(request)),
+            )
         )
+        attach_policy(deltas, gemini_policy(config))  # what Gemini masks (_cures.py)
+        return deltas
 
     async def _deltas(
         self, model: str, contents: Any, config: dict[str, Any], decoder: GeminiDecoder

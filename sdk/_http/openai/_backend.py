@@ -30,7 +30,7 @@ from sdk._http._transport import Opened
 from sdk._http.openai._azure import AzureSettings, TokenProvider, azure_settings
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
-from sdk._http.openai._cures import chat_policy
+from sdk._http.openai._cures import openai_policy
 from sdk._http.openai._flavours import (
     Api,
     Server,
@@ -201,8 +201,8 @@ class OpenAIBackend(HttpBackend):
             request, model=request.model or self.model, strict=self.strict, server=self.server
         )
         deltas = self._deltas(request, body, decoder(request, self.server), unwrap=wrapped)
-        if self.api == "chat":  # what the server does with the constraint (_cures.py)
-            attach_policy(deltas, chat_policy(request, self.server))
+        # what the server does with the constraint (_cures.py)
+        attach_policy(deltas, openai_policy(request, self.server, self.api))
         return deltas
 
     def check_request(self, request: GenerationRequest) -> None:

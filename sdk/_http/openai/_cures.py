@@ -7,10 +7,15 @@ backend says of the constraint its server applies (sans-I/O; docs/reasoning.md's
   known flavour are sent nothing (OpenAI refuses unknown fields; ``reasoning_effort`` is the
   caller's).
 
-:func:`chat_policy`: a ``response_format`` JSON Schema or ``json_object`` (and nothing else:
-no tools, no other constraint) is masked by the server, so prose at its start is the server's
-fault (:class:`~sdk.ConstraintIgnored`, no fix known on these servers: not retried); an answer
-in the reasoning is cured by ``"no_thinking"`` where the server takes it.
+:func:`openai_policy`: on Chat Completions, a ``response_format`` JSON Schema or
+``json_object`` (and nothing else: no tools, no other constraint) is masked by the server; on
+the Responses API, ``text.format`` (``json_schema`` or ``json_object``; to llama.cpp, the
+``response_format`` it reads instead). Prose at its start is the server's fault
+(:class:`~sdk.ConstraintIgnored`), with no fix known on these servers: not retried. One cause
+is known and named in the message: a server not named on the Responses API may have ignored
+``text.format``, as llama.cpp's ``/responses`` does (``server="llamacpp"`` sends the schema
+the way it reads it). An answer in the reasoning is cured by ``"no_thinking"`` where the
+server takes it (Chat Completions).
 """
 
 from __future__ import annotations
@@ -18,13 +23,19 @@ from __future__ import annotations
 from typing import Any
 
 from sdk._backend import GenerationRequest
-from sdk._http.openai._flavours import Server
+from sdk._http.openai._flavours import Api, Server
 from sdk._server_policy import ServerPolicy
 
-__all__ = ["apply_reasoning_cures", "chat_policy"]
+__all__ = ["IGNORED_FORMAT", "apply_reasoning_cures", "openai_policy"]
 
 _THINKING_OFF: frozenset[Server | None] = frozenset({"vllm", "llamacpp"})
-_NAMES = {"openai": "OpenAI", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+_NAMES = {
+    "openai": "OpenAI",
+    "vllm": "vLLM",
+    "llamacpp": "llama.cpp",
+    "sglang": "SGLang",
+    "tgi": "TGI",
+}
 
 
 def apply_reasoning_cures(
@@ -38,16 +49,29 @@ def apply_reasoning_cures(
         body["chat_template_kwargs"] = merged
 
 
-def chat_policy(request: GenerationRequest, server: Server | None) -> ServerPolicy:
-    """What ``server`` does with ``request``'s constraint (see the module docstring)."""
+IGNORED_FORMAT = (
+    "it may have ignored text.format, as llama.cpp's /responses does: say "
+    "Client(..., server='llamacpp') to send the schema the way it reads it"
+)
+"""The known cause of prose under ``text.format`` on a server not named (Responses API)."""
+
+
+def openai_policy(request: GenerationRequest, server: Server | None, api: Api) -> ServerPolicy:
+    """What ``server`` does with ``request``'s constraint on ``api`` (``"chat"``,
+    ``"responses"``; see the module docstring)."""
+    chat = api == "chat"
+    overridden = (
+        "response_format" if chat or server == "llamacpp" else "text"
+    ) in request.extra  # the caller's own format: what it asks is theirs to know
     masked = (
         request.constraint is None
         and not request.tools
         and request.mode in ("json_schema", "json_object")
-        and "response_format" not in request.extra
+        and not overridden
     )
     return ServerPolicy(
         server=_NAMES.get(server or "", "the server"),
         masked=masked,
-        reasoning_cure="no_thinking" if server in _THINKING_OFF else None,
+        reasoning_cure="no_thinking" if chat and server in _THINKING_OFF else None,
+        detail=IGNORED_FORMAT if masked and not chat and server is None else "",
     )

@@ -53,7 +53,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from sdk._backend import CONTENT_FILTER, LENGTH, STOP, TOOL_CALLS, Delta, GenerationRequest
-from sdk._errors import OutputSyntaxError, TransportError
+from sdk._errors import TransportError
 from sdk._http._request_checks import calls_forced
 from sdk._http._stop_reasons import AS_IS, finish_reason_of, stop_said
 from sdk._http.openai._errors import responses_error
@@ -64,7 +64,6 @@ __all__ = [
     "IGNORED",
     "READ",
     "STOP_REASONS",
-    "FormatIgnored",
     "ResponsesDecoder",
     "responses_decoder",
     "responses_error",
@@ -373,65 +372,14 @@ class ResponsesDecoder:
         return [*empty, Delta(finish_reason=reason, usage=reported, response=said)]
 
 
-# What a JSON document may begin with (after whitespace).
-_JSON_STARTS = frozenset('{["-0123456789tfn')
-
-
-class FormatIgnored:
-    """A :class:`ResponsesDecoder` for a JSON document from a
-    server not named: when the output's first character is one no JSON document begins with,
-    the server most likely ignored ``text.format`` (llama.cpp's does), and the
-    :class:`~sdk.OutputSyntaxError` says so, instead of the parser's bare "found 'R'"."""
-
-    def __init__(self, decoder: ResponsesDecoder) -> None:
-        self._decoder = decoder
-        self._seen = 0  # characters of message text before the first that is not whitespace
-        self._checked = False
-
-    @property
-    def done(self) -> bool:
-        return self._decoder.done
-
-    def decode(self, event: str, data: str) -> str | list[Delta]:
-        out = self._decoder.decode(event, data)
-        if not self._checked:
-            for text in (
-                [out] if isinstance(out, str) else [d.text for d in out if d.tool_call is None]
-            ):
-                self._check(text)
-        return out
-
-    def end(self) -> list[Delta]:
-        return self._decoder.end()
-
-    def _check(self, text: str) -> None:
-        stripped = text.lstrip()
-        if not stripped:
-            self._seen += len(text)
-            return
-        self._checked = True
-        if stripped[0] in _JSON_STARTS:
-            return
-        offset = self._seen + len(text) - len(stripped)
-        raise OutputSyntaxError(
-            f"the output is not JSON: it begins {stripped[:40]!r}. The server may have ignored "
-            "the format the Responses API sends (text.format); llama.cpp's does: say "
-            "Client(..., server='llamacpp') to send the schema the way it reads it",
-            offset=offset,
-        )
-
-
-def responses_decoder(
-    request: GenerationRequest, server: Server | None
-) -> ResponsesDecoder | FormatIgnored:
-    """The decoder for ``request``'s events: :class:`ResponsesDecoder`, wrapped in
-    :class:`FormatIgnored` where a JSON document is asked of a server not named."""
-    decoder = ResponsesDecoder(tools=calls_forced(request))
-    json_document = request.mode in ("json_schema", "json_object") and not request.tools
-    # A lenient stream skips prose before the document itself: nothing to say there.
-    if server is None and json_document and request.constraint is None and not request.lenient:
-        return FormatIgnored(decoder)
-    return decoder
+def responses_decoder(request: GenerationRequest, server: Server | None) -> ResponsesDecoder:
+    """The decoder for ``request``'s events (``server`` is not read: the backends' common
+    face). Output a server writes that no JSON document begins with, under a format it was
+    sent (a server not named that ignored ``text.format``, as llama.cpp's does), is told apart
+    by the backend's :class:`~sdk._server_policy.ServerPolicy`
+    (:func:`sdk._http.openai._cures.openai_policy`): a :class:`~sdk.ConstraintIgnored`."""
+    del server
+    return ResponsesDecoder(tools=calls_forced(request))
 
 
 def _custom_key(item_id: object, output_index: object) -> str:

@@ -18,9 +18,9 @@ llama.cpp's server serves ``/responses`` by turning the body into a chat request
 ``text.format`` and reads ``tool_choice`` as a string only. With ``server="llamacpp"`` the schema
 goes as the ``response_format`` it reads (as for Chat Completions) and a named tool as
 ``"required"`` with that tool alone. A server not named that writes something no JSON document
-begins with (a server that ignored ``text.format``) fails with an
-:class:`~sdk.OutputSyntaxError` that says so
-(:func:`sdk._http.openai._responses_decoder.responses_decoder`).
+begins with (a server that ignored ``text.format``) fails with a
+:class:`~sdk.ConstraintIgnored` that says so, not retried
+(:func:`sdk._http.openai._cures.openai_policy`).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from sdk._http._vendor_sdk import (
 )
 from sdk._http.openai._chat_decoder import chat_decoder
 from sdk._http.openai._chat_request import chat_request
+from sdk._http.openai._cures import openai_policy
 from sdk._http.openai._errors import error_from_payload
 from sdk._http.openai._flavours import (
     Api,
@@ -52,6 +53,7 @@ from sdk._http.openai._flavours import (
 )
 from sdk._http.openai._responses_decoder import responses_decoder
 from sdk._http.openai._responses_request import responses_request
+from sdk._server_policy import attach_policy
 
 __all__ = [
     "OpenAISDKBackend",
@@ -117,7 +119,7 @@ class OpenAISDKBackend:
         named = {"model": body.pop("model"), items: body.pop(items)}
         del body["stream"]
         read = decoder(request, self.server)
-        return stream_deltas(
+        deltas = stream_deltas(
             raw_response(
                 lambda: resource(self._client).with_streaming_response.create(
                     **named, stream=True, extra_body=body, **per_request(request)
@@ -129,6 +131,9 @@ class OpenAISDKBackend:
             unwrap=wrapped,
             prompt_estimate=estimate,
         )
+        # what the server does with the constraint, as on the httpx backends (_cures.py)
+        attach_policy(deltas, openai_policy(request, self.server, self.api))
+        return deltas
 
     def check_request(self, request: GenerationRequest) -> None:
         """Raise :class:`~sdk.UnsupportedConstraint` when the server cannot be sent

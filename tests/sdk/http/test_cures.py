@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from sdk import Client, RepeatedOutput, Retry, RunawayWhitespace
 from sdk._backend import CURES, GenerationRequest
-from sdk._http._cures import FREQUENCY_PENALTY, REPEAT_PENALTY
+from sdk._http._cures import FREQUENCY_PENALTY, INSTRUCTIONS, REPEAT_PENALTY
 from sdk._http.anthropic._request import anthropic_body
 from sdk._http.gemini._request import gemini_body
 from sdk._http.ollama._request import ollama_body
@@ -128,7 +128,48 @@ def test_gemini_ollama_and_anthropic() -> None:
     assert cured(lambda r: ollama_body(r, model="q")) == {
         "options": {"repeat_penalty": REPEAT_PENALTY}
     }
-    assert cured(lambda r: anthropic_body(r, model="c")) == {}  # no setting of either
+    # No setting of either: the instructions, in the system prompt.
+    assert cured(lambda r: anthropic_body(r, model="c")) == {
+        "system": [
+            {
+                "type": "text",
+                "text": f"{INSTRUCTIONS['compact_whitespace']} {INSTRUCTIONS['less_repetition']}",
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize("cure", sorted(BOTH))
+def test_anthropic_appends_each_instruction_after_the_callers_system_prompt(cure: str) -> None:
+    messages = ({"role": "system", "content": "Be brief."}, *MESSAGES)
+    plain = anthropic_body(request(messages=messages), model="c")
+    body = anthropic_body(request(messages=messages, cures=frozenset({cure})), model="c")
+    assert body["system"] == [*plain["system"], {"type": "text", "text": INSTRUCTIONS[cure]}]
+    assert {k: v for k, v in body.items() if k != "system"} == {
+        k: v for k, v in plain.items() if k != "system"
+    }
+    # The caller's own system (a string in extra=) is kept, first.
+    given = anthropic_body(
+        request(cures=frozenset({cure}), extra={"system": "Be brief."}), model="c"
+    )
+    assert given["system"] == [
+        {"type": "text", "text": "Be brief."},
+        {"type": "text", "text": INSTRUCTIONS[cure]},
+    ]
+    # The reasoning cures have no equivalent on Anthropic: nothing changes.
+    for other in ("no_thinking", "allow_thinking"):
+        assert anthropic_body(request(cures=frozenset({other})), model="c") == anthropic_body(
+            request(), model="c"
+        )
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "tool", "json_object"])
+def test_cured_anthropic_bodies_are_anthropics_request_type(mode: str) -> None:
+    anthropic_types = pytest.importorskip("anthropic.types.message_create_params")
+    messages = ({"role": "system", "content": "Be brief."}, *MESSAGES)
+    body = anthropic_body(request(messages=messages, mode=mode, cures=BOTH), model="c")
+    assert len(body["system"]) == 2
+    assert openai_errors(body, anthropic_types.MessageCreateParamsStreaming) == []
 
 
 def test_a_value_the_caller_set_is_kept() -> None:
@@ -150,6 +191,7 @@ def test_no_cure_changes_nothing() -> None:
         lambda r: chat_body(r, model="m", server="llamacpp"),
         gemini_body,
         lambda r: ollama_body(r, model="q"),
+        lambda r: anthropic_body(r, model="c"),
     ):
         assert build(request()) == build(request(cures=frozenset()))
 

@@ -138,3 +138,75 @@ def test_every_int_is_a_seed(seed: int) -> None:
         first = [a.pick(_row(a, values)) for _ in range(64)]  # type: ignore[attr-defined]
         assert first == [b.pick(_row(b, values)) for _ in range(64)]  # type: ignore[attr-defined]
         assert len(set(first)) > 1
+
+
+# --- the cure of a repetition: a frequency penalty over a window ---------------------------
+
+
+def test_no_cure_no_penalty() -> None:
+    from sdk._local._sampling import sampler_for
+
+    assert sampler_for("llama.cpp").penalty is None
+    assert sampler_for("llama.cpp", cures={"compact_whitespace", "no_thinking"}).penalty is None
+    assert sampler_for("llama.cpp", cures={"less_repetition"}).penalty is not None
+
+
+def test_the_penalty_turns_a_greedy_loop_off_its_token() -> None:
+    """Token 0 leads token 1 by 2.5: greedy picks it for ever; with the penalty (1.0 per pick)
+    it is picked until its lead is gone, then the two alternate. The -inf token stays out."""
+    from sdk._local._sampling import RepetitionPenalty
+
+    def row() -> object:
+        return np.asarray([[3.0, 0.5, -np.inf, 0.0]], dtype=np.float32)
+
+    plain = NumpySampler()
+    assert [plain.pick(row()) for _ in range(10)] == [0] * 10
+    cured = NumpySampler(penalty=RepetitionPenalty(penalty=1.0))
+    picks = [cured.pick(row()) for _ in range(12)]
+    assert picks[:3] == [0, 0, 0] and picks[3] == 1  # 3 - 3 < 0.5
+    assert 2 not in picks and {0, 1} <= set(picks[3:])
+    assert cured.penalty is not None and cured.penalty.lowered()[0] == picks.count(0)
+
+
+def test_the_window_forgets_the_oldest_picks() -> None:
+    from sdk._local._sampling import RepetitionPenalty
+
+    penalty = RepetitionPenalty(penalty=0.5, window=3)
+    for token in (7, 7, 8, 9):
+        penalty.picked(token)
+    assert penalty.lowered() == {7: 0.5, 8: 0.5, 9: 0.5}  # the first 7 left the window
+    penalty.picked(9)
+    assert penalty.lowered() == {8: 0.5, 9: 1.0}
+    with pytest.raises(ValueError, match="penalty"):
+        RepetitionPenalty(penalty=float("nan"))
+    with pytest.raises(ValueError, match="window"):
+        RepetitionPenalty(window=0)
+
+
+def test_sampled_decoding_with_the_penalty_still_draws_once_per_pick() -> None:
+    from sdk._local._sampling import RepetitionPenalty
+
+    spread = logits_of([0.4, 0.3, 0.2, 0.1])
+    a = NumpySampler(temperature=1.0, seed=5, penalty=RepetitionPenalty())
+    b = NumpySampler(temperature=1.0, seed=5)
+    for _ in range(20):
+        a.pick(spread.copy())  # type: ignore[attr-defined]
+        b._rng.random()
+    assert a._rng.random() == b._rng.random()
+
+
+def test_the_torch_sampler_applies_the_same_penalty() -> None:
+    torch = pytest.importorskip("torch")
+    from sdk._local._sampling import RepetitionPenalty, Sampler
+
+    def row() -> object:
+        return torch.tensor([[3.0, 0.5, float("-inf"), 0.0]])
+
+    cured = Sampler(penalty=RepetitionPenalty(penalty=1.0))
+    numpy_cured = NumpySampler(penalty=RepetitionPenalty(penalty=1.0))
+    picks = [cured.pick(row()) for _ in range(12)]
+    assert picks == [
+        numpy_cured.pick(np.asarray([[3.0, 0.5, -np.inf, 0.0]], dtype=np.float32))
+        for _ in range(12)
+    ]
+    assert picks[3] == 1 and 2 not in picks

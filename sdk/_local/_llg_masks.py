@@ -29,8 +29,8 @@ from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_specs import llg_grammar, schema_grammar, schema_plan
-from sdk._local._mask_budget import CompileBudget, without_patterns
+from sdk._local._llg_specs import llg_grammar, plan_within, schema_grammar
+from sdk._local._mask_budget import CompileBudget, skeleton, without_patterns
 
 __all__ = ["LlgConstraint", "LlgGrammars", "fill_masks"]
 
@@ -101,6 +101,8 @@ class LlgGrammars:
         self._stop_rows = sorted(t for t in self.stop_token_ids if t < width)
         self._eos_only = sorted(set(ll_tokenizer.eos_tokens) - self.stop_token_ids)
         self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
+        self._skeletons: dict[str, _Compiled] = {}
+        """The budget's last fallback, by its schema (``{"type": "object"}`` and the like)."""
         self._lock = threading.Lock()
         self.limits = self._llg.LLParserLimits(
             max_items_in_row=max_items_in_row, step_max_items=step_max_items
@@ -127,7 +129,7 @@ class LlgGrammars:
         if spec.kind == "json_schema":  # within the budget, else the widened schema's mask
             compiled, exact = self.budget.run(
                 lambda: self._matcher(llg_grammar(spec, self.json_format), spec.kind),
-                lambda level: self._matcher(self._wider(spec.text, level), spec.kind),
+                lambda level: self._wider(spec.text, level),
                 lambda late: self._store(spec, late),
                 "a JSON Schema (llguidance)",
             )
@@ -142,11 +144,22 @@ class LlgGrammars:
             raise ValueError(f"llguidance cannot compile the {kind}: {reason}")
         return _Compiled(grammar, matcher)
 
-    def _wider(self, text: str, level: int) -> str:
-        """The grammar of the widened schema: the plan's without patterns (1), any value (2)."""
-        masked = schema_plan(text, self.json_format).masked
-        schema = without_patterns(masked)[0] if level == 1 else {}
-        return schema_grammar(schema, self.json_format)
+    def _wider(self, text: str, level: int) -> _Compiled:
+        """The widened schema's mask: the plan's without patterns (1) where the plan is ready,
+        else (2) the root's type alone (``_mask_budget.skeleton``, compiled once)."""
+        plan = plan_within(text, self.json_format, 0) if level == 1 else None
+        if plan is not None:
+            return self._matcher(
+                schema_grammar(without_patterns(plan.masked)[0], self.json_format), "json_schema"
+            )
+        wide = json.dumps(skeleton(json.loads(text), "")[0])
+        with self._lock:
+            hit = self._skeletons.get(wide)
+        if hit is None:
+            hit = self._matcher(schema_grammar(json.loads(wide), self.json_format), "json_schema")
+            with self._lock:
+                self._skeletons[wide] = hit
+        return hit
 
     def _store(self, spec: GrammarSpec, compiled: _Compiled, exact: bool = True) -> _Compiled:
         """Cache ``compiled``; a widened one never replaces the exact one (a late compile

@@ -17,14 +17,27 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from sdk._local._mask_schema import Relaxation, pointer, subschemas
 
-__all__ = ["CompileBudget", "in_thread", "without_patterns"]
+__all__ = [
+    "PLAN_BUILD_BUDGET",
+    "SKELETONS",
+    "SMALL_SCHEMA",
+    "CompileBudget",
+    "build_budget",
+    "forget_plans",
+    "in_thread",
+    "plan_wait",
+    "planned",
+    "skeleton",
+    "without_patterns",
+]
 
 logger = logging.getLogger("fieldstream")
 
@@ -43,6 +56,78 @@ def in_thread(fn: Callable[[], T]) -> Future[T]:
 
     threading.Thread(target=work, name="fieldstream-mask-compile", daemon=True).start()
     return future
+
+
+PLAN_BUILD_BUDGET = 0.5
+"""The longest xgrammar grammar build its plan (``_xgr_schema.xgr_plan``) waits for before it
+masks the schema without its patterns for good (a 30 s build is not worth waiting for on a
+later request either); the time to the first mask is bounded apart from it (:func:`planned`)."""
+
+
+def build_budget(seconds: float | None) -> float | None:
+    """The budget ``xgr_plan`` is given under a compile budget of ``seconds``: at least
+    :data:`PLAN_BUILD_BUDGET` (None: no limit)."""
+    return None if seconds is None else max(seconds, PLAN_BUILD_BUDGET)
+
+
+SMALL_SCHEMA = 4096
+"""The longest schema text (bytes of its compact JSON) whose plan the request's check always
+waits for, whatever the budget: its plan takes milliseconds, and a malformed schema is then
+refused at the check every time, not only on a quiet machine."""
+
+
+def plan_wait(text: str, seconds: float | None) -> float | None:
+    """How long the request's check waits for the plan of the schema ``text``: ``seconds``,
+    or as long as it takes (None) for a schema of at most :data:`SMALL_SCHEMA` bytes."""
+    return None if len(text) <= SMALL_SCHEMA else seconds
+
+
+_PLANS: OrderedDict[Hashable, Future[Any]] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+_PLAN_CACHE = 64
+"""How many plans (running or done) :func:`planned` keeps."""
+
+
+def planned(key: Hashable, make: Callable[[], T], seconds: float | None) -> T | None:
+    """``make()``'s result, shared by ``key``: the first ask starts it in a thread of its own
+    (later asks, from any thread, join that one), and each ask waits at most ``seconds``
+    (None: as long as it takes; 0: not at all). None when it is not ready by then: it goes on
+    and is kept for the next ask (the last :data:`_PLAN_CACHE` keys). Its exception, if it
+    raised one, is raised to every ask."""
+    with _PLANS_LOCK:
+        future = _PLANS.get(key)
+        if future is None:
+            future = _PLANS[key] = in_thread(make)
+            while len(_PLANS) > _PLAN_CACHE:
+                _PLANS.popitem(last=False)
+        else:
+            _PLANS.move_to_end(key)
+    try:
+        result: T = future.result(timeout=seconds)
+    except FutureTimeout:
+        return None
+    return result
+
+
+def forget_plans() -> None:
+    """Forget every plan :func:`planned` keeps (benchmarks: the next plan of each is cold)."""
+    with _PLANS_LOCK:
+        _PLANS.clear()
+
+
+SKELETONS = ('{"type":"object"}', '{"type":"array"}', "{}")
+"""Every mask :func:`skeleton` gives, as compact JSON text (an engine may compile them ahead)."""
+
+
+def skeleton(schema: Any, reason: str) -> tuple[Any, tuple[Relaxation, ...]]:
+    """The widest mask short of any value, built in microseconds whatever the schema's size:
+    ``{"type": "object"}`` or ``{"type": "array"}`` where the root's ``type`` says so (every
+    document the schema admits is one, whatever else it says), else any value (``{}``); and
+    the relaxation that says so, for ``reason``."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind in ("object", "array"):
+        return {"type": kind}, (Relaxation("/", "*", f"{reason}: any {kind}"),)
+    return {}, (Relaxation("/", "*", f"{reason}: any value"),)
 
 
 def without_patterns(schema: Any) -> tuple[Any, tuple[Relaxation, ...]]:

@@ -58,6 +58,9 @@ class _Compiled:
     """llguidance's grammar (JSON text)."""
     matcher: Any
     """A pristine ``LLMatcher`` of it, never advanced: each request takes a deep copy."""
+    exact: bool = True
+    """False for the budget's widened mask: a constraint built on it takes the exact one over
+    once it is cached (:meth:`LlgConstraint._take_over`)."""
 
 
 class LlgGrammars:
@@ -133,6 +136,8 @@ class LlgGrammars:
                 lambda late: self._store(spec, late),
                 "a JSON Schema (llguidance)",
             )
+            if not exact:
+                compiled = _Compiled(compiled.grammar, compiled.matcher, exact=False)
             return self._store(spec, compiled, exact)
         return self._store(spec, self._matcher(llg_grammar(spec, self.json_format), spec.kind))
 
@@ -175,11 +180,19 @@ class LlgGrammars:
 
     def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> LlgConstraint:
         """A fresh matcher for one request, constrained by ``schema``."""
-        return LlgConstraint(self, self.compile(schema), tokenizer)
+        spec = GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
+        return self.constraint_for(spec, tokenizer)
 
     def constraint_for(self, spec: GrammarSpec, tokenizer: Any) -> LlgConstraint:
-        """A fresh matcher for one request, constrained by ``spec``."""
-        return LlgConstraint(self, self.compile_spec(spec), tokenizer)
+        """A fresh matcher for one request, constrained by ``spec`` (under the widened mask,
+        when its compile ran past the budget, until the exact one is cached)."""
+        compiled = self.compile_spec(spec)
+        return LlgConstraint(self, compiled, tokenizer, None if compiled.exact else spec)
+
+    def cached(self, spec: GrammarSpec) -> _Compiled | None:
+        """The compiled grammar of ``spec`` in the cache, if any (no compile)."""
+        with self._lock:
+            return self._specs.get(spec)
 
     def clear_cache(self) -> None:
         """Forget every compiled grammar (the next compile of each is cold again)."""
@@ -203,8 +216,19 @@ class LlgConstraint:
     uses llguidance's tokenizer.
     """
 
-    def __init__(self, grammars: LlgGrammars, compiled: _Compiled, tokenizer: Any) -> None:
+    def __init__(
+        self,
+        grammars: LlgGrammars,
+        compiled: _Compiled,
+        tokenizer: Any,
+        exact_spec: GrammarSpec | None = None,
+    ) -> None:
         self._grammars = grammars
+        self._exact_spec = exact_spec
+        """The spec whose exact mask takes over from this widened one once it is cached (None:
+        this is the exact one, or it can no longer take over)."""
+        self._written: list[int] = []
+        """The tokens accepted so far while :attr:`_exact_spec` waits (replayed on the exact)."""
         self._np = grammars._np
         self._llg_numpy = require("llguidance.numpy")
         self._tokenizer = tokenizer
@@ -308,6 +332,7 @@ class LlgConstraint:
         """Advance past ``token_id``; it must be one the last mask allowed."""
         self._prefilled = False
         if token_id in self._grammars.stop_token_ids:
+            self._exact_spec = None  # the generation ends: nothing to take over
             # llguidance reads any stop token as its own end of sequence, and records it only
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
             if not self._ending():
@@ -321,6 +346,25 @@ class LlgConstraint:
         if not self._consume([token_id]):
             raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
         self._steps.append((1, False))
+        if self._exact_spec is not None:
+            self._written.append(token_id)
+            self._take_over()
+
+    def _take_over(self) -> None:
+        """Where this is the budget's widened mask and the exact one is now cached: go on under
+        the exact one, the tokens written so far replayed on it (if it takes them all; else
+        this generation stays widened: the tracker checks the schema either way)."""
+        spec = self._exact_spec
+        compiled = self._grammars.cached(spec) if spec is not None else None
+        if compiled is None or not compiled.exact:
+            return
+        self._exact_spec = None
+        with self._grammars._lock:
+            exact = compiled.matcher.deep_copy()
+        tokens, self._written = self._written, []
+        if exact.validate_tokens(tokens) == len(tokens) and exact.consume_tokens(tokens):
+            self._matcher = exact
+            self._prefilled = False
 
     def _consume_named_stop(self, token_id: int) -> None:
         """Consume stop token ``token_id`` where the grammar cannot end but may name the token
@@ -340,6 +384,9 @@ class LlgConstraint:
         if not self._consume(tokens):
             return False
         self._steps.append((len(tokens), False))
+        if self._exact_spec is not None:
+            self._written.extend(tokens)
+            self._take_over()
         return True
 
     def rollback(self, count: int) -> None:
@@ -351,6 +398,8 @@ class LlgConstraint:
             raise ValueError(f"cannot roll back {count} steps: {len(self._steps)} were accepted")
         tokens = sum(n for n, _ in self._steps[-count:])
         del self._steps[-count:]
+        if tokens and self._written:
+            del self._written[-tokens:]
         if tokens and not self._matcher.rollback(tokens):
             raise RuntimeError(f"llguidance could not roll back: {self._matcher.get_error()}")
 

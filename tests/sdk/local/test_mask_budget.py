@@ -363,3 +363,37 @@ def test_skeleton_is_the_root_s_type_or_any_value() -> None:
     assert {json.dumps(skeleton(s, "")[0], separators=(",", ":")) for s in (BIG, [], {})} <= set(
         SKELETONS
     )
+
+
+@pytest.mark.torch  # the tokenizer fixture reads the GGUF through transformers
+def test_a_widened_generation_takes_the_exact_mask_over_once_it_is_cached(
+    monkeypatch: pytest.MonkeyPatch, ll_tokenizer: Any, tokenizer: Any
+) -> None:
+    pytest.importorskip("llguidance")
+    from sdk._local._llg_masks import LlgGrammars
+
+    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
+    grammars = LlgGrammars(
+        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
+    )
+    release = _held(monkeypatch)
+    spec = GrammarSpec("json_schema", BIG_TEXT)
+    try:
+        going = grammars.constraint_for(spec, tokenizer)  # will take the exact one over
+        strayed = grammars.constraint_for(spec, tokenizer)  # wrote what the exact refuses
+        assert CompileBudget.taken(grammars) == 1
+        assert going.accept_text('{"id":"')
+        assert strayed.accept_text('{"id":"a')
+    finally:
+        release.set()
+    for thread in threading.enumerate():
+        if thread.name == "fieldstream-mask-compile":
+            thread.join(30)
+    assert going.accept_text("1")  # the exact mask takes over here, "{"id":"1" replayed on it
+    assert not going.accept_text("x")  # the pattern, masked now
+    assert going.accept_text('2"}')
+    assert strayed.accept_text("b")  # the exact one refuses "a": this one stays widened
+    assert strayed.accept_text('c"}')
+    going.rollback(2)  # the steps written before the take-over roll back on the exact one
+    assert not going.accept_text("z")
+    assert going.accept_text('1"}')

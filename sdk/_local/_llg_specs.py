@@ -340,8 +340,9 @@ def check_llg(
     (``<|name|>`` in Lark); without it (no model loaded yet) an unknown one is refused at the
     first generation. Any failure of the translation (a malformed schema) is refused as well.
     A JSON Schema's plan is waited for at most ``budget`` seconds (:func:`plan_within`; None:
-    no limit; a small schema's always, ``_mask_budget.plan_wait``): past it the check returns and the plan goes on for the compile to join (a
-    translation that fails later fails the compile, and the next check).
+    no limit; a small schema's always, ``_mask_budget.plan_wait``): past it the check returns
+    and the plan goes on for the compile to join (a translation that fails later fails the
+    compile, and the next check).
     Without llguidance installed nothing is compiled: the first generation raises
     :class:`~sdk.MissingDependencyError`."""
     check_options(request)

@@ -11,9 +11,9 @@ mask's plan), the compile (``constraint_for``: llguidance's matcher, xgrammar's 
 grammar) and the first mask over the packaged model's vocabulary (SmolLM2-135M, 49,152
 tokens: ``mask()`` of a row of logits, as the engine masks), summed: the time to the first
 usable mask, which is the widened schema's where the plan or the compile ran past the budget
-(both are printed per schema and counted). Prints each schema's milliseconds and whether the compile budget
-(``mask_compile_budget``, ``--budget``; ``DEFAULT_MASK_COMPILE_BUDGET`` by default, 0 for none)
-fell back to the widened schema, then median, p99 and max per runtime. A compile left running
+(``mask_compile_budget``, ``--budget``; ``DEFAULT_MASK_COMPILE_BUDGET`` by default, 0 for
+none). Prints each schema's milliseconds, whether its check returned before the plan was ready
+and whether its first mask was the widened one, then median, p99 and max per runtime. A compile left running
 past its budget is waited for (untimed) before the next schema, so each is measured alone.
 """
 

@@ -13,8 +13,9 @@ tokens: ``mask()`` of a row of logits, as the engine masks), summed: the time to
 usable mask, which is the widened schema's where the plan or the compile ran past the budget
 (``mask_compile_budget``, ``--budget``; ``DEFAULT_MASK_COMPILE_BUDGET`` by default, 0 for
 none). Prints each schema's milliseconds, whether its check returned before the plan was ready
-and whether its first mask was the widened one, then median, p99 and max per runtime. A compile left running
-past its budget is waited for (untimed) before the next schema, so each is measured alone.
+and whether its first mask was the widened one, then median, p99 and max per runtime. A
+compile left running past its budget is waited for (untimed) before the next schema, so each is
+measured alone.
 """
 
 from __future__ import annotations

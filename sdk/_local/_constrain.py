@@ -171,12 +171,13 @@ def check(request: GenerationRequest, budget: float | None = DEFAULT_MASK_COMPIL
     except ImportError:
         return
     if spec.kind == "json_schema":
-        from sdk._local._mask_budget import build_budget, plan_wait, planned
+        from sdk._local._mask_budget import build_budget, plan_wait, planned, remember_root
         from sdk._local._xgr_schema import xgr_plan
 
         # Widened where xgrammar refuses it (_mask_schema): never refused. The plan is waited
         # for at most ``budget``; past it, it goes on for the compile to join.
         text, inner = spec.text, build_budget(budget)
+        remember_root(text, request.schema)  # a fallback needs not parse it again
         planned(("xgr", text, inner), lambda: xgr_plan(text, inner), plan_wait(text, budget))
         return
     try:

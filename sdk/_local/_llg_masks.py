@@ -29,8 +29,8 @@ from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_specs import llg_grammar, plan_within, schema_grammar
-from sdk._local._mask_budget import CompileBudget, skeleton, without_patterns
+from sdk._local._llg_specs import llg_grammar, plan_key, plan_within, schema_grammar
+from sdk._local._mask_budget import CompileBudget, plan_ready, skeleton_text, without_patterns
 
 __all__ = ["LlgConstraint", "LlgGrammars", "fill_masks"]
 
@@ -135,6 +135,7 @@ class LlgGrammars:
                 lambda level: self._wider(spec.text, level),
                 lambda late: self._store(spec, late),
                 "a JSON Schema (llguidance)",
+                lambda: plan_ready(plan_key(spec.text, self.json_format)),
             )
             if not exact:
                 compiled = _Compiled(compiled.grammar, compiled.matcher, exact=False)
@@ -157,7 +158,7 @@ class LlgGrammars:
             return self._matcher(
                 schema_grammar(without_patterns(plan.masked)[0], self.json_format), "json_schema"
             )
-        wide = json.dumps(skeleton(json.loads(text), "")[0])
+        wide = skeleton_text(text)
         with self._lock:
             hit = self._skeletons.get(wide)
         if hit is None:

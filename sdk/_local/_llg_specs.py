@@ -39,7 +39,7 @@ from sdk._local._llg_gbnf import gbnf_lark
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
-from sdk._local._mask_budget import plan_wait, planned
+from sdk._local._mask_budget import plan_wait, planned, remember_root
 from sdk._local._mask_schema import Relaxation, fitted_strings, mask_schema, widened
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "layout_options",
     "lexer_stops",
     "llg_grammar",
+    "plan_key",
     "plan_within",
     "schema_grammar",
     "schema_plan",
@@ -315,7 +316,12 @@ def plan_within(text: str, json_format: JsonFormat, seconds: float | None) -> Ma
     """:func:`schema_plan` of ``text`` if it is ready within ``seconds`` (None: as long as it
     takes), else None: it goes on in a thread of its own and is kept, and the next ask (the
     compile's) joins it (``_mask_budget.planned``)."""
-    return planned(("llg", text, json_format), lambda: schema_plan(text, json_format), seconds)
+    return planned(plan_key(text, json_format), lambda: schema_plan(text, json_format), seconds)
+
+
+def plan_key(text: str, json_format: JsonFormat) -> tuple[str, str, str]:
+    """The key :func:`plan_within` keeps the plan of ``text`` under (``_mask_budget``)."""
+    return ("llg", text, json_format)
 
 
 def validation_error(grammar: str, tokenizer: Any = None) -> str:
@@ -359,6 +365,7 @@ def check_llg(
             # Never refused: widened until llguidance takes it, validated as the plan was made
             # (a schema's grammar names no special token for the tokenizer to check); but a
             # malformed schema, whose translation fails, is not a schema to widen.
+            remember_root(spec.text, request.schema)  # a fallback needs not parse it again
             plan_within(spec.text, json_format, plan_wait(spec.text, budget))
             return
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)

@@ -15,6 +15,7 @@ schema gets the exact mask. Each fallback is logged at WARNING on the ``fieldstr
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -33,9 +34,12 @@ __all__ = [
     "build_budget",
     "forget_plans",
     "in_thread",
+    "plan_ready",
     "plan_wait",
     "planned",
+    "remember_root",
     "skeleton",
+    "skeleton_text",
     "without_patterns",
 ]
 
@@ -109,10 +113,41 @@ def planned(key: Hashable, make: Callable[[], T], seconds: float | None) -> T | 
     return result
 
 
+def plan_ready(key: Hashable) -> bool:
+    """True when the plan :func:`planned` keeps under ``key`` has ended (starts nothing)."""
+    with _PLANS_LOCK:
+        future = _PLANS.get(key)
+    return future is not None and future.done()
+
+
 def forget_plans() -> None:
     """Forget every plan :func:`planned` keeps (benchmarks: the next plan of each is cold)."""
     with _PLANS_LOCK:
         _PLANS.clear()
+
+
+_ROOTS: OrderedDict[str, str] = OrderedDict()
+_ROOTS_LOCK = threading.Lock()
+
+
+def remember_root(text: str, schema: Any) -> None:
+    """Note the skeleton of the schema ``text`` (``schema``, already parsed: the request's
+    check has it), so that a fallback need not parse a large schema again."""
+    wide = json.dumps(skeleton(schema, "")[0], separators=(",", ":"))
+    with _ROOTS_LOCK:
+        _ROOTS[text] = wide
+        while len(_ROOTS) > _PLAN_CACHE:
+            _ROOTS.popitem(last=False)
+
+
+def skeleton_text(text: str) -> str:
+    """:func:`skeleton` of the schema ``text`` as compact JSON text (one of :data:`SKELETONS`),
+    noted by the check (:func:`remember_root`) or parsed here."""
+    with _ROOTS_LOCK:
+        wide = _ROOTS.get(text)
+    if wide is None:
+        wide = json.dumps(skeleton(json.loads(text), "")[0], separators=(",", ":"))
+    return wide
 
 
 SKELETONS = ('{"type":"object"}', '{"type":"array"}', "{}")
@@ -189,12 +224,13 @@ class CompileBudget:
         compile_wider: Callable[[int], T],
         on_late: Callable[[T], object],
         what: str,
+        planned_yet: Callable[[], bool] = lambda: True,
     ) -> tuple[T, bool]:
         """``(compile_exact(), True)`` if it ends within the budget; else
         ``(compile_wider(1), False)`` (the schema without its patterns) within a quarter of
-        the budget more, else
-        ``(compile_wider(2), False)`` (any value). A late exact compile is handed to
-        ``on_late`` (to cache it) when it ends."""
+        the budget more, where ``planned_yet()`` (the plan it needs is ready), else
+        ``(compile_wider(2), False)`` (the root's type alone, at once). A late exact compile
+        is handed to ``on_late`` (to cache it) when it ends."""
         if self.seconds is None:
             return compile_exact(), True
         future = in_thread(compile_exact)
@@ -216,6 +252,8 @@ class CompileBudget:
             what,
             self.seconds,
         )
+        if not planned_yet():
+            return compile_wider(2), False
         wider = in_thread(lambda: compile_wider(1))
         try:  # a quarter of the budget more, at most: then any value (milliseconds)
             return wider.result(timeout=self.seconds / 4), False

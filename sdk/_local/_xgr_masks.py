@@ -40,8 +40,9 @@ from sdk._local._mask_budget import (
     CompileBudget,
     build_budget,
     in_thread,
+    plan_ready,
     planned,
-    skeleton,
+    skeleton_text,
     without_patterns,
 )
 from sdk._local._xgr_schema import xgr_grammar, xgr_plan
@@ -128,17 +129,20 @@ class Grammars:
         # Never narrower than the caller's schema (_mask_schema); the check's plan, joined
         # (not waited for by a fallback: without it, the root's type alone).
         inner = build_budget(self.budget.seconds)
-        plan = planned(("xgr", text, inner), lambda: xgr_plan(text, inner), 0 if level else None)
+        plan = planned(self._plan_key(text), lambda: xgr_plan(text, inner), 0 if level else None)
         if plan is not None and level < 2:
             text = plan.text
             if level:
                 text = json.dumps(without_patterns(json.loads(text))[0], separators=(",", ":"))
         elif level:  # compiled once per tokenizer, from the start (see __init__)
-            wide = json.dumps(skeleton(json.loads(text), "")[0], separators=(",", ":"))
-            return self._skeletons[wide].result()
+            return self._skeletons[skeleton_text(text)].result()
         else:
             text = xgr_plan(text, inner).text
         return self._compile_text(text)
+
+    def _plan_key(self, text: str) -> tuple[str, str, float | None]:
+        """The key of the plan of ``text`` the request's check started (``_constrain.check``)."""
+        return ("xgr", text, build_budget(self.budget.seconds))
 
     def _compile_text(self, text: str) -> Any:
         """The compiled mask of the (mask) schema ``text`` under the layout."""
@@ -167,6 +171,7 @@ class Grammars:
                 lambda level: self._compile_schema(spec.text, level),
                 lambda late: self._store(spec, _Compiled(late)),
                 "a JSON Schema (xgrammar)",
+                lambda: plan_ready(self._plan_key(spec.text)),
             )
             return self._store(spec, _Compiled(grammar), exact)
         if spec.kind == "ebnf":

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from sdk import SchemaError, compile_schema  # noqa: E402
 from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET  # noqa: E402
 from sdk._local._constrain import GrammarSpec, check  # noqa: E402
-from sdk._local._llg_specs import _lexer_stop, check_llg, plan_within, schema_plan  # noqa: E402
-from sdk._local._mask_budget import CompileBudget, build_budget, forget_plans, planned  # noqa: E402
+from sdk._local._llg_specs import _lexer_stop, check_llg, plan_key, schema_plan  # noqa: E402
+from sdk._local._mask_budget import CompileBudget, build_budget, forget_plans, plan_ready  # noqa: E402
 from sdk._local._model import default_gguf_path, gguf_tokenizer  # noqa: E402
 from sdk._local._xgr_schema import xgr_plan  # noqa: E402
 from tests.sdk.local._local_support import request_for  # noqa: E402
@@ -87,9 +87,9 @@ def _first_mask(
         check(request, budget)
     checked = time.perf_counter()
     if runtime == "llama.cpp":  # untimed: did the check return before its plan was ready?
-        pending = plan_within(text, layout, 0) is None
+        pending = not plan_ready(plan_key(text, layout))
     else:
-        pending = planned(("xgr", text, build_budget(budget)), lambda: None, 0) is None
+        pending = not plan_ready(("xgr", text, build_budget(budget)))
     compiling = time.perf_counter()
     constraint = grammars.constraint_for(GrammarSpec("json_schema", text), tokenizer)
     constraint.mask(_logits(runtime, grammars.vocab_size))  # as the engine masks its logits

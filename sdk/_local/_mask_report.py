@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._llg_strict import Closure, closures, strict_schema
-from sdk._local._mask_budget import build_budget, planned
+from sdk._local._mask_budget import build_budget, plan_wait, planned
 from sdk._local._mask_schema import Relaxation, pointer, subschemas
 
 __all__ = ["MaskReport", "llg_report", "xgr_report"]
@@ -144,8 +144,8 @@ def _pending(runtime: Literal["llama.cpp", "torch"], seconds: float | None) -> M
 def llg_report(text: str, json_format: Any, seconds: float | None = None) -> MaskReport:
     """The report of the JSON Schema ``text`` on the llama.cpp runtime (llguidance): read off
     ``_llg_specs.schema_plan``, the plan its compile uses; built within ``seconds`` (None: as
-    long as it takes), else a report that says it is pending (the plan and the report go on,
-    and are kept: ``_mask_budget.planned``)."""
+    long as it takes; a small schema's always, ``_mask_budget.plan_wait``), else a report that
+    says it is pending (the plan and the report go on, and are kept: ``_mask_budget.planned``)."""
     from sdk._local._llg_specs import plan_within, schema_plan
 
     def build() -> MaskReport:
@@ -160,7 +160,7 @@ def llg_report(text: str, json_format: Any, seconds: float | None = None) -> Mas
             refused=plan.refused,
         )
 
-    report = planned(("llg report", text, json_format), build, seconds)
+    report = planned(("llg report", text, json_format), build, plan_wait(text, seconds))
     return report if report is not None else _pending("llama.cpp", seconds)
 
 
@@ -190,5 +190,5 @@ def xgr_report(
             refused=plan.refused,
         )
 
-    report = planned(("xgr report", text, inner), build, seconds)
+    report = planned(("xgr report", text, inner), build, plan_wait(text, seconds))
     return report if report is not None else _pending("torch", seconds)

@@ -105,11 +105,12 @@ class LocalBackend:
     they share one copy, its KV store growing as needed, and the most slots any of them asked
     for.
 
-    ``mask_compile_budget``: the seconds a JSON Schema's mask may take to compile (default
-    :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`, None for no limit); past it the
-    generation decodes under the widened schema's mask (patterns dropped, else any value: the
-    tracker checks the schema itself) and the exact mask is cached once its compile ends, so a
-    slow compile never stalls the stream or those beside it (``sdk._local._mask_budget``).
+    ``mask_compile_budget``: the seconds a JSON Schema's mask may take to plan (at the
+    request's check) and to compile (default :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`,
+    None for no limit); past it the generation decodes under the widened schema's mask
+    (patterns dropped, else the root's type alone: the tracker checks the schema itself) and
+    the exact mask is cached once its compile ends, so a slow compile never stalls the stream
+    or those beside it (``sdk._local._mask_budget``).
 
     What it constrains: JSON Schema, :class:`~sdk.Choice`, :class:`~sdk.Regex`,
     :class:`~sdk.Grammar` (GBNF/EBNF, Lark), :class:`~sdk.StructuralTag` and several tools
@@ -246,7 +247,8 @@ class LocalBackend:
         if self._runtime_ahead() == "llama.cpp":
             # Once the model is loaded its tokenizer checks the special tokens a grammar names.
             grammars = self._engine.grammars if self._engine is not None else None
-            check_llg(request, self.json_format, getattr(grammars, "ll_tokenizer", None))
+            tokenizer = getattr(grammars, "ll_tokenizer", None)
+            check_llg(request, self.json_format, tokenizer, self.mask_compile_budget)
         else:
             check(request, self.mask_compile_budget)
 
@@ -270,14 +272,15 @@ class LocalBackend:
         runtime = self._runtime_ahead()
         if spec is None or spec.kind != "json_schema" or runtime is None:
             return None
-        report = self._report(spec.text, runtime)
+        # Built within the mask's budget (a pending report past it): never a stall.
+        report = self._report(spec.text, runtime, self.mask_compile_budget)
         logger.debug("local engine, schema %r: %s", request.schema_name, report.summary())
         return report
 
-    def _report(self, text: str, runtime: Runtime) -> MaskReport:
+    def _report(self, text: str, runtime: Runtime, seconds: float | None = None) -> MaskReport:
         if runtime == "llama.cpp":
-            return llg_report(text, self.json_format)
-        return xgr_report(text, self.mask_compile_budget)
+            return llg_report(text, self.json_format, seconds)
+        return xgr_report(text, self.mask_compile_budget, seconds)
 
     def shows_schema(self, request: GenerationRequest) -> bool:
         """False: the engine's prompt is the conversation through the chat template, and the

@@ -159,7 +159,8 @@ def check_options(request: GenerationRequest) -> None:
 def check(request: GenerationRequest, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine cannot constrain
     ``request`` (see the module docstring). A JSON Schema is widened here where xgrammar
-    refuses it, never refused. Without xgrammar installed
+    refuses it, never refused; its plan is waited for at most ``budget`` seconds (None: no
+    limit; ``_mask_budget.planned``). Without xgrammar installed
     nothing is checked: the first generation raises :class:`~sdk.MissingDependencyError`."""
     check_options(request)
     spec = spec_of(request)
@@ -170,9 +171,14 @@ def check(request: GenerationRequest, budget: float | None = DEFAULT_MASK_COMPIL
     except ImportError:
         return
     if spec.kind == "json_schema":
+        from sdk._local._mask_budget import build_budget, plan_wait, planned, remember_root
         from sdk._local._xgr_schema import xgr_plan
 
-        xgr_plan(spec.text, budget)  # widened where xgrammar refuses it (_mask_schema)
+        # Widened where xgrammar refuses it (_mask_schema): never refused. The plan is waited
+        # for at most ``budget``; past it, it goes on for the compile to join.
+        text, inner = spec.text, build_budget(budget)
+        remember_root(text, request.schema)  # a fallback needs not parse it again
+        planned(("xgr", text, inner), lambda: xgr_plan(text, inner), plan_wait(text, budget))
         return
     try:
         if spec.kind == "ebnf":

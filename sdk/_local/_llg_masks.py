@@ -29,8 +29,8 @@ from sdk._errors import BackendError
 from sdk._local._constrain import GrammarSpec
 from sdk._local._deps import require
 from sdk._local._layout import JSON_FORMATS, JsonFormat
-from sdk._local._llg_specs import llg_grammar, schema_grammar, schema_plan
-from sdk._local._mask_budget import CompileBudget, without_patterns
+from sdk._local._llg_specs import llg_grammar, plan_key, plan_within, schema_grammar
+from sdk._local._mask_budget import CompileBudget, plan_ready, skeleton_text, without_patterns
 
 __all__ = ["LlgConstraint", "LlgGrammars", "fill_masks"]
 
@@ -58,6 +58,9 @@ class _Compiled:
     """llguidance's grammar (JSON text)."""
     matcher: Any
     """A pristine ``LLMatcher`` of it, never advanced: each request takes a deep copy."""
+    exact: bool = True
+    """False for the budget's widened mask: a constraint built on it takes the exact one over
+    once it is cached (:meth:`LlgConstraint._take_over`)."""
 
 
 class LlgGrammars:
@@ -101,6 +104,8 @@ class LlgGrammars:
         self._stop_rows = sorted(t for t in self.stop_token_ids if t < width)
         self._eos_only = sorted(set(ll_tokenizer.eos_tokens) - self.stop_token_ids)
         self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
+        self._skeletons: dict[str, _Compiled] = {}
+        """The budget's last fallback, by its schema (``{"type": "object"}`` and the like)."""
         self._lock = threading.Lock()
         self.limits = self._llg.LLParserLimits(
             max_items_in_row=max_items_in_row, step_max_items=step_max_items
@@ -127,10 +132,13 @@ class LlgGrammars:
         if spec.kind == "json_schema":  # within the budget, else the widened schema's mask
             compiled, exact = self.budget.run(
                 lambda: self._matcher(llg_grammar(spec, self.json_format), spec.kind),
-                lambda level: self._matcher(self._wider(spec.text, level), spec.kind),
+                lambda level: self._wider(spec.text, level),
                 lambda late: self._store(spec, late),
                 "a JSON Schema (llguidance)",
+                lambda: plan_ready(plan_key(spec.text, self.json_format)),
             )
+            if not exact:
+                compiled = _Compiled(compiled.grammar, compiled.matcher, exact=False)
             return self._store(spec, compiled, exact)
         return self._store(spec, self._matcher(llg_grammar(spec, self.json_format), spec.kind))
 
@@ -142,11 +150,22 @@ class LlgGrammars:
             raise ValueError(f"llguidance cannot compile the {kind}: {reason}")
         return _Compiled(grammar, matcher)
 
-    def _wider(self, text: str, level: int) -> str:
-        """The grammar of the widened schema: the plan's without patterns (1), any value (2)."""
-        masked = schema_plan(text, self.json_format).masked
-        schema = without_patterns(masked)[0] if level == 1 else {}
-        return schema_grammar(schema, self.json_format)
+    def _wider(self, text: str, level: int) -> _Compiled:
+        """The widened schema's mask: the plan's without patterns (1) where the plan is ready,
+        else (2) the root's type alone (``_mask_budget.skeleton``, compiled once)."""
+        plan = plan_within(text, self.json_format, 0) if level == 1 else None
+        if plan is not None:
+            return self._matcher(
+                schema_grammar(without_patterns(plan.masked)[0], self.json_format), "json_schema"
+            )
+        wide = skeleton_text(text)
+        with self._lock:
+            hit = self._skeletons.get(wide)
+        if hit is None:
+            hit = self._matcher(schema_grammar(json.loads(wide), self.json_format), "json_schema")
+            with self._lock:
+                self._skeletons[wide] = hit
+        return hit
 
     def _store(self, spec: GrammarSpec, compiled: _Compiled, exact: bool = True) -> _Compiled:
         """Cache ``compiled``; a widened one never replaces the exact one (a late compile
@@ -162,11 +181,19 @@ class LlgGrammars:
 
     def constraint(self, schema: Mapping[str, Any], tokenizer: Any) -> LlgConstraint:
         """A fresh matcher for one request, constrained by ``schema``."""
-        return LlgConstraint(self, self.compile(schema), tokenizer)
+        spec = GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
+        return self.constraint_for(spec, tokenizer)
 
     def constraint_for(self, spec: GrammarSpec, tokenizer: Any) -> LlgConstraint:
-        """A fresh matcher for one request, constrained by ``spec``."""
-        return LlgConstraint(self, self.compile_spec(spec), tokenizer)
+        """A fresh matcher for one request, constrained by ``spec`` (under the widened mask,
+        when its compile ran past the budget, until the exact one is cached)."""
+        compiled = self.compile_spec(spec)
+        return LlgConstraint(self, compiled, tokenizer, None if compiled.exact else spec)
+
+    def cached(self, spec: GrammarSpec) -> _Compiled | None:
+        """The compiled grammar of ``spec`` in the cache, if any (no compile)."""
+        with self._lock:
+            return self._specs.get(spec)
 
     def clear_cache(self) -> None:
         """Forget every compiled grammar (the next compile of each is cold again)."""
@@ -190,8 +217,19 @@ class LlgConstraint:
     uses llguidance's tokenizer.
     """
 
-    def __init__(self, grammars: LlgGrammars, compiled: _Compiled, tokenizer: Any) -> None:
+    def __init__(
+        self,
+        grammars: LlgGrammars,
+        compiled: _Compiled,
+        tokenizer: Any,
+        exact_spec: GrammarSpec | None = None,
+    ) -> None:
         self._grammars = grammars
+        self._exact_spec = exact_spec
+        """The spec whose exact mask takes over from this widened one once it is cached (None:
+        this is the exact one, or it can no longer take over)."""
+        self._written: list[int] = []
+        """The tokens accepted so far while :attr:`_exact_spec` waits (replayed on the exact)."""
         self._np = grammars._np
         self._llg_numpy = require("llguidance.numpy")
         self._tokenizer = tokenizer
@@ -295,6 +333,7 @@ class LlgConstraint:
         """Advance past ``token_id``; it must be one the last mask allowed."""
         self._prefilled = False
         if token_id in self._grammars.stop_token_ids:
+            self._exact_spec = None  # the generation ends: nothing to take over
             # llguidance reads any stop token as its own end of sequence, and records it only
             # when the grammar could still go on (a stopped matcher takes it as a no-op).
             if not self._ending():
@@ -308,6 +347,25 @@ class LlgConstraint:
         if not self._consume([token_id]):
             raise RuntimeError(f"the grammar rejected token {token_id}, which its mask allowed")
         self._steps.append((1, False))
+        if self._exact_spec is not None:
+            self._written.append(token_id)
+            self._take_over()
+
+    def _take_over(self) -> None:
+        """Where this is the budget's widened mask and the exact one is now cached: go on under
+        the exact one, the tokens written so far replayed on it (if it takes them all; else
+        this generation stays widened: the tracker checks the schema either way)."""
+        spec = self._exact_spec
+        compiled = self._grammars.cached(spec) if spec is not None else None
+        if compiled is None or not compiled.exact:
+            return
+        self._exact_spec = None
+        with self._grammars._lock:
+            exact = compiled.matcher.deep_copy()
+        tokens, self._written = self._written, []
+        if exact.validate_tokens(tokens) == len(tokens) and exact.consume_tokens(tokens):
+            self._matcher = exact
+            self._prefilled = False
 
     def _consume_named_stop(self, token_id: int) -> None:
         """Consume stop token ``token_id`` where the grammar cannot end but may name the token
@@ -327,6 +385,9 @@ class LlgConstraint:
         if not self._consume(tokens):
             return False
         self._steps.append((len(tokens), False))
+        if self._exact_spec is not None:
+            self._written.extend(tokens)
+            self._take_over()
         return True
 
     def rollback(self, count: int) -> None:
@@ -338,6 +399,8 @@ class LlgConstraint:
             raise ValueError(f"cannot roll back {count} steps: {len(self._steps)} were accepted")
         tokens = sum(n for n, _ in self._steps[-count:])
         del self._steps[-count:]
+        if tokens and self._written:
+            del self._written[-tokens:]
         if tokens and not self._matcher.rollback(tokens):
             raise RuntimeError(f"llguidance could not roll back: {self._matcher.get_error()}")
 

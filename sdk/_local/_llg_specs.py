@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk._backend import GenerationRequest
+from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._errors import UnsupportedConstraint
 from sdk._local._constrain import GrammarSpec, check_options, describe, spec_of
 from sdk._local._deps import require
@@ -38,10 +39,12 @@ from sdk._local._llg_gbnf import gbnf_lark
 from sdk._local._llg_json import laid_out_lark
 from sdk._local._llg_strict import strict_schema
 from sdk._local._llg_tags import structural_tag_lark
+from sdk._local._mask_budget import plan_wait, planned, remember_root
 from sdk._local._mask_schema import Relaxation, fitted_strings, mask_schema, widened
 
 __all__ = [
     "BOUNDED_GAP",
+    "PROBE_LENGTH",
     "PROBE_VOCAB",
     "MaskPlan",
     "check_llg",
@@ -50,6 +53,8 @@ __all__ = [
     "layout_options",
     "lexer_stops",
     "llg_grammar",
+    "plan_key",
+    "plan_within",
     "schema_grammar",
     "schema_plan",
     "validation_error",
@@ -131,8 +136,9 @@ def llg_grammar(spec: GrammarSpec, json_format: JsonFormat) -> str:
     refuses."""
     llg = require("llguidance")
     matcher = llg.LLMatcher
-    if spec.kind == "json_schema":
-        return schema_plan(spec.text, json_format).grammar
+    if spec.kind == "json_schema":  # the plan the request's check started, joined
+        plan = plan_within(spec.text, json_format, None)
+        return (plan if plan is not None else schema_plan(spec.text, json_format)).grammar
     if spec.kind == "ebnf":
         return str(matcher.grammar_from_lark(gbnf_lark(spec.text)))
     if spec.kind == "regex":
@@ -200,9 +206,14 @@ PROBE_VOCAB = 4096
 then seeded pseudo-words of 2 to 12 characters. Enough to reproduce the lexer's stop on the
 corpus's pattern (it stops there with 1,000 as with the packaged model's 49,152)."""
 
-_PROBE_TEXT = b'"a a'
-"""What the probe feeds a string: its opening quote, a word, a space, a word (where a pattern's
-lexer first runs out of states)."""
+PROBE_LENGTH = 24
+"""How many bytes of a string the lexer probe writes (:func:`lexer_stops`): the lexer builds a
+pattern's states as the text comes, so it may run out of them after the string's first bytes
+(``^[0-9]{3}(?:\\S+\\s+){0,99}\\S+$`` at its fourth)."""
+
+_PROBE_PICKS = (b"a0x-._/:A", b" \t\n")
+"""The bytes the probe prefers within a string: a word's, then (every third byte) a gap's;
+where the pattern takes none of them, the lowest byte it takes."""
 
 
 @functools.cache
@@ -239,6 +250,14 @@ def _probe_tokenizer() -> Any:
     return llg.LLTokenizer(llg.TokenizerWrapper(_Vocab()))
 
 
+def _stopped(matcher: Any) -> str:
+    """The lexer's reason ``matcher`` (just masked) is in its error state, "" when it is not."""
+    if not matcher.is_error():
+        return ""
+    lines = str(matcher.get_error()).strip().splitlines()  # its reason, then a dump
+    return lines[0].removeprefix("lexer error: ") if lines else "the lexer stopped"
+
+
 @functools.lru_cache(maxsize=1024)
 def _lexer_stop(text: str) -> str:
     llg = require("llguidance")
@@ -246,22 +265,32 @@ def _lexer_stop(text: str) -> str:
     if validation_error(grammar):
         return ""  # refused outright: widened() relaxes it, with llguidance's reason
     matcher = llg.LLMatcher(_probe_tokenizer(), grammar, log_level=0)
-    for byte in _PROBE_TEXT:
-        matcher.compute_logit_bias()
-        if matcher.is_error():
-            lines = str(matcher.get_error()).strip().splitlines()  # its reason, then a dump
-            return lines[0].removeprefix("lexer error: ") if lines else "the lexer stopped"
-        if matcher.validate_tokens([byte]) != 1:
-            return ""  # the pattern takes no such text: nothing further to probe
+    matcher.compute_logit_bias()
+    if reason := _stopped(matcher):
+        return reason
+    if matcher.validate_tokens([ord('"')]) != 1:
+        return ""
+    matcher.consume_token(ord('"'))
+    for step in range(PROBE_LENGTH):  # a walk through text the pattern takes, masked each byte
+        bias = matcher.compute_logit_bias()
+        if reason := _stopped(matcher):
+            return reason
+        taken = [b for b in range(256) if bias[b] and b not in b'"\\']
+        if not taken:
+            return ""  # the string may only end here: nothing further to probe
+        picks = _PROBE_PICKS[1] if step % 3 == 2 else _PROBE_PICKS[0]
+        byte = next((b for b in picks if b in taken), taken[0])
         matcher.consume_token(byte)
-    return ""
+    matcher.compute_logit_bias()
+    return _stopped(matcher)
 
 
 def lexer_stops(schema: dict[str, Any]) -> str:
     """llguidance's reason its lexer stops in a string of ``schema`` (a string schema: its
     ``pattern`` and lengths), "" when it runs: the grammar compiles, yet the lexer may run out
-    of states at the string's first token (``too many expressions constructed``: a
-    ``BackendError`` mid-generation). Found by masking the string's first bytes with
+    of states at the string's first token or a later one (``too many expressions
+    constructed``: a ``BackendError`` mid-generation). Found by a walk of
+    :data:`PROBE_LENGTH` bytes through text the pattern takes, masked at every byte with
     :data:`PROBE_VOCAB` synthetic tokens (cached by the schema)."""
     return _lexer_stop(json.dumps(schema, separators=(",", ":"), sort_keys=True))
 
@@ -283,6 +312,18 @@ def schema_plan(text: str, json_format: JsonFormat) -> MaskPlan:
     return MaskPlan(grammar, masked, (*notes, *fitted, *widenings), refused)
 
 
+def plan_within(text: str, json_format: JsonFormat, seconds: float | None) -> MaskPlan | None:
+    """:func:`schema_plan` of ``text`` if it is ready within ``seconds`` (None: as long as it
+    takes), else None: it goes on in a thread of its own and is kept, and the next ask (the
+    compile's) joins it (``_mask_budget.planned``)."""
+    return planned(plan_key(text, json_format), lambda: schema_plan(text, json_format), seconds)
+
+
+def plan_key(text: str, json_format: JsonFormat) -> tuple[str, str, str]:
+    """The key :func:`plan_within` keeps the plan of ``text`` under (``_mask_budget``)."""
+    return ("llg", text, json_format)
+
+
 def validation_error(grammar: str, tokenizer: Any = None) -> str:
     """llguidance's reason ``grammar`` cannot be used ("" when it can)."""
     llg = require("llguidance")
@@ -291,7 +332,10 @@ def validation_error(grammar: str, tokenizer: Any = None) -> str:
 
 
 def check_llg(
-    request: GenerationRequest, json_format: JsonFormat = "bounded", tokenizer: Any = None
+    request: GenerationRequest,
+    json_format: JsonFormat = "bounded",
+    tokenizer: Any = None,
+    budget: float | None = DEFAULT_MASK_COMPILE_BUDGET,
 ) -> None:
     """Raise :class:`~sdk.UnsupportedConstraint` when the local engine's llguidance masks cannot
     constrain ``request``, with llguidance's reason: the twin of ``_constrain.check`` for the
@@ -301,6 +345,10 @@ def check_llg(
     model's ``llguidance.LLTokenizer``) validates the special tokens a grammar names too
     (``<|name|>`` in Lark); without it (no model loaded yet) an unknown one is refused at the
     first generation. Any failure of the translation (a malformed schema) is refused as well.
+    A JSON Schema's plan is waited for at most ``budget`` seconds (:func:`plan_within`; None:
+    no limit; a small schema's always, ``_mask_budget.plan_wait``): past it the check returns
+    and the plan goes on for the compile to join (a translation that fails later fails the
+    compile, and the next check).
     Without llguidance installed nothing is compiled: the first generation raises
     :class:`~sdk.MissingDependencyError`."""
     check_options(request)
@@ -317,7 +365,8 @@ def check_llg(
             # Never refused: widened until llguidance takes it, validated as the plan was made
             # (a schema's grammar names no special token for the tokenizer to check); but a
             # malformed schema, whose translation fails, is not a schema to widen.
-            schema_plan(spec.text, json_format)
+            remember_root(spec.text, request.schema)  # a fallback needs not parse it again
+            plan_within(spec.text, json_format, plan_wait(spec.text, budget))
             return
         reason = validation_error(llg_grammar(spec, json_format), tokenizer)
     except Exception as exc:  # a malformed schema may fail anywhere in the translation

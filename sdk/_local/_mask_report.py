@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._llg_strict import Closure, closures, strict_schema
+from sdk._local._mask_budget import build_budget, plan_wait, planned
 from sdk._local._mask_schema import Relaxation, pointer, subschemas
 
 __all__ = ["MaskReport", "llg_report", "xgr_report"]
@@ -129,34 +130,65 @@ def _exact(schema: Any, relaxations: tuple[Relaxation, ...]) -> tuple[str, ...]:
     )
 
 
-def llg_report(text: str, json_format: Any) -> MaskReport:
-    """The report of the JSON Schema ``text`` on the llama.cpp runtime (llguidance): read off
-    ``_llg_specs.schema_plan``, the plan its compile uses."""
-    from sdk._local._llg_specs import schema_plan
-
-    plan = schema_plan(text, json_format)
-    return MaskReport(
-        runtime="llama.cpp",
-        relaxations=plan.relaxations,
-        closures=tuple(closures(plan.masked)),
-        key_order=_key_order(strict_schema(plan.masked)),
-        exact=_exact(json.loads(text), plan.relaxations),
-        refused=plan.refused,
+def _pending(runtime: Literal["llama.cpp", "torch"], seconds: float | None) -> MaskReport:
+    """The report of a plan not ready within ``seconds`` (the stream's: it never waits
+    longer than the mask's budget); ``explain()`` waits for the whole one."""
+    why = (
+        f"the mask's plan was not ready within the {seconds} s budget: the first generation "
+        "may run under the widened mask (the root's type alone) while it is built "
+        "(explain() waits for it)"
     )
+    return MaskReport(runtime, (Relaxation("/", "*", why, "pending"),), (), (), ())
 
 
-def xgr_report(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> MaskReport:
+def llg_report(text: str, json_format: Any, seconds: float | None = None) -> MaskReport:
+    """The report of the JSON Schema ``text`` on the llama.cpp runtime (llguidance): read off
+    ``_llg_specs.schema_plan``, the plan its compile uses; built within ``seconds`` (None: as
+    long as it takes; a small schema's always, ``_mask_budget.plan_wait``), else a report that
+    says it is pending (the plan and the report go on, and are kept: ``_mask_budget.planned``)."""
+    from sdk._local._llg_specs import plan_within, schema_plan
+
+    def build() -> MaskReport:
+        plan = plan_within(text, json_format, None)
+        plan = plan if plan is not None else schema_plan(text, json_format)
+        return MaskReport(
+            runtime="llama.cpp",
+            relaxations=plan.relaxations,
+            closures=tuple(closures(plan.masked)),
+            key_order=_key_order(strict_schema(plan.masked)),
+            exact=_exact(json.loads(text), plan.relaxations),
+            refused=plan.refused,
+        )
+
+    report = planned(("llg report", text, json_format), build, plan_wait(text, seconds))
+    return report if report is not None else _pending("llama.cpp", seconds)
+
+
+def xgr_report(
+    text: str,
+    budget: float | None = DEFAULT_MASK_COMPILE_BUDGET,
+    seconds: float | None = None,
+) -> MaskReport:
     """The report of the JSON Schema ``text`` on the torch runtime (xgrammar): read off
-    ``_xgr_schema.xgr_plan``, the plan its compile uses."""
+    ``_xgr_schema.xgr_plan``, the plan its compile uses (under the compile budget ``budget``);
+    built within ``seconds`` (None: as long as it takes), else a report that says it is
+    pending, as :func:`llg_report`."""
     from sdk._local._xgr_schema import xgr_plan
 
-    plan = xgr_plan(text, budget)
-    masked = json.loads(plan.text)
-    return MaskReport(
-        runtime="torch",
-        relaxations=plan.relaxations,
-        closures=tuple(closures(masked)),
-        key_order=_key_order(strict_schema(masked)),
-        exact=_exact(json.loads(text), plan.relaxations),
-        refused=plan.refused,
-    )
+    inner = build_budget(budget)
+
+    def build() -> MaskReport:
+        plan = planned(("xgr", text, inner), lambda: xgr_plan(text, inner), None)
+        plan = plan if plan is not None else xgr_plan(text, inner)
+        masked = json.loads(plan.text)
+        return MaskReport(
+            runtime="torch",
+            relaxations=plan.relaxations,
+            closures=tuple(closures(masked)),
+            key_order=_key_order(strict_schema(masked)),
+            exact=_exact(json.loads(text), plan.relaxations),
+            refused=plan.refused,
+        )
+
+    report = planned(("xgr report", text, inner), build, plan_wait(text, seconds))
+    return report if report is not None else _pending("torch", seconds)

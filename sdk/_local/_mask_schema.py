@@ -63,7 +63,8 @@ _ANNOTATIONS = frozenset(
 class Relaxation:
     """One change of the mask's schema: at ``path`` (a JSON pointer into the caller's
     schema), ``keyword`` is masked wider than the schema says (``widened``) or read as an
-    annotation (``annotation``: ``format``), for ``reason``."""
+    annotation (``annotation``: ``format``), for ``reason``; or (``pending``, the stream's
+    report only) the plan was not ready within the mask's budget."""
 
     path: str
     keyword: str

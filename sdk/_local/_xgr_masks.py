@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sdk._local._constrain import GrammarSpec
@@ -34,7 +35,16 @@ from sdk._local._layout import (
     laid_out,
     layout_options,
 )
-from sdk._local._mask_budget import CompileBudget, without_patterns
+from sdk._local._mask_budget import (
+    SKELETONS,
+    CompileBudget,
+    build_budget,
+    in_thread,
+    plan_ready,
+    planned,
+    skeleton_text,
+    without_patterns,
+)
 from sdk._local._xgr_schema import xgr_grammar, xgr_plan
 
 __all__ = ["BOUNDED_SPACE", "JSON_FORMATS", "Constraint", "Grammars", "JsonFormat"]
@@ -87,6 +97,9 @@ class Grammars:
         self._compiler = xgr.GrammarCompiler(self.info, cache_enabled=True)
         self._specs: OrderedDict[GrammarSpec, _Compiled] = OrderedDict()
         self._lock = threading.Lock()
+        self._skeletons = {t: in_thread(partial(self._compile_text, t)) for t in SKELETONS}
+        """The budget's last fallbacks (``_mask_budget.skeleton``: any object, array, value),
+        compiled in the background from the start (about 0.1 s each here), kept for good."""
         self.special_token_ids: frozenset[int] = (
             frozenset(i for i in _added_token_ids(tokenizer) if i < vocab_size)
             - self.stop_token_ids
@@ -111,12 +124,28 @@ class Grammars:
 
     def _compile_schema(self, text: str, level: int = 0) -> Any:
         """The compiled mask of the JSON Schema ``text``: its plan (``xgr_plan``), or for the
-        budget's fallback the plan without patterns (``level`` 1) or any value (2)."""
-        # Never narrower than the caller's schema (_mask_schema); the check's plan.
-        text = xgr_plan(text, self.budget.seconds).text
-        if level:
-            wider = without_patterns(json.loads(text))[0] if level == 1 else {}
-            text = json.dumps(wider, separators=(",", ":"))
+        budget's fallback the plan without patterns (``level`` 1, where the plan is ready) or
+        the root's type alone (2, ``_mask_budget.skeleton``)."""
+        # Never narrower than the caller's schema (_mask_schema); the check's plan, joined
+        # (not waited for by a fallback: without it, the root's type alone).
+        inner = build_budget(self.budget.seconds)
+        plan = planned(self._plan_key(text), lambda: xgr_plan(text, inner), 0 if level else None)
+        if plan is not None and level < 2:
+            text = plan.text
+            if level:
+                text = json.dumps(without_patterns(json.loads(text))[0], separators=(",", ":"))
+        elif level:  # compiled once per tokenizer, from the start (see __init__)
+            return self._skeletons[skeleton_text(text)].result()
+        else:
+            text = xgr_plan(text, inner).text
+        return self._compile_text(text)
+
+    def _plan_key(self, text: str) -> tuple[str, str, float | None]:
+        """The key of the plan of ``text`` the request's check started (``_constrain.check``)."""
+        return ("xgr", text, build_budget(self.budget.seconds))
+
+    def _compile_text(self, text: str) -> Any:
+        """The compiled mask of the (mask) schema ``text`` under the layout."""
         if self.json_format == "bounded":
             ebnf = bounded_ebnf(text)
             if ebnf is not None:
@@ -142,6 +171,7 @@ class Grammars:
                 lambda level: self._compile_schema(spec.text, level),
                 lambda late: self._store(spec, _Compiled(late)),
                 "a JSON Schema (xgrammar)",
+                lambda: plan_ready(self._plan_key(spec.text)),
             )
             return self._store(spec, _Compiled(grammar), exact)
         if spec.kind == "ebnf":

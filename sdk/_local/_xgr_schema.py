@@ -19,9 +19,9 @@ import re
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from sdk._constants import DEFAULT_MASK_COMPILE_BUDGET
 from sdk._local._deps import require
 from sdk._local._llg_strict import strict_schema
+from sdk._local._mask_budget import PLAN_BUILD_BUDGET
 from sdk._local._mask_schema import (
     Relaxation,
     mask_schema,
@@ -240,7 +240,7 @@ def _timed_refusal(schema: Any, budget: float | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def xgr_plan(text: str, budget: float | None = DEFAULT_MASK_COMPILE_BUDGET) -> XgrPlan:
+def xgr_plan(text: str, budget: float | None = PLAN_BUILD_BUDGET) -> XgrPlan:
     """The schema xgrammar masks for the JSON Schema ``text`` (cached: the request's check and
     its compile share it). Without xgrammar installed, the never-narrower rewrite alone. A
     schema whose grammar takes over ``budget`` seconds to build is masked without its patterns

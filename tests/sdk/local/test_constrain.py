@@ -294,3 +294,56 @@ def test_a_template_that_takes_tools_gets_them() -> None:
     assert template_takes_tools({"default": "x", "tool_use": "{{ tools }}"})
     assert not template_takes_tools("{{ messages }}")
     assert not template_takes_tools(None)
+
+
+# -- on torch, no JSON Schema is refused at generation time (issue 42, item 4) ---------------
+
+# Every kind of schema xgrammar refuses (or used to) that we found, each minimal, with a document
+# its schema admits. The check plans each (widening what xgrammar refuses); the compile then
+# takes the plan, so nothing is refused once the prompt is built.
+TORCH_REFUSAL_KINDS = {
+    "lookbehind": ({"type": "string", "pattern": "(?<=a)b"}, '"ab"'),
+    "word-boundary": ({"type": "string", "pattern": "\\bfoo\\b"}, '"a foo b"'),
+    "backreference": ({"type": "string", "pattern": "^(a)\\1$"}, '"aa"'),
+    "unicode-class": ({"type": "string", "pattern": "^\\p{L}+$"}, '"abc"'),
+    "ref-to-nothing": ({"type": "object", "properties": {"a": {"$ref": "#/$defs/no"}}}, '{"a":1}'),
+    "false-subschema": ({"type": "object", "properties": {"a": False}}, "{}"),
+    "integer-past-int64": ({"type": "integer", "minimum": -1e30}, "5"),
+    "integer-at-2^63": ({"type": "integer", "maximum": 2**63}, "5"),
+    "tuple-shorter-than-minItems": (
+        {"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3},
+        "[1,2,3]",
+    ),
+    "circular-ref-with-siblings": (
+        {
+            "$defs": {
+                "n": {
+                    "type": "object",
+                    "properties": {"c": {"$ref": "#/$defs/n", "minProperties": 0}},
+                }
+            },
+            "$ref": "#/$defs/n",
+        },
+        '{"c":{"c":{}}}',
+    ),
+    "nested-allOf-30-deep": (json.loads('{"allOf":[' * 30 + "{}" + "]}" * 30), "{}"),
+    "huge-count": ({"type": "string", "pattern": "^[a-z]{1,20000}$"}, '"abc"'),
+}
+
+
+@pytest.mark.torch  # the tokenizer reads the GGUF through transformers
+@pytest.mark.parametrize(
+    ("schema", "document"), TORCH_REFUSAL_KINDS.values(), ids=TORCH_REFUSAL_KINDS.keys()
+)
+def test_a_schema_xgrammar_refuses_is_never_refused_at_generation_time(
+    schema: Any, document: str, tokenizer: Any
+) -> None:
+    from sdk._local._xgr_masks import Grammars
+    from tests.sdk.local._local_support import request_for
+
+    check(request_for("x", schema), None)  # planned to the end: widened, not refused
+    grammars = Grammars(
+        tokenizer, len(tokenizer), json_format="bounded", stop_token_ids=[tokenizer.eos_token_id]
+    )
+    spec = GrammarSpec("json_schema", json.dumps(schema, separators=(",", ":")))
+    assert grammars.constraint_for(spec, tokenizer).accept_text(document)

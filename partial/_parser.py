@@ -269,9 +269,9 @@ class Parser:
         """
         if self._plain and type(chunk) is str:
             # The common case, kept short: str input, no size bound, not failed or finished.
-            if self._state == _STRING and not self._key and not self._high:
+            if self._state == _STRING and not self._high:
                 if self._stop.search(chunk) is None:  # the whole chunk is string content
-                    return self._string_chunk(chunk)
+                    return self._key_chunk(chunk) if self._key else self._string_chunk(chunk)
             text: str = chunk
         else:
             if self._error is not None:
@@ -313,6 +313,28 @@ class Parser:
                 self._line_start = start + nl + 1
         self._offset = end
         return [new_string_delta(self._path, end, chunk)]
+
+    def _key_chunk(self, chunk: str) -> list[Event]:
+        """A chunk that lies wholly inside an open key: the key grows (one
+        :class:`~partial.KeyDelta` with ``detail``), nothing else. What :meth:`_scan` does
+        for such a chunk, without its setup: a key cut into tokens sends most of its
+        tokens here."""
+        if not chunk:
+            return []
+        parts = self._parts
+        parts.append(chunk)
+        start = self._offset
+        end = start + len(chunk)
+        if self._lenient:  # raw newlines are string content only in lenient mode
+            nl = chunk.rfind("\n")
+            if nl >= 0:
+                self._line += chunk.count("\n")
+                self._line_start = start + nl + 1
+        self._offset = end
+        if not self._detail:
+            return []
+        self._delta_from = len(parts)
+        return [new_key_delta(self._stack[-1].path, end, chunk)]
 
     def finish(self) -> list[Event]:
         """End the input and return its last events (a root number is final only now).

@@ -95,10 +95,14 @@ async def _chunks(
     pieces: AsyncGenerator[bytes, None] | None = None
     try:
         pieces = body_pieces(response, parser.content_types)
+        # Bound once: the loop below runs once per piece, and its inner loop once per event.
         decode = decoder.decode
+        next_piece = pieces.__anext__
+        feed = parser.feed_data
+        plain = unwrapper is None
         while not decoder.done:
             try:
-                piece = await pieces.__anext__()
+                piece = await next_piece()
             except StopAsyncIteration:
                 for event in parser.end():  # a last line without its end (JSON lines)
                     data = event if isinstance(event, str) else event.data
@@ -113,7 +117,7 @@ async def _chunks(
             except errors as exc:
                 raise _of(transport_error(exc, during="mid-stream"), response) from exc
             try:
-                events = parser.feed_data(piece)
+                events = feed(piece)
             except EventStreamError as exc:  # over the limit: stop reading at once
                 raise TransportError(f"malformed event stream: {exc}", retryable=False) from exc
             for event in events:
@@ -121,7 +125,7 @@ async def _chunks(
                     out = decode("", event)
                 else:
                     out = decode(event.event, event.data)
-                if isinstance(out, str) and unwrapper is None:
+                if plain and isinstance(out, str):
                     yield out
                 else:
                     for delta in _unwrapped(unwrapper, out):

@@ -74,7 +74,7 @@ from sdk._records import JSON_DOCUMENT, AttemptInfo, ToolCallText
 from sdk._server_policy import ServerPolicy
 from sdk._stream._misroute import document_in_reasoning, ignored_constraint
 from sdk._stream._partial_view import partial_view
-from sdk._stream._pieces import Pieces
+from sdk._stream._pieces import FOLD, Pieces
 from sdk._stream._think import ThinkSplitter
 from sdk._trackers._field import Dispatch, FieldTracker
 from sdk._trackers._runaway import DEFAULT_RUNAWAY, RunawayLimits
@@ -274,7 +274,10 @@ class AttemptState:
             self._estimated = True
             tracker = self._last_tracker
             if self._last_key is None and tracker is not None:  # where the last text went
-                self._last_texts.add(chunk)
+                texts = self._last_texts
+                texts.append(chunk)  # texts.add(chunk), inline: this runs once per token
+                if len(texts) == FOLD:
+                    texts.fold()
                 return tracker.feed(chunk)  # the message's document: no call to name
             return self._text(chunk, False, None)
         if type(chunk) is Delta:

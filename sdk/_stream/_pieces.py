@@ -24,8 +24,14 @@ class Pieces(list[str]):
         """Append ``text``; every :data:`FOLD` pieces, join them into a block."""
         self.append(text)
         if len(self) == FOLD:
-            self.blocks.append("".join(self))
-            self.clear()
+            self.fold()
+
+    def fold(self) -> None:
+        """Join the pieces kept as they came into one block. (The stream's per-chunk path
+        appends and calls this itself at :data:`FOLD` pieces: what :meth:`add` does, less a
+        call per chunk.)"""
+        self.blocks.append("".join(self))
+        self.clear()
 
     def joined(self) -> str:
         """The whole text."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import TypeAlias
 
 import anyio
@@ -122,6 +122,20 @@ class SourceReader:
         finally:
             self._scope = None
         return Pulled.INTERRUPTED if scope.cancelled_caught else chunk
+
+    def puller(self) -> Callable[[], Awaitable[Chunk]]:
+        """The open iterable's own ``__anext__``: what a pull that nothing may interrupt
+        awaits, for a caller that pulls many chunks in a row (the stream, while text makes
+        no event) without a coroutine of :meth:`pull` around each. It raises
+        ``StopAsyncIteration`` at the end: then call :meth:`ended`."""
+        it = self._it
+        assert it is not None
+        return it.__anext__
+
+    def ended(self) -> None:
+        """The iterable from :meth:`puller` is exhausted (what :meth:`pull` notes before it
+        returns ``Pulled.END``)."""
+        self._it = None
 
     @property
     def rewindable(self) -> bool:

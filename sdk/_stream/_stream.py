@@ -380,25 +380,29 @@ class Stream(Generic[T]):
             return
         # Text that made no event (a string or a number growing, a key being read): pull the
         # next chunk here rather than go back to the caller first, while nothing may
-        # interrupt the pull (the per-chunk path of a field-dense document).
-        while not new and type(chunk) is str and not dispatcher.running:
-            try:
-                chunk = await source.pull(interruptible=False)
-            except Exception as exc:
-                await self._attempt_failed(exc)
-                return
-            except BaseException:
-                await source.close()
-                raise
-            if chunk is Pulled.END:
-                await self._end_attempt()
-                return
-            assert chunk is not Pulled.INTERRUPTED  # not interruptible
-            try:
-                new = attempt.feed(chunk)
-            except Exception as exc:
-                await self._attempt_failed(exc)
-                return
+        # interrupt the pull (the per-chunk path of a field-dense document). The source's
+        # own __anext__ is awaited (what pull(interruptible=False) does), not a coroutine of
+        # pull() around each chunk.
+        if not new and type(chunk) is str and not dispatcher.running:
+            pull = source.puller()
+            while not new and type(chunk) is str and not dispatcher.running:
+                try:
+                    chunk = await pull()
+                except StopAsyncIteration:
+                    source.ended()
+                    await self._end_attempt()
+                    return
+                except Exception as exc:
+                    await self._attempt_failed(exc)
+                    return
+                except BaseException:
+                    await source.close()
+                    raise
+                try:
+                    new = attempt.feed(chunk)
+                except Exception as exc:
+                    await self._attempt_failed(exc)
+                    return
         if self._progress and type(chunk) is Delta and chunk.usage is not None:
             self._events.append(UsageReported(attempt.number, attempt.usage))
         if new:

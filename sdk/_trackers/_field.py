@@ -361,6 +361,8 @@ class FieldTracker:
         watch = self._watch
         token = enter(self._budget)
         try:
+            # The kinds tested in order of how often they come in a field-dense document
+            # (strings grow, values end and start, commas, keys).
             for ev in events:
                 if type(ev) is StringDelta:
                     checker.string_delta(ev.path, ev.offset, ev.text)
@@ -436,14 +438,14 @@ class FieldTracker:
                         self._holds.append((ev.path, []))
                     if watch is not None and ev.kind is _ARRAY:
                         watch.array(ev.path, ev.offset)
+                elif type(ev) is Comma:
+                    checker.comma(ev.offset)
+                elif type(ev) is KeyStart:
+                    checker.key_start(ev.offset)
                 elif type(ev) is Key:
                     checker.key(ev.path, ev.offset)
                 elif type(ev) is KeyDelta:
                     checker.key_delta(ev.offset, ev.text)
-                elif type(ev) is KeyStart:
-                    checker.key_start(ev.offset)
-                elif type(ev) is Comma:
-                    checker.comma(ev.offset)
         except SchemaViolation as exc:
             if exc.value is None and exc.keyword in _STREAMING_KEYWORDS:
                 exc.value = _lookup(self._parser.snapshot(), exc.path)  # the prefix received

@@ -165,7 +165,22 @@ def _row_line(c: int, per: dict[str, list[float]]) -> str:
     parts = [
         f"{name} {statistics.median(v):.1f} [{min(v):.1f}-{max(v):.1f}]" for name, v in per.items()
     ]
-    return f"  concurrency {c}: " + "; ".join(parts) + " (µs/token, median [min-max])"
+    line = f"  concurrency {c}: " + "; ".join(parts) + " (µs/token, median [min-max])"
+    paired = _paired(per, "fieldstream", "floor")
+    if paired is not None:
+        mid, low, high = paired
+        line += f"\n    fieldstream / floor, round by round: {mid:.2f}x [{low:.2f}-{high:.2f}]"
+    return line
+
+
+def _paired(per: dict[str, list[float]], a: str, b: str) -> tuple[float, float, float] | None:
+    """``a``'s cost over ``b``'s in each round (the two ran minutes, not hours, apart: the
+    machine's load changes less within a round than across rounds), as median, min, max;
+    ``None`` unless both ran."""
+    if a not in per or b not in per or not per[a]:
+        return None
+    ratios = [x / y for x, y in zip(per[a], per[b], strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
 
 
 async def memory_one(base_url: str, name: str, streams: int, doc: str) -> dict[str, float]:
@@ -277,6 +292,12 @@ def print_cpu_tables(cpu: dict[int, dict[str, list[float]]]) -> None:
         if a in names and b in names:
             cells = " | ".join(f"{med[c][a] / med[c][b]:.2f}x" for c in cs)
             print(f"| {a} / {b} | {cells} |")
+    if "fieldstream" in names and "floor" in names:
+        cells = " | ".join(
+            "{:.2f}x [{:.2f}-{:.2f}]".format(*(_paired(cpu[c], "fieldstream", "floor") or ()))
+            for c in cs
+        )
+        print(f"| fieldstream / floor, median of the rounds' ratios [min-max] | {cells} |")
 
 
 def print_breakdown(cpu: dict[int, dict[str, list[float]]]) -> None:

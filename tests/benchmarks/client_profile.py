@@ -69,6 +69,11 @@ LAYERS = [
     ("Stream machinery: sdk/_stream/_stream.py", ("sdk/_stream/_stream.py",)),
     ("dispatch: sdk/_stream/_dispatch.py", ("sdk/_stream/_dispatch.py",)),
     ("tracker: sdk/_trackers/_field.py, sdk/_schema", ("sdk/_trackers/_field.py", "sdk/_schema/")),
+    ("runaway checks: sdk/_trackers/_runaway.py", ("sdk/_trackers/_runaway.py",)),
+    (
+        "attempt and source: sdk/_stream/_attempt.py, _source.py, _pieces.py",
+        ("sdk/_stream/_attempt.py", "sdk/_stream/_source.py", "sdk/_stream/_pieces.py"),
+    ),
     ("parser: partial/", ("partial/",)),
     ("sdk other (events, backend, client, request)", ("/sdk/",)),
     ("validation: pydantic, jsonschema", ("/pydantic", "/jsonschema")),

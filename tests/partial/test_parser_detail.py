@@ -106,3 +106,40 @@ def test_an_escaped_key_grows_decoded() -> None:
     ]
     assert "".join(e.text for e in got) == "é\U0001f600x"
     assert all("\ud83d" not in e.text for e in got)  # a surrogate pair is never split
+
+
+def test_a_chunk_wholly_inside_a_key_grows_it_as_the_scanner_does() -> None:
+    # '{"', 'na', 'me', '": 1}': the middle chunks lie inside the key (the parser's short path
+    # for them); the events are the ones the scanner gives when a chunk also holds the quote.
+    short = partial.Parser(detail=True)
+    got = [e for c in ('{"', "na", "me", '": 1}') for e in short.feed(c)]
+    assert got[1:5] == [
+        KeyStart((), 1),
+        KeyDelta((), 4, "na"),
+        KeyDelta((), 6, "me"),
+        Key(("name",), 6),
+    ]
+    scanned = partial.Parser(detail=True)
+    whole = [e for c in ('{"n', "a", 'me": 1}') for e in scanned.feed(c)]
+    assert [e for e in got if not isinstance(e, KeyDelta)] == [
+        e for e in whole if not isinstance(e, KeyDelta)
+    ]
+    assert short.close() == scanned.close() == {"name": 1}
+    plain = partial.Parser()  # without detail: no key events but the Key itself
+    assert [e for c in ('{"', "na", "me", '": 1}') for e in plain.feed(c)] == [
+        e for e in got if not isinstance(e, (KeyStart, KeyDelta))
+    ]
+
+
+def test_raw_newlines_inside_a_key_count_in_positions_under_lenient() -> None:
+    # Lenient mode takes raw control characters in strings, keys included: a later error's
+    # line and column count the newlines of a key that came in chunks of its own.
+    for chunks in (['{"a\nb\nc": 1 x'], ['{"', "a\nb", "\nc", '": 1 x']):
+        p = partial.Parser(lenient=True, detail=True)
+        try:
+            for c in chunks:
+                p.feed(c)
+        except partial.JSONSyntaxError as exc:
+            assert (exc.line, exc.column) == (3, 7), chunks
+        else:
+            raise AssertionError("no error")

@@ -185,10 +185,17 @@ class ChunkDecoder:
             and self._finish_reason is None
             and chunk.get("usage") is None
             and chunk.get("error") is None
-            and not delta.get("refusal")
-            and not delta.get("tool_calls")
-            and not delta.get("reasoning_content")
-            and not delta.get("reasoning")
+            # A delta with nothing but its content (what OpenAI streams for a token) needs
+            # none of the four look-ups after ``len``.
+            and (
+                len(delta) == 1
+                or not (
+                    delta.get("refusal")
+                    or delta.get("tool_calls")
+                    or delta.get("reasoning_content")
+                    or delta.get("reasoning")
+                )
+            )
             and not (self._tools and content.isspace())
         ):
             return content

@@ -258,7 +258,10 @@ class FieldTracker:
             self._handle(exc.events)
             raise self._fail(
                 RunawayWhitespace(
-                    f"{exc.length} whitespace characters in a row between two JSON tokens, "
+                    f"{exc.length} whitespace characters in a row after the finished document "
+                    f"(at most {exc.value}: RunawayLimits.whitespace)"
+                    if exc.after_root
+                    else f"{exc.length} whitespace characters in a row between two JSON tokens, "
                     f"more than any layout needs at depth {exc.depth} (at most {exc.value}: "
                     "RunawayLimits.whitespace)",
                     path=exc.path,

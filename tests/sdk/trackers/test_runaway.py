@@ -92,9 +92,22 @@ def test_pretty_printed_documents_never_reach_the_default_bound(indent: int | st
     assert tracker.close() == value
 
 
-def test_whitespace_inside_a_string_or_after_the_document_is_no_gap() -> None:
-    text = '{"title": "' + " " * 200 + '"}' + "\n" * 200
+def test_whitespace_inside_a_string_is_no_gap() -> None:
+    text = '{"title": "' + " " * 200 + '"}\n'
     assert run(text, 3, whitespace=32).close() == {"title": " " * 200}
+
+
+@pytest.mark.parametrize("sizes", CHUNKINGS)
+def test_blanks_after_the_finished_document_stop_at_the_root_bound(sizes: list[int]) -> None:
+    doc = '{"title": "Pasta", "steps": ["Boil water."]}'
+    fed, error = fed_until_error(doc + " \n" * 5_000, sizes)
+    assert isinstance(error, RunawayWhitespace) and error.cure == "compact_whitespace"
+    assert (error.bound, error.length, error.offset, error.pointer) == (32, 33, len(doc) + 32, "")
+    assert fed <= len(doc) + 32 + max(sizes)
+    assert "33 whitespace characters in a row after the finished document" in str(error)
+    # a document with a line end or two after it is fine, and no bound is no bound
+    assert run(doc + "\r\n" * 16, 3, whitespace=32).close()["title"] == "Pasta"
+    assert run(doc + "\n" * 10_000, 64).close()["title"] == "Pasta"
 
 
 def test_off_when_asked() -> None:

@@ -158,7 +158,11 @@ class FieldTracker:
             max_gap=None if runaway is None else runaway.whitespace,
             gap_per_level=0 if runaway is None else runaway.whitespace_per_level,
         )
-        self._watch = None if runaway is None or runaway.repeats is None else RepeatWatch(runaway)
+        self._watch = (
+            None
+            if runaway is None or (runaway.repeats is None and runaway.near_repeats is None)
+            else RepeatWatch(runaway)
+        )
         self._checker = SchemaChecker(
             self._compiled.root,
             early_models=self._compiled.models,

@@ -8,7 +8,8 @@ runaways.
   ``tests/benchmarks/runaway_corpus.py`` (real JSON from ``tests/data``, valid
   JSON-Schema-Test-Suite instances, recorded model outputs, each re-laid out three ways) fed in
   chunks of 4 characters to a tracker under the default ``RunawayLimits``, and under looser and
-  tighter ones: how many raise a runaway (the false-alarm rate), and which.
+  tighter ones, and under the near check alone, loosened: how many raise a runaway (the
+  false-alarm rate), and which.
 - ``--server``: llama.cpp's server (``tests/integration/llama_server.py``, SmolLM2-135M),
   ``logit_bias`` on the newline token under a grammar with free whitespace (the case of
   ``tests/integration/test_runaway_server.py``): the completion tokens of the attempt the check
@@ -43,6 +44,12 @@ LIMITS = {
     ),
     "tight (whitespace 8+2, repeats 3 over 32)": RunawayLimits(
         whitespace=8, whitespace_per_level=2, repeats=3, repeat_span=32
+    ),
+    "near check alone, loose (4 near copies over 64)": RunawayLimits(
+        whitespace=None, repeats=None, near_repeats=4, near_span=64
+    ),
+    "near check alone, loose and wide (4 near copies over 64, 16 characters apart)": RunawayLimits(
+        whitespace=None, repeats=None, near_repeats=4, near_span=64, near_chars=16
     ),
 }
 

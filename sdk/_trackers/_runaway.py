@@ -306,6 +306,7 @@ class RepeatWatch:
         "_keep",
         "_max_items",
         "_max_unit",
+        "_most",
         "_near",
         "_near_chars",
         "_near_keep",
@@ -340,6 +341,7 @@ class RepeatWatch:
             self._keep = max(self._keep, 2 * self._near_keep)  # the raw tail under the kept one
         self._norm = ""
         self._digit = False  # the open string's last character is a digit
+        self._most = max(self._repeats, self._near) * self._max_items  # items an array keeps
 
     def grow(self, path: Path, offset: int, text: str) -> None:
         """The string at ``path`` grew by ``text``, which ends at ``offset``."""
@@ -417,7 +419,8 @@ class RepeatWatch:
         values, ends, keys = items.values, items.ends, items.keys
         values.append(value)
         ends.append(offset)
-        keys.append(without_numbers(value) if type(value) is str and self._near else None)
+        near = self._near and type(value) is str
+        keys.append(without_numbers(value) if near else None)
         repeats = self._repeats
         n = len(values)
         for p in range(1, self._max_items + 1 if repeats else 1):
@@ -444,9 +447,9 @@ class RepeatWatch:
                 count=count,
                 span=span,
             )
-        if self._near and keys[-1] is not None:
+        if near and n >= self._near:
             self._near_items(path[:-1], offset, items)
-        most = max(repeats, self._near) * self._max_items
+        most = self._most
         if n > 4 * most:  # keep what the longest check reads, and more
             cut = n - most
             del values[:cut]
@@ -457,8 +460,6 @@ class RepeatWatch:
         """The near check of the array at ``path``, whose last item is a string."""
         keys = items.keys
         n = len(keys)
-        if n < self._near:
-            return
         newest = keys[::-1]
         if None in newest:  # only the strings since the last item of another kind
             del newest[newest.index(None) :]

@@ -3,6 +3,7 @@ a string's or an array's tail that repeats one unit; the false-alarm corpus at t
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -280,6 +281,14 @@ def test_copies_that_differ_in_a_few_characters_are_a_loop(chunk: int) -> None:
     assert info.value.pointer == "/title" and info.value.count >= 12
 
 
+def test_a_pair_of_items_that_repeats_up_to_a_counter_is_a_loop() -> None:
+    items = [x for i in range(40) for x in (f"Step {i}", "Add the bacon to the pan and stir it.")]
+    with pytest.raises(RepeatedOutput) as info:
+        run(json.dumps({"steps": items}), 6, near_repeats=12)
+    assert info.value.unit == ["Step 11", "Add the bacon to the pan and stir it."]
+    assert info.value.count == 12
+
+
 def test_near_copies_past_the_allowed_stretch_are_not_a_loop() -> None:
     pans = ["skillet", "saucepan", "Dutch oven", "frying pan", "stockpot"]  # up to 10 apart
     items = [f"Fry the bacon in the {pans[i % 5]} until it is crisp." for i in range(60)]
@@ -310,7 +319,7 @@ WORDS = [
 def test_lists_that_differ_in_numbers_but_are_data_pass(items: list[str]) -> None:
     doc = json.dumps({"title": ", ".join(items), "steps": items})
     assert run(doc, 4, **NEAR_ONLY).close() == {"title": ", ".join(items), "steps": items}
-    assert run(doc, 4).close()["steps"] == items  # and at the defaults
+    assert run(doc, 4, near_repeats=12).close()["steps"] == items  # and at the defaults
 
 
 def test_records_that_differ_in_a_number_are_data() -> None:
@@ -319,10 +328,12 @@ def test_records_that_differ_in_a_number_are_data() -> None:
 
 
 def test_a_drift_is_not_a_loop() -> None:
-    # each sentence differs from the one before in a few characters, but not all from the newest
-    words = "the quick brown fox jumps over lazy dogs while seven wizards hex a big vat".split()
-    items = [" ".join(words[i : i + 8]) + " and more" for i in range(len(words) - 8)] * 1
-    doc = json.dumps({"steps": items * 1})
+    # each item differs from the one before in one word, so a chain of near neighbours runs
+    # through them all; each copy is compared with the newest, and those differ more and more
+    words = "the quick brown fox jumps over the lazy dog near the river bank today".split()
+    items = [" ".join(w.upper() if k <= i else w for k, w in enumerate(words)) for i in range(14)]
+    assert all(near(a, b, 8) for a, b in itertools.pairwise(items))
+    doc = json.dumps({"steps": items})
     assert run(doc, 3, near_repeats=4, near_span=64, **NEAR_ONLY).close() == {"steps": items}
 
 

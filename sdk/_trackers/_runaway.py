@@ -160,6 +160,7 @@ NUMBER_MARK = "#"
 """What a run of digits reads as in the near check (``"Step 12"`` reads ``"Step #"``)."""
 
 _DIGITS = re.compile(r"[0-9]+")
+_DIGIT_CHARS = frozenset("0123456789")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -380,9 +381,9 @@ class RepeatWatch:
     def _near_string(self, path: Path, offset: int, grown: str) -> None:
         """The near check of the open string, which grew by ``grown``."""
         norm = without_numbers(grown)
-        if self._digit and grown[0].isdigit():
+        if self._digit and grown[0] in _DIGIT_CHARS:
             norm = norm[1:]  # the number the last piece ended in goes on
-        self._digit = grown[-1].isdigit()
+        self._digit = grown[-1] in _DIGIT_CHARS
         norm = self._norm + norm
         if len(norm) > self._near_keep:
             norm = norm[-self._near_keep :]

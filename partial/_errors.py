@@ -8,8 +8,9 @@
         │                         column, expected, found)
         ├── IncompleteJSONError   close() on a document that is not finished
         └── JSONLimitError        a configured limit (depth, size) was passed
-            └── JSONRunawayError  a run of whitespace between tokens longer than max_gap
-                                  allows (where it began, its path, its length)
+            └── JSONRunawayError  a run of whitespace between tokens (or after the root)
+                                  longer than max_gap allows (where it began, its path, its
+                                  length)
     RuntimeError
     └── ParserStateError          misuse: feed() after close(), a chunk of the wrong type
 """
@@ -81,7 +82,8 @@ class JSONRunawayError(JSONLimitError):
     needs, the mark of a generation that writes whitespace until its token limit. ``offset``
     is the character that passed the bound, ``start`` where the run began, ``length`` how many
     whitespace characters it had then (``value + 1``), ``path`` the container (or the key)
-    whose gap it is, ``depth`` how many containers were open."""
+    whose gap it is, ``depth`` how many containers were open; ``after_root`` is true when the
+    run followed the finished root value (``path`` is then ``()`` and ``depth`` 0)."""
 
     def __init__(
         self,
@@ -94,6 +96,7 @@ class JSONRunawayError(JSONLimitError):
         start: int,
         path: tuple[str | int, ...],
         depth: int,
+        after_root: bool = False,
     ) -> None:
         super().__init__(
             message, offset=offset, line=line, column=column, limit="max_gap", value=value
@@ -102,6 +105,7 @@ class JSONRunawayError(JSONLimitError):
         self.length = value + 1
         self.path = path
         self.depth = depth
+        self.after_root = after_root
 
 
 class ParserStateError(RuntimeError):

@@ -9,6 +9,7 @@ recursive: open containers live on an explicit stack, so depth costs memory, not
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Any, Final
 
 from partial._errors import (
@@ -97,6 +98,7 @@ _WS = " \t\n\r"
 # Enum member lookups cost a descriptor call each; the hot loop uses these instead.
 _K_OBJECT, _K_ARRAY, _K_STRING = Kind.OBJECT, Kind.ARRAY, Kind.STRING
 _K_NUMBER, _K_BOOLEAN, _K_NULL = Kind.NUMBER, Kind.BOOLEAN, Kind.NULL
+_WS_SEARCH = re.compile(r"[ \t\n\r]").search
 _NO_WS = frozenset({_ESCAPE, _UNICODE, _LITERAL, _NUMBER})  # states where whitespace is no gap
 _VALUE_START = frozenset('"{[-0123456789tfn')
 
@@ -136,8 +138,11 @@ class Parser:
       (default ``None``: no bound); each open container adds ``gap_per_level`` (default 0), so
       an indented layout's deeper lines fit. A longer run raises
       :class:`~partial.JSONRunawayError` at its first character past the bound (a run cut by
-      chunk boundaries counts whole). Whitespace inside strings, before a lenient document and
-      after the root value is not counted. The check costs nothing outside whitespace.
+      chunk boundaries counts whole). After the root value the bound is ``max_gap`` itself, for
+      each run of whitespace (in lenient mode, each run between the ignored characters too): a
+      server that writes blanks after the document is stopped as one that writes them inside.
+      Whitespace inside strings and before a lenient document is not counted. The check costs
+      nothing outside whitespace.
 
     * ``detail`` — also report a key's opening quote (:class:`~partial.KeyStart`), a key as it
       grows (:class:`~partial.KeyDelta`) and each comma between members
@@ -540,8 +545,10 @@ class Parser:
         if stack:
             top = stack[-1]
             path = top.key_path if top.is_obj and state in (_COLON, _VALUE) else top.path
+        after = state == _END
+        where = "after the root value" if after else "between two tokens"
         return JSONRunawayError(
-            f"more than {bound} whitespace characters between two tokens (max_gap)",
+            f"more than {bound} whitespace characters {where} (max_gap)",
             offset=at,
             line=line,
             column=column,
@@ -549,6 +556,7 @@ class Parser:
             start=start,
             path=path,
             depth=len(stack),
+            after_root=after,
         )
 
     # ------------------------------------------------------------------ value completion
@@ -669,7 +677,7 @@ class Parser:
                     e = m2.end() if m2 is not None else i + 1
                     if gap is not None:
                         run = e - i + carry if i == 0 else e - i
-                        if run > gap and st != _END and st != _PREAMBLE:
+                        if run > gap and st != _PREAMBLE:
                             bound = gap + self._gap_per_level * len(stack)
                             if run > bound:
                                 raise self._runaway(s, e, run, bound, st)
@@ -847,7 +855,9 @@ class Parser:
 
                 if st == _END:
                     if self._lenient:
-                        i = n
+                        # skip to the next whitespace: its runs are bounded as the gaps are
+                        m5 = _WS_SEARCH(s, i) if gap is not None else None
+                        i = n if m5 is None else m5.start()
                         continue
                     raise self._syntax(s, i, "the end of the input")
 

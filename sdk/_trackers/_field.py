@@ -158,7 +158,11 @@ class FieldTracker:
             max_gap=None if runaway is None else runaway.whitespace,
             gap_per_level=0 if runaway is None else runaway.whitespace_per_level,
         )
-        self._watch = None if runaway is None or runaway.repeats is None else RepeatWatch(runaway)
+        self._watch = (
+            None
+            if runaway is None or (runaway.repeats is None and runaway.near_repeats is None)
+            else RepeatWatch(runaway)
+        )
         self._checker = SchemaChecker(
             self._compiled.root,
             early_models=self._compiled.models,
@@ -258,7 +262,10 @@ class FieldTracker:
             self._handle(exc.events)
             raise self._fail(
                 RunawayWhitespace(
-                    f"{exc.length} whitespace characters in a row between two JSON tokens, "
+                    f"{exc.length} whitespace characters in a row after the finished document "
+                    f"(at most {exc.value}: RunawayLimits.whitespace)"
+                    if exc.after_root
+                    else f"{exc.length} whitespace characters in a row between two JSON tokens, "
                     f"more than any layout needs at depth {exc.depth} (at most {exc.value}: "
                     "RunawayLimits.whitespace)",
                     path=exc.path,

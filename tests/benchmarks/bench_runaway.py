@@ -2,13 +2,14 @@
 runaways.
 
     .venv/bin/python tests/benchmarks/bench_runaway.py [--corpus] [--server] [--local]
-        [--max-tokens 400] [--record PATH]
+        [--max-tokens 400] [--record PATH] [--prompt TEXT]... [--cost] [--rounds 31]
 
 - ``--corpus`` (the default when nothing is named): every document of
   ``tests/benchmarks/runaway_corpus.py`` (real JSON from ``tests/data``, valid
   JSON-Schema-Test-Suite instances, recorded model outputs, each re-laid out three ways) fed in
   chunks of 4 characters to a tracker under the default ``RunawayLimits``, and under looser and
-  tighter ones: how many raise a runaway (the false-alarm rate), and which.
+  tighter ones, and under the near check alone, loosened: how many raise a runaway (the
+  false-alarm rate), and which.
 - ``--server``: llama.cpp's server (``tests/integration/llama_server.py``, SmolLM2-135M),
   ``logit_bias`` on the newline token under a grammar with free whitespace (the case of
   ``tests/integration/test_runaway_server.py``): the completion tokens of the attempt the check
@@ -16,6 +17,12 @@ runaways.
 - ``--local``: the local engine (``Client.local()``, SmolLM2-135M, greedy, bounded layout) on
   recipe prompts where it loops: the tokens at the abort against ``--max-tokens`` without the
   check. ``--record PATH`` writes the outputs without the check (JSON: prompt -> text).
+  ``--prompt TEXT`` (repeatable) replaces the recipe prompts.
+- ``--cost``: what the checks cost a tracker, in one process, interleaved: bench_client's two
+  documents (``tests/benchmarks/client_contenders.py``) fed token by token under the defaults,
+  with the near check off (``near_repeats=None``) and with ``runaway=None``; for each of
+  ``--rounds`` rounds each arm in turn (the order reversed every other round), five trackers
+  each; the median µs per token and its ratio to the near check off.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ sys.path[:0] = [str(ROOT)]
 import anyio  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from sdk import Client, RunawayLimits, RunawayOutput, StreamError  # noqa: E402
+from sdk import Client, FieldTracker, RunawayLimits, RunawayOutput, StreamError  # noqa: E402
 from tests.benchmarks.runaway_corpus import false_alarms  # noqa: E402
 
 LIMITS = {
@@ -43,6 +50,12 @@ LIMITS = {
     ),
     "tight (whitespace 8+2, repeats 3 over 32)": RunawayLimits(
         whitespace=8, whitespace_per_level=2, repeats=3, repeat_span=32
+    ),
+    "near check alone, loose (4 near copies over 64)": RunawayLimits(
+        whitespace=None, repeats=None, near_repeats=4, near_span=64
+    ),
+    "near check alone, loose and wide (4 near copies over 64, 16 characters apart)": RunawayLimits(
+        whitespace=None, repeats=None, near_repeats=4, near_span=64, near_chars=16
     ),
 }
 
@@ -159,6 +172,38 @@ def local(max_tokens: int, record: Path | None) -> None:
         record.write_text(json.dumps(recorded, indent=1, ensure_ascii=False) + "\n")
 
 
+def cost(rounds: int) -> None:
+    import statistics
+
+    from tests.benchmarks.client_contenders import DOCUMENTS
+
+    arms: dict[str, RunawayLimits | None] = {
+        "defaults": RunawayLimits(),
+        "near check off": RunawayLimits(near_repeats=None),
+        "runaway=None": None,
+    }
+    for name, doc in DOCUMENTS.items():
+        times: dict[str, list[float]] = {arm: [] for arm in arms}
+        for r in range(rounds):
+            order = list(arms.items())
+            for arm, limits in order if r % 2 else order[::-1]:
+                start = time.perf_counter()
+                for _ in range(5):
+                    tracker = FieldTracker(doc.model, runaway=limits)
+                    for token in doc.tokens:
+                        tracker.feed(token)
+                    tracker.finish()
+                    tracker.close()
+                took = time.perf_counter() - start
+                times[arm].append(took / 5 / len(doc.tokens) * 1e6)
+        medians = {arm: statistics.median(values) for arm, values in times.items()}
+        base = medians["near check off"]
+        print(
+            f"{name} ({len(doc.tokens)} tokens): "
+            + "; ".join(f"{a} {m:.2f} µs/token ({m / base:.3f}x)" for a, m in medians.items())
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="store_true")
@@ -166,9 +211,16 @@ def main() -> None:
     parser.add_argument("--local", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--record", type=Path)
+    parser.add_argument("--prompt", action="append")
+    parser.add_argument("--cost", action="store_true")
+    parser.add_argument("--rounds", type=int, default=31)
     args = parser.parse_args()
-    if args.corpus or not (args.server or args.local):
+    if args.prompt:
+        RECIPES[:] = args.prompt
+    if args.corpus or not (args.server or args.local or args.cost):
         corpus()
+    if args.cost:
+        cost(args.rounds)
     if args.server:
         server(args.max_tokens)
     if args.local:

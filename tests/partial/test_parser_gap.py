@@ -1,7 +1,7 @@
 """The parser's bound on whitespace between tokens (``max_gap``, ``gap_per_level``): a run
 longer than the bound raises :class:`partial.JSONRunawayError` at its first character past it,
-however the input is cut; whitespace inside strings, before a lenient document and after the
-root is not counted."""
+however the input is cut; after the root value each run is bounded by ``max_gap`` itself;
+whitespace inside strings and before a lenient document is not counted."""
 
 from __future__ import annotations
 
@@ -59,14 +59,53 @@ def test_a_pretty_printed_document_fits_the_bound_at_every_depth(indent: int | s
     assert parser.close() == value
 
 
-def test_whitespace_inside_strings_before_a_lenient_document_and_after_the_root_is_free() -> None:
+def test_whitespace_inside_strings_and_before_a_lenient_document_is_free() -> None:
     blank = " " * 100
     parser = partial.Parser(max_gap=4, lenient=True)
-    parser.feed(f'Here it is:{blank}\n{{"a": "x{blank}y"}}{blank}')
+    parser.feed(f'Here it is:{blank}\n{{"a": "x{blank}y"}}')
     assert parser.close() == {"a": f"x{blank}y"}
-    strict = partial.Parser(max_gap=4)
-    strict.feed(f'{{"a": 1}}{blank}')
-    assert strict.close() == {"a": 1}
+
+
+AFTER = '{"a": [1, 2]}' + "\r\n" * 20
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@pytest.mark.parametrize("cuts", chunkings(AFTER))
+def test_a_run_after_the_root_value_is_bounded_by_max_gap(cuts: list[int], lenient: bool) -> None:
+    parser = partial.Parser(max_gap=10, gap_per_level=4, lenient=lenient)
+    with pytest.raises(partial.JSONRunawayError) as info:
+        feed_cut(parser, AFTER, cuts)
+    error = info.value
+    start = AFTER.index("}") + 1
+    assert (error.start, error.value, error.length, error.offset) == (start, 10, 11, start + 10)
+    assert (error.path, error.depth, error.after_root) == ((), 0, True)
+    assert "after the root value" in str(error)
+    with pytest.raises(partial.JSONRunawayError):  # sticky
+        parser.feed("\n")
+
+
+TRAILER = '{"a": 1}\n```\n\nI hope this helps!' + " " * 8 + "Bye." + "\n" * 3
+
+
+@pytest.mark.parametrize("cuts", chunkings(TRAILER))
+def test_a_lenient_trailer_is_bounded_run_by_run(cuts: list[int]) -> None:
+    fits = partial.Parser(max_gap=8, lenient=True)
+    feed_cut(fits, TRAILER, cuts)
+    assert fits.close() == {"a": 1}
+    tight = partial.Parser(max_gap=7, lenient=True)  # the 8 spaces between the two sentences
+    with pytest.raises(partial.JSONRunawayError) as info:
+        feed_cut(tight, TRAILER, cuts)
+    assert (info.value.start, info.value.after_root) == (TRAILER.index("  "), True)
+
+
+@pytest.mark.parametrize("cuts", chunkings(AFTER))
+def test_a_short_run_after_the_root_and_no_bound_pass(cuts: list[int]) -> None:
+    fits = partial.Parser(max_gap=40)
+    feed_cut(fits, AFTER, cuts)
+    assert fits.close() == {"a": [1, 2]}
+    free = partial.Parser()
+    feed_cut(free, AFTER + " " * 10_000, cuts)
+    assert free.close() == {"a": [1, 2]}
 
 
 def test_the_key_of_a_gap_after_a_colon_is_its_path() -> None:

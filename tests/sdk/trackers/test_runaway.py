@@ -3,6 +3,7 @@ a string's or an array's tail that repeats one unit; the false-alarm corpus at t
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -18,7 +19,13 @@ from sdk import (
     RunawayWhitespace,
     StreamError,
 )
-from sdk._trackers._runaway import CHECK_EVERY, periodic_tail
+from sdk._trackers._runaway import (
+    CHECK_EVERY,
+    near,
+    near_loop,
+    periodic_tail,
+    without_numbers,
+)
 from tests.benchmarks.runaway_corpus import false_alarms
 
 RECIPE: dict[str, Any] = {
@@ -92,9 +99,22 @@ def test_pretty_printed_documents_never_reach_the_default_bound(indent: int | st
     assert tracker.close() == value
 
 
-def test_whitespace_inside_a_string_or_after_the_document_is_no_gap() -> None:
-    text = '{"title": "' + " " * 200 + '"}' + "\n" * 200
+def test_whitespace_inside_a_string_is_no_gap() -> None:
+    text = '{"title": "' + " " * 200 + '"}\n'
     assert run(text, 3, whitespace=32).close() == {"title": " " * 200}
+
+
+@pytest.mark.parametrize("sizes", CHUNKINGS)
+def test_blanks_after_the_finished_document_stop_at_the_root_bound(sizes: list[int]) -> None:
+    doc = '{"title": "Pasta", "steps": ["Boil water."]}'
+    fed, error = fed_until_error(doc + " \n" * 5_000, sizes)
+    assert isinstance(error, RunawayWhitespace) and error.cure == "compact_whitespace"
+    assert (error.bound, error.length, error.offset, error.pointer) == (32, 33, len(doc) + 32, "")
+    assert fed <= len(doc) + 32 + max(sizes)
+    assert "33 whitespace characters in a row after the finished document" in str(error)
+    # a document with a line end or two after it is fine, and no bound is no bound
+    assert run(doc + "\r\n" * 16, 3, whitespace=32).close()["title"] == "Pasta"
+    assert run(doc + "\n" * 10_000, 64).close()["title"] == "Pasta"
 
 
 def test_off_when_asked() -> None:
@@ -198,6 +218,148 @@ def test_smollm2s_recipe_with_two_equal_steps_passes() -> None:
     assert run(json.dumps(recipe, indent=2), 3, repeats=8).close() == recipe
 
 
+# --- near repetition: copies up to numbers and a few characters ---------------------------------
+
+NEAR_ONLY: dict[str, Any] = {"repeats": None}  # the exact check off: what the near check sees
+
+
+def numbered(i: int) -> str:
+    return f"{i}. Baked Bacon with Tomato and Garlic, with Béchamel."
+
+
+PASTA = '{"title": "Bacon pasta", "steps": [' + ", ".join(
+    json.dumps(numbered(i)) for i in range(2, 60)
+)
+
+
+@pytest.mark.parametrize("sizes", CHUNKINGS)
+def test_array_items_that_differ_in_a_counter_stop_with_the_newest(sizes: list[int]) -> None:
+    # SmolLM2's own loop (greedy, "Write a recipe for bacon pasta."): no two items are equal
+    fed, error = fed_until_error(PASTA, sizes)
+    assert isinstance(error, RepeatedOutput) and error.cure == "less_repetition"
+    assert error.pointer == "/steps" and error.count == 12
+    assert error.unit == [numbered(13)]  # the 12th copy, 2. to 13.: the newest item
+    item = json.dumps(numbered(13))
+    assert error.span >= 512 and error.offset == PASTA.index(item) + len(item) - 1
+    assert fed <= error.offset + max(sizes)
+    assert "up to numbers and 8 characters" in str(error)
+
+
+STEPS = '{"title": "Bacon", "steps": ["' + "".join(
+    f"Step {i}: Add bacon to the skillet and stir. " for i in range(1, 200)
+)
+
+
+@pytest.mark.parametrize("sizes", CHUNKINGS)
+def test_a_string_whose_sentences_differ_in_a_counter_stops(sizes: list[int]) -> None:
+    fed, error = fed_until_error(STEPS, sizes)
+    assert isinstance(error, RepeatedOutput) and error.pointer == "/steps/0"
+    assert error.count >= 12 and error.span >= 512
+    assert isinstance(error.unit, str)  # one sentence, from where the tail happened to end
+    assert without_numbers(error.unit * 2).count("Step #: Add bacon to the skillet and stir. ") == 1
+    assert len(error.unit) < 50 and error.count * len(error.unit) <= error.span + error.count
+    # caught within the span, the check's stride and one chunk
+    start = STEPS.index("Step 1:")
+    assert fed <= start + error.span + len(error.unit) + CHECK_EVERY + max(sizes)
+    assert "the string repeats" in str(error) and "up to numbers" in str(error)
+
+
+PANS = ["skillet", "pan", "wok", "saucepan", "griddle"]
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+def test_copies_that_differ_in_a_few_characters_are_a_loop(chunk: int) -> None:
+    items = [f"Fry the bacon in the {PANS[i % 5]} until it is crisp." for i in range(60)]
+    with pytest.raises(RepeatedOutput) as info:
+        run(json.dumps({"steps": items}), chunk, **NEAR_ONLY)
+    assert info.value.pointer == "/steps" and info.value.count >= 12
+    text = "".join(
+        f"Then fry the bacon in the {PANS[i % 5]} until it is crisp. " for i in range(60)
+    )
+    with pytest.raises(RepeatedOutput) as info:
+        run(json.dumps({"title": text}), chunk, **NEAR_ONLY)
+    assert info.value.pointer == "/title" and info.value.count >= 12
+
+
+def test_a_pair_of_items_that_repeats_up_to_a_counter_is_a_loop() -> None:
+    items = [x for i in range(40) for x in (f"Step {i}", "Add the bacon to the pan and stir it.")]
+    with pytest.raises(RepeatedOutput) as info:
+        run(json.dumps({"steps": items}), 6, near_repeats=12)
+    assert info.value.unit == ["Step 11", "Add the bacon to the pan and stir it."]
+    assert info.value.count == 12
+
+
+def test_near_copies_past_the_allowed_stretch_are_not_a_loop() -> None:
+    pans = ["skillet", "saucepan", "Dutch oven", "frying pan", "stockpot"]  # up to 10 apart
+    items = [f"Fry the bacon in the {pans[i % 5]} until it is crisp." for i in range(60)]
+    doc = json.dumps({"steps": items})
+    assert run(doc, 7, near_chars=4, **NEAR_ONLY).close() == {"steps": items}
+    with pytest.raises(RepeatedOutput):
+        run(doc, 7, near_chars=10, **NEAR_ONLY)
+
+
+_RNG = random.Random(11)
+WORDS = [
+    _RNG.choice("fry chop boil stir bake wash peel dice mix whisk".split()) for _ in range(300)
+]
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [f"2024-01-{i % 28 + 1:02d}T10:{i % 60:02d}:00Z" for i in range(200)],  # dates
+        [f"https://example.com/docs/page/{i}" for i in range(200)],  # links
+        [f"CC-BY-NC-ND-{i}.0" for i in range(200)],  # ids
+        [f"Item {i}" for i in range(200)],  # short: under the span at 64 copies
+        [f"{i}. {word} the bacon, then wait." for i, word in enumerate(["fry", "chop"] * 4)],
+        [numbered(i) for i in range(2, 13)],  # 11 copies: one short of the default
+        [f"Step {i}: {w}" for i, w in enumerate(WORDS)],  # the same but for a word
+    ],
+)
+def test_lists_that_differ_in_numbers_but_are_data_pass(items: list[str]) -> None:
+    doc = json.dumps({"title": ", ".join(items), "steps": items})
+    assert run(doc, 4, **NEAR_ONLY).close() == {"title": ", ".join(items), "steps": items}
+    assert run(doc, 4, near_repeats=12).close()["steps"] == items  # and at the defaults
+
+
+def test_records_that_differ_in_a_number_are_data() -> None:
+    points = [{"name": "Weather station reading", "t": i, "celsius": 20.5} for i in range(300)]
+    assert run(json.dumps(points), 9, schema={}, **NEAR_ONLY).close() == points
+
+
+def test_a_drift_is_not_a_loop() -> None:
+    # each item differs from the one before in one word, so a chain of near neighbours runs
+    # through them all; each copy is compared with the newest, and those differ more and more
+    words = "the quick brown fox jumps over the lazy dog near the river bank today".split()
+    items = [" ".join(w.upper() if k <= i else w for k, w in enumerate(words)) for i in range(14)]
+    assert all(near(a, b, 8) for a, b in itertools.pairwise(items))
+    doc = json.dumps({"steps": items})
+    assert run(doc, 3, near_repeats=4, near_span=64, **NEAR_ONLY).close() == {"steps": items}
+
+
+def test_near_is_one_short_stretch_after_the_numbers() -> None:
+    base = "Fry the bacon in the skillet until it is crisp."
+    assert near(base, base.replace("skillet", "pan"), 8)
+    assert near(base, base.replace("skillet", "saucepan"), 8)
+    assert not near(base, base.replace("skillet", "frying pan"), 8)
+    assert not near(base, base.replace("Fry", "Boil").replace("crisp", "soft"), 8)  # two
+    assert not near("Fry the bacon.", "Fry the beans.", 8)  # short: numbers alone
+    assert near(without_numbers("Step 9: fry."), without_numbers("Step 10: fry."), 0)
+    assert without_numbers("12 eggs, 3.5 cups") == "# eggs, #.# cups"
+
+
+def test_near_loop_finds_the_copies_and_passes_prose() -> None:
+    text = without_numbers("".join(f"Step {i}: stir the sauce well. " for i in range(40)))
+    unit, count, length = near_loop(text, 16, 256, 256, 4, 8) or (0, 0, 0)
+    # every copy but the first: a copy is cut where the tail's last characters recur
+    assert unit == len("Step #: stir the sauce well. ") and count == 39 and length == 39 * unit
+    rng = random.Random(5)
+    prose = " ".join(
+        rng.choice(["the", "cat", "sat", "on", "a", "mat", "by", "it"]) for _ in range(900)
+    )
+    assert near_loop(prose, 16, 256, 256, 4, 8) is None
+
+
 # --- options --------------------------------------------------------------------------------------
 
 
@@ -211,6 +373,9 @@ def test_smollm2s_recipe_with_two_equal_steps_passes() -> None:
         {"max_unit": 0},
         {"max_unit_items": 0},
         {"whitespace": True},
+        {"near_repeats": 1},
+        {"near_span": 4},
+        {"near_chars": -1},
     ],
 )
 def test_bad_limits_are_refused(kwargs: dict[str, Any]) -> None:
@@ -245,13 +410,13 @@ def test_smollm2s_recorded_loops_stop_in_the_array_they_loop_in(chunk: int) -> N
                 tracker.feed(text[i : i + chunk])
             tracker.close()
         except RepeatedOutput as exc:
-            caught[prompt] = (exc.pointer, exc.unit, exc.offset < len(text) // 4)
+            caught[prompt] = (exc.pointer, exc.unit, round((exc.offset or 0) / len(text), 2))
         except StreamError:
             pass  # cut by the token limit: the check did not judge it a loop
     assert caught == {
-        "Write a recipe for a bacon omelette, with ten steps.": ("/ingredients", ["Bacon"], True),
-        "List the steps to make a bacon sandwich.": ("/ingredients", ["Bacon"], True),
+        "Write a recipe for a bacon omelette, with ten steps.": ("/ingredients", ["Bacon"], 0.21),
+        "List the steps to make a bacon sandwich.": ("/ingredients", ["Bacon"], 0.2),
+        # steps that differ by their number ("2. Baked Bacon...", "3. Baked Bacon..."): the
+        # near check, at the 12th copy (the recording stops at the token limit)
+        "Write a recipe for bacon pasta.": ("/steps", [numbered(13)], 0.54),
     }
-    # Steps that differ by their number ("2. Baked Bacon...", "3. Baked Bacon...") are not
-    # copies of one unit: that loop runs to the limit (a TruncatedError), as before.
-    assert "Write a recipe for bacon pasta." in recorded

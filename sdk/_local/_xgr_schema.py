@@ -209,10 +209,10 @@ def _merged(parent: dict[str, Any], branch: Any) -> Any:
     properties.update({name: sub for name, sub in own.items() if name not in listed})
     if properties:
         out["properties"] = properties
-    required = [
-        *(parent.get("required") if isinstance(parent.get("required"), list) else []),
-        *(branch.get("required") if isinstance(branch.get("required"), list) else []),
-    ]
+    required: list[Any] = []
+    for side in (parent, branch):
+        names = side.get("required")
+        required.extend(names if isinstance(names, list) else [])
     if required:
         out["required"] = list(dict.fromkeys(required))
     if "additionalProperties" in parent:

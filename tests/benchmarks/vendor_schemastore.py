@@ -1,7 +1,8 @@
 """Vendor a sample of SchemaStore's schemas with the labelled documents its own repository tests
 them on (a script, not a test; its output is ``tests/data/schema-corpus/schemastore-tests/``).
 
-    .venv/bin/python tests/benchmarks/vendor_schemastore.py CHECKOUT COMMIT tests/data/schema-corpus
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/vendor_schemastore.py \\
+        CHECKOUT COMMIT tests/data/schema-corpus
 
 ``CHECKOUT`` holds the files of https://github.com/SchemaStore/schemastore at ``COMMIT``
 (``src/schemas/json/``, ``src/test/``, ``src/negative_test/``; Apache-2.0). For each schema
@@ -23,7 +24,8 @@ taken in name order while they fit in ``MAX_TOTAL`` bytes.
 
 Written: ``schemastore-tests/<name>/schema.json`` byte for byte, and
 ``schemastore-tests/<name>/<positive|negative>/<file name>.json`` (the value, indented), and
-``schemastore-tests/SOURCE`` (the repository, the commit, each file's path there).
+``schemastore-tests/SOURCE`` (the repository, the commit, each file's path there), and
+SchemaStore's ``LICENSE`` beside them.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def main() -> None:
                 file.write_text(text, encoding="utf-8")
                 sources.append(f"{folder.name}/{label}/{file.name} <- {path.relative_to(checkout)}")
                 documents += 1
+    (out / "LICENSE").write_bytes((checkout / "LICENSE").read_bytes())
     (out / "SOURCE").write_text("\n".join(sources) + "\n", encoding="utf-8")
     print(f"{schemas} schemas, {documents} documents, {total} bytes written to {out}")
 

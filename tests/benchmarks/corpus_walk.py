@@ -269,6 +269,18 @@ def outcomes(walk: LlgWalk | XgrWalk) -> Iterator[tuple[Document, Outcome]]:
         yield document, walk.outcome(document)
 
 
+def relaxations(walk: LlgWalk | XgrWalk, schema_path: Path) -> tuple[Any, ...]:
+    """What the runtime's plan relaxes of the schema at ``schema_path`` (its canonical form),
+    each a :class:`~sdk._local._mask_schema.Relaxation` (``explain`` reports the same)."""
+    from sdk._local._xgr_schema import xgr_plan
+    from sdk._schema._compile import compile_schema
+
+    canonical = compile_schema(json.loads(schema_path.read_text("utf-8"))).schema_dict()
+    if isinstance(walk, LlgWalk):
+        return tuple(walk.plan(canonical).relaxations)
+    return tuple(xgr_plan(json.dumps(canonical)).relaxations)
+
+
 def main() -> None:
     from sdk._local._model import default_gguf_path, gguf_tokenizer
     from tests.sdk.local._local_support import import_llguidance_hf
@@ -291,6 +303,14 @@ def main() -> None:
         counts[outcome.kind] += 1
         if outcome.kind != "admitted" or args.verbose:
             print(f"{document.id}: {outcome.kind} {outcome.where[-120:]!r}")
+    relaxed: Counter[str] = Counter()
+    for path in sorted(schemas):
+        keywords = {note.keyword for note in relaxations(walk, path)}
+        relaxed.update(keywords or {"(exact)"})
+    print(
+        f"{args.runtime}: {relaxed.pop('(exact)', 0)} schemas masked exactly; the others relax "
+        + ", ".join(f"{keyword} in {n}" for keyword, n in relaxed.most_common())
+    )
     print(
         f"{args.runtime}: {len(schemas)} schemas, {sum(counts.values())} passing documents: "
         + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()))

@@ -33,7 +33,14 @@ from sdk._local._llg_specs import schema_plan
 from sdk._local._llg_strict import strict_schema
 from sdk._schema._compile import compile_schema
 from sdk._trackers._field import FieldTracker
-from tests.benchmarks.corpus_walk import Document, LlgWalk, Outcome, XgrWalk, documents
+from tests.benchmarks.corpus_walk import (
+    Document,
+    LlgWalk,
+    Outcome,
+    XgrWalk,
+    documents,
+    relaxations,
+)
 from tests.benchmarks.mask_engine_cases import compact, schema_order
 from tests.sdk.local._local_support import import_llguidance_hf
 from tests.sdk.local.test_never_narrower import bytes_pass, walk_llg
@@ -478,6 +485,8 @@ def test_each_schemastore_passing_document_is_admitted_by_xgrammar_but_for_named
     """As on llguidance; xgrammar's own narrowing, a string under a ``pattern`` that takes no
     escape sequence, is named ``refused`` in ``XGR_EXCEPTIONS``."""
     walk = xgr_walk
+    for note in relaxations(walk, STORE / name / "schema.json"):  # each named
+        assert note.path.startswith("/") and note.keyword and note.reason, note
     for document in _store_documents(name):
         if document.passes:
             assert _seen(walk.outcome(document)) == _expected(XGR_EXCEPTIONS, document)

@@ -34,6 +34,7 @@ from sdk._regex._ecma import EcmaRegexError, loosen_counts
 __all__ = [
     "MAX_MASK_COUNT",
     "XgrPlan",
+    "distributed",
     "loosened",
     "loosened_text",
     "searched",
@@ -187,14 +188,101 @@ def loosened_text(schema_text: str) -> str:
     return schema_text if new is schema else json.dumps(new, separators=(",", ":"))
 
 
+_OBJECT_WORDS = ("properties", "required", "additionalProperties")
+
+
+def _merged(parent: dict[str, Any], branch: Any) -> Any:
+    """``branch`` (of ``parent``'s ``anyOf``/``oneOf``) with ``parent``'s ``properties``,
+    ``required`` and ``additionalProperties`` in it: a name both list takes both schemas (an
+    ``allOf``), the parent's names first; the branch itself when it is not a plain schema (a
+    ``$ref``, a boolean)."""
+    if not isinstance(branch, dict) or "$ref" in branch:
+        return branch
+    out = dict(branch)
+    own: dict[str, Any] = branch.get("properties") or {}
+    listed: dict[str, Any] = parent.get("properties") or {}
+    if not isinstance(own, dict) or not isinstance(listed, dict):
+        return branch
+    properties = {
+        name: _both(sub, own[name]) if name in own else sub for name, sub in listed.items()
+    }
+    properties.update({name: sub for name, sub in own.items() if name not in listed})
+    if properties:
+        out["properties"] = properties
+    required: list[Any] = []
+    for side in (parent, branch):
+        names = side.get("required")
+        required.extend(names if isinstance(names, list) else [])
+    if required:
+        out["required"] = list(dict.fromkeys(required))
+    if "additionalProperties" in parent:
+        out["additionalProperties"] = (
+            parent["additionalProperties"]
+            if "additionalProperties" not in branch
+            else _both(parent["additionalProperties"], branch["additionalProperties"])
+        )
+    return out
+
+
+def _both(first: Any, second: Any) -> Any:
+    """A schema of the values both take: one of them when the other takes anything."""
+    if first in ({}, True):
+        return second
+    if second in ({}, True):
+        return first
+    return {"allOf": [first, second]}
+
+
+def distributed(schema: Any) -> Any:
+    """``schema`` with each object's ``properties``, ``required`` and ``additionalProperties``
+    copied into each plain branch of its ``anyOf``/``oneOf``: xgrammar builds an object with an
+    ``anyOf`` from the branches alone, its siblings dropped (``{"properties": {"name": ...},
+    "anyOf": [{"properties": {"url": ...}, "required": ["url"]}]}`` took ``{"url":"b",
+    "name":"a"}`` and refused ``{"name":"a","url":"b"}``: the branch's names first, the
+    object's own as any value after them). Returns ``schema`` itself when nothing changes."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] | None = None
+
+    def put(key: str, value: Any) -> None:
+        nonlocal out
+        if value is not schema[key]:
+            if out is None:
+                out = dict(schema)
+            out[key] = value
+
+    for key in _SCHEMA_MAPS:
+        members = schema.get(key)
+        if isinstance(members, dict):
+            new = {name: distributed(member) for name, member in members.items()}
+            if any(new[name] is not members[name] for name in members):
+                put(key, new)
+    for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
+        value = schema.get(key)
+        if isinstance(value, list):
+            new_list = [distributed(m) for m in value]
+            if any(a is not b for a, b in zip(new_list, value, strict=True)):
+                put(key, new_list)
+        elif isinstance(value, dict):
+            put(key, distributed(value))
+    current = schema if out is None else out
+    if any(word in current for word in _OBJECT_WORDS):
+        for key in ("anyOf", "oneOf"):
+            branches = current.get(key)
+            if isinstance(branches, list):
+                put(key, [_merged(current, branch) for branch in branches])
+    return schema if out is None else out
+
+
 def xgr_grammar(schema_text: str, **options: Any) -> Any:
     """xgrammar's grammar of the JSON Schema ``schema_text`` (JSON text) with layout
     ``options``: the schema under the project's strict rule (``_llg_strict.strict_schema``, the
     llama.cpp runtime's too, so both runtimes close the same objects), its patterns loosened,
     built with xgrammar's own ``strict_mode`` off (it closed every object to its own
-    properties, an ``allOf``'s and a branch's included: narrower than the schema)."""
+    properties, an ``allOf``'s and a branch's included: narrower than the schema), each object's
+    own properties copied into its ``anyOf``/``oneOf`` branches (:func:`distributed`)."""
     xgr = require("xgrammar")
-    strict = json.dumps(strict_schema(json.loads(schema_text)), separators=(",", ":"))
+    strict = json.dumps(distributed(strict_schema(json.loads(schema_text))), separators=(",", ":"))
     return xgr.Grammar.from_json_schema(loosened_text(strict), strict_mode=False, **options)
 
 

@@ -100,9 +100,9 @@ tokens instead of stalling them."""
 MIN_PIECE = 64
 """The fewest tokens a piece of a prompt holds, unless the whole rest of the prompt is shorter.
 llama.cpp's CPU kernels compute a batch of 64 rows or more otherwise than a smaller one (this
-machine, xllamacpp 2026.10, SmolLM2-135M Q4_1: a 504-token prompt decoded as 504 - r then r
-tokens gives its last logits bit for bit when r >= 64, and up to 0.73 apart when r is 1-63;
-``docs/local-engine.md``), so a prompt is cut only where both sides hold at least this many:
+machine, xllamacpp 2026.10, SmolLM2-135M Q4_1: a prompt decoded in two calls, r tokens in
+one of them, gives its last logits bit for bit when r >= 64 and up to 0.8 apart when r is
+1-63; ``bench_local.py --piece-gap``), so a prompt is cut only where both sides hold this many:
 each of its tokens is computed by the kernels that compute it when the prompt is decoded
 alone, whatever runs beside it."""
 

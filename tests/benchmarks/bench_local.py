@@ -53,6 +53,13 @@ and counts the streams whose text differs.
 instead decodes a 500-token prompt on llama.cpp whole, then cut in two calls (its last r tokens
 apart, then its first r), and prints the largest difference of its last logits: what
 ``_llama_cpp.MIN_PIECE`` is about.
+
+    .venv/bin/python tests/benchmarks/bench_local.py --round-split 8 [--repeat 3]
+        [--max-tokens 24]
+
+instead serves N streams on llama.cpp with one thread and with two, interleaved, and prints
+the median time of a full round's ``llama_decode`` and the median time between two decodes
+(the steps' Python: masks, sampling, the hops to the event loop, gathering).
 ``--runtime torch`` serves the streams on the torch runtime (the GGUF converted, float32 on the
 CPU) and adds a row "turns": the same streams with batching off (``TorchForward.batched =
 False``: one ``DynamicCache`` and one forward pass per stream, taking turns), what the batched
@@ -84,6 +91,7 @@ default thread count (``sdk/_local/_threads.py``) is about.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -609,6 +617,54 @@ def concurrency(args: argparse.Namespace) -> None:
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
+def round_split(args: argparse.Namespace) -> None:
+    """N streams on llama.cpp, one thread then two, interleaved: the median time of a full
+    round's ``llama_decode`` and of the time between two decodes (the steps' Python)."""
+    from sdk._local import LocalBackend
+
+    n = args.round_split
+    backend = LocalBackend(threads=1, slots=n, context=1024, jump_forward=False)
+    forward = backend.load().loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    calls: list[tuple[float, float, int]] = []
+
+    class Timed:
+        def __init__(self, lib: Any) -> None:
+            self._lib = lib
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._lib, name)
+
+        def llama_decode(self, ctx: Any, batch: Any) -> Any:
+            started = time.perf_counter()
+            status = self._lib.llama_decode(ctx, batch)
+            calls.append((started, time.perf_counter(), int(batch.n_tokens)))
+            return status
+
+    forward._lib = Timed(forward._lib)
+    local_streams(backend, n, 4)  # warm up
+    seen: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+    print(f"{n} streams, {args.max_tokens} tokens each, load average {os.getloadavg()[0]:.1f}")
+    for _ in range(args.repeat):
+        for threads in seen:
+            forward.threads = threads
+            calls.clear()
+            run = local_streams(backend, n, args.max_tokens)
+            full = [c for c in calls if c[2] == n]
+            decode = statistics.median(c[1] - c[0] for c in full)
+            between = statistics.median(
+                b[0] - a[1] for a, b in itertools.pairwise(calls) if a[2] == n and b[2] == n
+            )
+            seen[threads].append((run.aggregate, decode, between))
+    for threads, runs in seen.items():
+        print(
+            f"threads {threads}: aggregate {statistics.median(r[0] for r in runs):.1f} tok/s, "
+            f"a round's decode {statistics.median(r[1] for r in runs) * 1000:.1f} ms, between "
+            f"decodes {statistics.median(r[2] for r in runs) * 1000:.2f} ms"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
 def piece_gap(args: argparse.Namespace) -> None:
     """A long prompt decoded whole, and cut in two pieces (its last r tokens in a call of their
     own, or its first r): the largest difference of its last logits, for each r."""
@@ -757,6 +813,7 @@ def main() -> None:
     parser.add_argument("--overlap", action="store_true", help="masks during the pass")
     parser.add_argument("--kv-unified", action="store_true", help="one KV cache for all slots")
     parser.add_argument("--piece-gap", help="llama.cpp: a prompt cut before its last r tokens")
+    parser.add_argument("--round-split", type=int, help="llama.cpp: N streams, a round's parts")
     parser.add_argument(
         "--batch-gap", type=int, help="torch: N prompts batched vs alone, logits compared"
     )
@@ -767,6 +824,9 @@ def main() -> None:
         return
     if args.piece_gap:
         piece_gap(args)
+        return
+    if args.round_split:
+        round_split(args)
         return
     if args.batch_gap:
         batch_gap(args)

@@ -103,7 +103,10 @@ class LocalBackend:
     4 x 4096); None is the model's training context, at most 4096. Backends with other
     ``slots`` or ``context`` load the model again on llama.cpp (one context each); on torch
     they share one copy, its KV store growing as needed, and the most slots any of them asked
-    for.
+    for. ``kv_unified`` (llama.cpp only, off by default): the slots share one KV cache of
+    ``slots * context`` cells (llama.cpp's ``kv_unified``) instead of one each; measured no
+    faster here, and a stream's greedy text can then differ from its text alone
+    (``docs/local-engine.md``).
 
     ``mask_compile_budget``: the seconds a JSON Schema's mask may take to plan (at the
     request's check) and to compile (default :data:`~sdk._constants.DEFAULT_MASK_COMPILE_BUDGET`,
@@ -139,6 +142,7 @@ class LocalBackend:
         slots: int = DEFAULT_SLOTS,
         context: int | None = None,
         mask_compile_budget: float | None = DEFAULT_MASK_COMPILE_BUDGET,
+        kv_unified: bool = False,
     ) -> None:
         if runtime is not None and runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
@@ -172,6 +176,8 @@ class LocalBackend:
         """Generations decoded together (the rest wait in the queue); ``client.batch`` runs as
         many at once by default."""
         self.context = context
+        self.kv_unified = kv_unified
+        """llama.cpp's slots share one KV cache (see the class docstring)."""
         self.mask_compile_budget = mask_compile_budget
         """Seconds a JSON Schema's mask may take to compile before the generation decodes
         under the widened schema's (``sdk._local._mask_budget``); None: no limit."""
@@ -204,6 +210,7 @@ class LocalBackend:
             threads=threads,
             slots=self.slots,
             context=self.context,
+            kv_unified=self.kv_unified,
         )
         if isinstance(loaded.forward, LlamaCppForward):
             loaded.forward.threads = threads  # the weights are shared; the last load sets them

@@ -44,8 +44,11 @@ from any other slot (``llama_memory_seq_cp``, which copies the slot's KV buffer,
 of the rest) instead of decoding it again. More sequences than
 slots stay correct (a slot is lent from the least recently used sequence outside the round, which
 decodes its tokens again when it next runs); the scheduler admits at most ``slots``
-generations, so serving never comes to that. A long prompt is prefilled in pieces
-(:data:`ROUND_TOKENS` a round) between the other sequences' tokens.
+generations, so serving never comes to that. A long prompt is prefilled in pieces between the
+other sequences' tokens: :data:`PIECE_TOKENS` a round while other sequences of the round are
+writing, so they keep their pace, else up to :data:`ROUND_TOKENS`; never a piece under
+:data:`MIN_PIECE` tokens (a prompt alone is cut by the same rule), so each prompt token is
+computed by the kernels that compute it alone.
 """
 
 from __future__ import annotations
@@ -78,6 +81,13 @@ _PARAMS_SIZE = 1024
 _CONTEXT_HEAD_DEFAULTS = {"n_ctx": 512, "n_batch": 2048, "n_ubatch": 512, "n_seq_max": 1}
 """The first four ``uint32_t`` fields of ``llama_context_params`` and their defaults."""
 
+_KV_UNIFIED_OFFSET = 141
+"""Byte offset of ``llama_context_params.kv_unified`` (a ``bool``; 2026.10: after
+``embeddings``, ``offload_kqv``, ``no_perf``, ``op_offload`` and ``swa_full`` at 136-140). Written
+only when asked for (``unified=True``), after it reads its default (false) and the bool before it
+reads ``swa_full``'s (true); the context made must then report one sequence as long as the
+whole context (``llama_n_ctx_seq`` = ``llama_n_ctx``), which only a unified KV cache does."""
+
 _BATCH = 2048
 """Tokens one ``llama_decode`` call takes at most (``n_batch``)."""
 
@@ -86,6 +96,24 @@ ROUND_TOKENS = 512
 sequences share it (``n_ubatch``): every sequence's next token and drafts first, then as much of
 the prompts being prefilled as fits, so a long prompt is prefilled in pieces between the others'
 tokens instead of stalling them."""
+
+MIN_PIECE = 64
+"""The fewest tokens a piece of a prompt holds, unless the whole rest of the prompt is shorter.
+llama.cpp's CPU kernels compute a batch of 64 rows or more otherwise than a smaller one (this
+machine, xllamacpp 2026.10, SmolLM2-135M Q4_1: a prompt decoded in two calls, r tokens in
+one of them, gives its last logits bit for bit when r >= 64 and up to 0.8 apart when r is
+1-63; ``bench_local.py --piece-gap``), so a prompt is cut only where both sides hold this many:
+each of its tokens is computed by the kernels that compute it when the prompt is decoded
+alone, whatever runs beside it."""
+
+PIECE_TOKENS = MIN_PIECE
+"""Prompt tokens one round prefills at most while other sequences of the round are writing
+(their next token and drafts do not count; a piece may reach ``2 * MIN_PIECE - 1`` rather than
+leave a shorter rest). A prompt token costs about as much as a writing row on a CPU
+(SmolLM2-135M, one thread: about 7 ms; a round of 8 writing rows about 80 ms), so a writing
+stream waits about 0.45 s more for a token while a prompt is admitted beside it, instead of up
+to :data:`ROUND_TOKENS` of prompt (3.5 s), and a prompt's prefill is stretched by one writing
+round per piece. Rounds with no writing sequence prefill up to :data:`ROUND_TOKENS`."""
 
 _MIN_SHARED = 4
 """The fewest tokens a copy of another slot's cached prefix must save for a new sequence to
@@ -225,11 +253,18 @@ def _set_context_head(params: _Params, values: dict[str, int]) -> None:
 
 
 def load_llama_cpp(
-    gguf: Path, *, threads: int, slots: int = DEFAULT_SLOTS, context: int | None = None
+    gguf: Path,
+    *,
+    threads: int,
+    slots: int = DEFAULT_SLOTS,
+    context: int | None = None,
+    unified: bool = False,
 ) -> LlamaCppForward:
     """Load ``gguf`` through llama.cpp, checked as the module docstring says, with one context
     of ``slots`` sequences of ``context`` tokens each (None: the model's training context, at
-    most :data:`DEFAULT_CONTEXT`).
+    most :data:`DEFAULT_CONTEXT`). ``unified``: one KV cache of ``slots * context`` cells that
+    every sequence shares (llama.cpp's ``kv_unified``; see :attr:`LlamaCppForward.unified`)
+    instead of one per sequence.
 
     Raises :class:`LoadCheckFailed` naming what did not match, BackendError when llama.cpp
     cannot read the file, ValueError for slots or a context below 1.
@@ -271,6 +306,8 @@ def load_llama_cpp(
         n_ctx = context * slots
         head = {"n_ctx": n_ctx, "n_batch": _BATCH, "n_ubatch": ROUND_TOKENS, "n_seq_max": slots}
         _set_context_head(params, head)
+        if unified:
+            _set_kv_unified(params)
         ctx = lib.llama_init_from_model(model, params)
         if not ctx:
             raise BackendError(
@@ -279,12 +316,19 @@ def load_llama_cpp(
             )
         made = (int(lib.llama_n_ctx(ctx)), int(lib.llama_n_seq_max(ctx)))
         per_seq = int(lib.llama_n_ctx_seq(ctx))
-        if made != (n_ctx, slots) or per_seq != context:
+        # A unified cache is one sequence of the whole context, rounded up (to 256 cells).
+        fits = (
+            made[1] == slots and n_ctx <= made[0] < n_ctx + 256 and per_seq == made[0]
+            if unified
+            else made == (n_ctx, slots) and per_seq == context
+        )
+        if not fits:
             lib.llama_free(ctx)
             raise LoadCheckFailed(
                 f"llama.cpp made a context of {made[0]} tokens in {made[1]} sequences of "
-                f"{per_seq}, not the {n_ctx} in {slots} of {context} written into "
-                "llama_context_params (n_ctx, n_seq_max)"
+                f"{per_seq}, not the {n_ctx} in {slots} of "
+                f"{'all of them' if unified else context} written into llama_context_params "
+                f"(n_ctx, n_seq_max{', kv_unified' if unified else ''})"
             )
     except BaseException:
         lib.llama_model_free(model)
@@ -299,9 +343,24 @@ def load_llama_cpp(
         lib.llama_free(ctx)
         lib.llama_model_free(model)
         raise
-    return LlamaCppForward(
+    forward = LlamaCppForward(
         lib, model, ctx, n_vocab, context, slots, frozenset(stops), threads, tokenizer
     )
+    forward.unified = unified
+    return forward
+
+
+def _set_kv_unified(params: _Params) -> None:
+    """Set ``kv_unified`` (see :data:`_KV_UNIFIED_OFFSET`) after checking its neighbourhood."""
+    raw = ctypes.cast(ctypes.byref(params), ctypes.POINTER(ctypes.c_uint8))
+    found = (int(raw[_KV_UNIFIED_OFFSET - 1]), int(raw[_KV_UNIFIED_OFFSET]))
+    if found != (1, 0):
+        raise LoadCheckFailed(
+            f"llama_context_default_params() of xllamacpp {_installed_version()} has "
+            f"{found} at bytes {_KV_UNIFIED_OFFSET - 1}-{_KV_UNIFIED_OFFSET}, not swa_full "
+            "and kv_unified's defaults (1, 0): its layout changed"
+        )
+    raw[_KV_UNIFIED_OFFSET] = 1
 
 
 class _Slot:
@@ -366,6 +425,12 @@ class LlamaCppForward:
         self.copied_tokens = 0
         """Tokens of cached prefixes copied from one slot to another (``llama_memory_seq_cp``)
         instead of being decoded again."""
+        self.unified = False
+        """True when the sequences share one KV cache (llama.cpp's ``kv_unified``): a round's
+        rows are decoded in one pass whatever their seq ids, and a copied prefix shares its
+        cells instead of copying them; a row's attention then runs over the whole cache, its
+        other sequences' cells masked, so its logits can differ in the last bits from the
+        same sequence's alone (``docs/local-engine.md``)."""
         self.threads = threads
 
     @property
@@ -393,7 +458,8 @@ class LlamaCppForward:
         """One round: decode, in one ``llama_decode`` call, what each sequence's KV cache lacks
         (the tokens :meth:`LlamaSequence.append` added), at most :data:`ROUND_TOKENS` of them
         when there are several sequences (the others' next tokens first, then the prompts in
-        the order given).
+        the order given, at most :data:`PIECE_TOKENS` of them when a sequence of the round is
+        writing).
 
         For each ``(sequence, keep)`` (distinct sequences, at most :attr:`slots`): the logits
         of its last ``keep`` tokens (a ``keep`` x V numpy view of llama.cpp's buffer, valid
@@ -407,7 +473,7 @@ class LlamaCppForward:
         if len(wants) > self.slots or len({id(s) for s, _ in wants}) != len(wants):
             raise ValueError(f"a round takes at most {self.slots} distinct sequences")
         with self._lock:
-            return self._round(wants, ROUND_TOKENS if len(wants) > 1 else _BATCH, ready)
+            return self._round(wants, ROUND_TOKENS, ready)
 
     def _round(
         self,
@@ -436,10 +502,18 @@ class LlamaCppForward:
         order = sorted(live, key=lambda i: i in prefilling)
         plan: list[tuple[int, int, int]] = []  # (want, tokens this round, logits rows)
         room = budget
+        writing = len(prefilling) < len(live)
         for i in order:
             sequence, keep = wants[i]
             pending = len(sequence._tokens) - len(sequence._slot_cached())
-            take = min(pending, room)
+            if i in prefilling:
+                if writing:
+                    # The streams already writing keep their pace: a small piece beside them.
+                    room = min(room, PIECE_TOKENS)
+                    writing = False  # the prompts share one piece budget, in the order given
+                take = _piece(pending, room)
+            else:
+                take = min(pending, room)
             if take < pending and pending - take < keep:
                 take = pending - keep  # the rows asked for all come out of one round
             if take <= 0:
@@ -593,6 +667,18 @@ class LlamaCppForward:
                 self._lib.llama_free(self._ctx)
                 self._lib.llama_model_free(self._model)
                 self._ctx = self._model = 0
+
+
+def _piece(pending: int, room: int) -> int:
+    """How many of a prompt's ``pending`` tokens a round with ``room`` left prefills: all when
+    they fit, else a piece of at least :data:`MIN_PIECE` that leaves at least as many (0: none
+    this round)."""
+    if pending <= room:
+        return pending
+    if pending < 2 * MIN_PIECE:  # no cut leaves two pieces of MIN_PIECE: all, or none yet
+        return pending if room >= MIN_PIECE else 0
+    take = min(room, pending - MIN_PIECE)
+    return take if take >= MIN_PIECE else 0
 
 
 def _runs(ids: set[int]) -> int:

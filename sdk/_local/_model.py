@@ -250,6 +250,7 @@ def load_model(
     threads: int = 1,
     slots: int = DEFAULT_SLOTS,
     context: int | None = None,
+    kv_unified: bool = False,
 ) -> LoadedModel:
     """Load (once per process) the model and tokenizer named by ``model``.
 
@@ -260,17 +261,19 @@ def load_model(
     threads (the torch runtime's are process-wide: the caller sets them). ``slots``: how many
     generations decode together (on llama.cpp, sequences of its context); ``context``: the
     tokens each of llama.cpp's slots holds, its KV budget (None: the model's training context,
-    at most ``_llama_cpp.DEFAULT_CONTEXT``; the torch runtime's caches grow as needed). A model
-    is loaded once per (source, runtime, device, dtype), and on llama.cpp per (slots, context)
-    too; on torch a later load with more slots raises the shared scheduler's to them. Raises
-    BackendError when the model cannot be loaded, ValueError for a runtime that cannot run it.
+    at most ``_llama_cpp.DEFAULT_CONTEXT``; the torch runtime's caches grow as needed);
+    ``kv_unified``: llama.cpp's slots share one KV cache (``load_llama_cpp(unified=)``). A model
+    is loaded once per (source, runtime, device, dtype), and on llama.cpp per (slots, context,
+    kv_unified) too; on torch a later load with more slots raises the shared scheduler's to
+    them. Raises BackendError when the model cannot be loaded, ValueError for a runtime that
+    cannot run it.
     """
     chosen = choose_runtime(runtime, model, device)
     if chosen == "llama.cpp":
         gguf = _gguf_of(model)
         assert gguf is not None
         try:
-            return _load_llama_cpp(gguf, threads, slots, context)
+            return _load_llama_cpp(gguf, threads, slots, context, kv_unified)
         except BackendError as exc:
             from sdk._local._llama_cpp import LoadCheckFailed
 
@@ -313,15 +316,19 @@ def load_model(
         return loaded
 
 
-def _load_llama_cpp(gguf: Path, threads: int, slots: int, context: int | None) -> LoadedModel:
+def _load_llama_cpp(
+    gguf: Path, threads: int, slots: int, context: int | None, kv_unified: bool = False
+) -> LoadedModel:
     from sdk._local._llama_cpp import load_llama_cpp
 
-    key = (str(gguf), "llama.cpp", f"cpu/{slots}x{context}")
+    key = (str(gguf), "llama.cpp", f"cpu/{slots}x{context}{'/unified' if kv_unified else ''}")
     with _load_lock:
         hit = _loaded.get(key)
         if hit is not None:
             return hit
-        forward = load_llama_cpp(gguf, threads=threads, slots=slots, context=context)
+        forward = load_llama_cpp(
+            gguf, threads=threads, slots=slots, context=context, unified=kv_unified
+        )
         loaded = LoadedModel(
             forward=forward, tokenizer=forward.tokenizer, device="cpu", source=str(gguf)
         )

@@ -13,7 +13,8 @@ engine over it. It does what an inference server does with its slots:
   just picked and any jump-forward drafts, or the prompt) joins the waiting list, and one of the
   waiting threads becomes the round's leader: it runs the forward pass of every waiting
   generation in one call (``ForwardModel.decode_many``: one ``llama_decode`` with a seq id per
-  row, a prompt prefilled in pieces of at most ``ROUND_TOKENS`` between the others' tokens),
+  row, a prompt prefilled in pieces between the others' tokens: at most ``PIECE_TOKENS`` a
+  round while others write, so they keep their pace),
   then each generation's second half (masks, bans, sampling: ``complete``) on its own logits
   rows, and wakes them. The llguidance masks of the round's first rows are filled together, in
   native threads, before (``_llg_masks.fill_masks``).

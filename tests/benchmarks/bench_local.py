@@ -42,7 +42,24 @@ Prints the medians of: aggregate tok/s (every stream's completion tokens over th
 from the first request sent to the last stream done), per-stream tok/s (a stream's tokens after
 its first one over the time since it), time to first token (mean and worst of the streams),
 and, for jump-forward, the forced tokens apart (its tok/s counts them, as a user sees them).
-``--overlap`` fills the round's masks in a helper thread during the pass (``_scheduler``).
+``--overlap`` instead races, interleaved, 8 masked streams (the cases) and the same prompts
+unmasked ("free"), each with the round's masks filled before the pass and in a helper thread
+during it ("ovl", ``Scheduler.overlap_masks``). ``--kv-unified`` instead races the slots' KV
+caches apart (llama.cpp's default) against one unified cache (``LocalBackend(kv_unified=True)``)
+and counts the streams whose text differs.
+
+    .venv/bin/python tests/benchmarks/bench_local.py --piece-gap 1,63,64,128
+
+instead decodes a 500-token prompt on llama.cpp whole, then cut in two calls (its last r tokens
+apart, then its first r), and prints the largest difference of its last logits: what
+``_llama_cpp.MIN_PIECE`` is about.
+
+    .venv/bin/python tests/benchmarks/bench_local.py --round-split 8 [--repeat 3]
+        [--max-tokens 24]
+
+instead serves N streams on llama.cpp with one thread and with two, interleaved, and prints
+the median time of a full round's ``llama_decode`` and the median time between two decodes
+(the steps' Python: masks, sampling, the hops to the event loop, gathering).
 ``--runtime torch`` serves the streams on the torch runtime (the GGUF converted, float32 on the
 CPU) and adds a row "turns": the same streams with batching off (``TorchForward.batched =
 False``: one ``DynamicCache`` and one forward pass per stream, taking turns), what the batched
@@ -74,6 +91,7 @@ default thread count (``sdk/_local/_threads.py``) is about.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -397,10 +415,10 @@ def stream_cases(n: int) -> list[tuple[dict[str, Any], str]]:
     ]
 
 
-def local_streams(backend: Any, n: int, max_tokens: int) -> Streams:
+def local_streams(backend: Any, n: int, max_tokens: int, *, masked: bool = True) -> Streams:
     import anyio
 
-    cases = stream_cases(n)
+    cases = [(schema if masked else None, prompt) for schema, prompt in stream_cases(n)]
     tokens, forced = [0] * n, [0] * n
     first, ends = [0.0] * n, [0.0] * n
     texts = [""] * n
@@ -503,6 +521,10 @@ def concurrency(args: argparse.Namespace) -> None:
         for n in counts:
             on_torch = args.runtime == "torch"
             labels = ["local", "local jf"] + (["turns"] if on_torch else [])
+            if args.overlap:  # masked and unmasked streams, masks during the pass or before
+                labels = ["local", "local ovl", "free", "free ovl"]
+            if args.kv_unified:  # the slots' KV caches apart, or one cache for all
+                labels = ["local", "local uni"]
             labels += ["server"] if args.vs_llama else []
             runtime: Runtime = args.runtime or "llama.cpp"
             backends = {
@@ -511,7 +533,12 @@ def concurrency(args: argparse.Namespace) -> None:
                 ),
                 "local jf": LocalBackend(threads=threads, slots=n, context=1024, runtime=runtime),
             }
-            backends["turns"] = backends["local"]
+            for label in ("turns", "local ovl", "free", "free ovl"):
+                backends[label] = backends["local"]
+            if args.kv_unified:
+                backends["local uni"] = LocalBackend(
+                    threads=threads, slots=n, context=1024, jump_forward=False, kv_unified=True
+                )
             for backend in backends.values():
                 engine = backend.load()
                 if on_torch:
@@ -519,7 +546,6 @@ def concurrency(args: argparse.Namespace) -> None:
                     engine.scheduler.slots = n  # the torch model is loaded once: its slots
                 else:
                     engine.loaded.forward.threads = threads  # type: ignore[attr-defined]
-                engine.scheduler.overlap_masks = args.overlap
             local_streams(backends["local"], n, 4)  # warm up
             runs: dict[str, list[Streams]] = {label: [] for label in labels}
             server = start(threads=threads, parallel=n) if args.vs_llama else None
@@ -541,7 +567,16 @@ def concurrency(args: argparse.Namespace) -> None:
                             finally:
                                 forward.batched = True  # type: ignore[attr-defined]
                         else:
-                            runs[label].append(local_streams(backends[label], n, args.max_tokens))
+                            scheduler = backends[label].load().scheduler
+                            scheduler.overlap_masks = label.endswith("ovl")
+                            runs[label].append(
+                                local_streams(
+                                    backends[label],
+                                    n,
+                                    args.max_tokens,
+                                    masked=not label.startswith("free"),
+                                )
+                            )
             finally:
                 if server is not None:
                     server.stop()
@@ -561,10 +596,110 @@ def concurrency(args: argparse.Namespace) -> None:
                     f"{threads:>3} {n:>2} {label:<12}{aggregate:>11.1f}{ratio:>8}{stream:>13.1f}"
                     f"{ttft * 1000:>8.0f}ms{worst * 1000:>7.0f}ms{extra:>8}   {each}"
                 )
-            local = runs["local"] + runs["local jf"] + runs.get("turns", [])
-            same = all(r.texts == runs["local"][0].texts for r in local)
-            print(f"        same texts on every local run (jump-forward on and off): {same}")
+            if "local uni" in runs:
+                pairs = [
+                    (a, b)
+                    for r in runs["local uni"]
+                    for a, b in zip(runs["local"][0].texts, r.texts, strict=True)
+                ]
+                print(
+                    f"        streams whose text differs, unified against apart: "
+                    f"{sum(a != b for a, b in pairs)} of {len(pairs)}"
+                )
+            for ref_label, kin in (
+                ("local", ("local", "local jf", "turns", "local ovl")),
+                ("free", ("free", "free ovl")),
+            ):
+                if ref_label in runs:
+                    local = [r for label in kin for r in runs.get(label, [])]
+                    same = all(r.texts == runs[ref_label][0].texts for r in local)
+                    print(f"        same texts on every run of {', '.join(kin)}: {same}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def round_split(args: argparse.Namespace) -> None:
+    """N streams on llama.cpp, one thread then two, interleaved: the median time of a full
+    round's ``llama_decode`` and of the time between two decodes (the steps' Python)."""
+    from sdk._local import LocalBackend
+
+    n = args.round_split
+    backend = LocalBackend(threads=1, slots=n, context=1024, jump_forward=False)
+    forward = backend.load().loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    calls: list[tuple[float, float, int]] = []
+
+    class Timed:
+        def __init__(self, lib: Any) -> None:
+            self._lib = lib
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._lib, name)
+
+        def llama_decode(self, ctx: Any, batch: Any) -> Any:
+            started = time.perf_counter()
+            status = self._lib.llama_decode(ctx, batch)
+            calls.append((started, time.perf_counter(), int(batch.n_tokens)))
+            return status
+
+    forward._lib = Timed(forward._lib)
+    local_streams(backend, n, 4)  # warm up
+    seen: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+    print(f"{n} streams, {args.max_tokens} tokens each, load average {os.getloadavg()[0]:.1f}")
+    for _ in range(args.repeat):
+        for threads in seen:
+            forward.threads = threads
+            calls.clear()
+            run = local_streams(backend, n, args.max_tokens)
+            full = [c for c in calls if c[2] == n]
+            decode = statistics.median(c[1] - c[0] for c in full)
+            between = statistics.median(
+                b[0] - a[1] for a, b in itertools.pairwise(calls) if a[2] == n and b[2] == n
+            )
+            seen[threads].append((run.aggregate, decode, between))
+    for threads, runs in seen.items():
+        print(
+            f"threads {threads}: aggregate {statistics.median(r[0] for r in runs):.1f} tok/s, "
+            f"a round's decode {statistics.median(r[1] for r in runs) * 1000:.1f} ms, between "
+            f"decodes {statistics.median(r[2] for r in runs) * 1000:.2f} ms"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def piece_gap(args: argparse.Namespace) -> None:
+    """A long prompt decoded whole, and cut in two pieces (its last r tokens in a call of their
+    own, or its first r): the largest difference of its last logits, for each r."""
+    import numpy as np
+
+    from sdk._local import LocalBackend
+
+    backend = LocalBackend(threads=int(args.threads_text or 1), runtime="llama.cpp", slots=1)
+    engine = backend.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    request = GenerationRequest(
+        messages=(
+            {"role": "system", "content": "Summarize."},
+            {"role": "user", "content": "Summarize this. " + "The quick brown fox jumps. " * 60},
+        ),
+        schema={"type": "string"},
+    )
+    ids = engine.prompt_ids(request)
+
+    def last_logits(cuts: list[int]) -> Any:
+        forward.forget()
+        sequence, start, rows = forward.sequence(), 0, None
+        for n in cuts:
+            rows = sequence.decode(ids[start : start + n], 1).copy()
+            start += n
+        sequence.close()
+        return rows
+
+    whole = last_logits([len(ids)])
+    print(f"prompt of {len(ids)} tokens, load average {os.getloadavg()[0]:.1f}")
+    for r in (int(n) for n in args.piece_gap.split(",")):
+        tail = float(np.abs(last_logits([len(ids) - r, r]) - whole).max())
+        head = float(np.abs(last_logits([r, len(ids) - r]) - whole).max())
+        print(f"r {r:>4}: last r apart {tail:.4f}, first r apart {head:.4f}")
 
 
 def batch_gap(args: argparse.Namespace) -> None:
@@ -676,6 +811,9 @@ def main() -> None:
     parser.add_argument("--thread-counts", help="compare torch thread counts, e.g. 1,2")
     parser.add_argument("--concurrency", help="streams at once, e.g. 1,4,8")
     parser.add_argument("--overlap", action="store_true", help="masks during the pass")
+    parser.add_argument("--kv-unified", action="store_true", help="one KV cache for all slots")
+    parser.add_argument("--piece-gap", help="llama.cpp: a prompt cut before its last r tokens")
+    parser.add_argument("--round-split", type=int, help="llama.cpp: N streams, a round's parts")
     parser.add_argument(
         "--batch-gap", type=int, help="torch: N prompts batched vs alone, logits compared"
     )
@@ -683,6 +821,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.pass_cost:
         pass_cost(args)
+        return
+    if args.piece_gap:
+        piece_gap(args)
+        return
+    if args.round_split:
+        round_split(args)
         return
     if args.batch_gap:
         batch_gap(args)

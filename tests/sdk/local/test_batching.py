@@ -19,7 +19,7 @@ from sdk import Choice, Regex
 from sdk._backend import GenerationRequest
 from sdk._local import LocalBackend
 from sdk._local._engine import Engine
-from sdk._local._llama_cpp import ROUND_TOKENS, LlamaCppForward
+from sdk._local._llama_cpp import MIN_PIECE, PIECE_TOKENS, ROUND_TOKENS, LlamaCppForward
 from tests.sdk.local._local_support import (
     CASES,
     PERSON,
@@ -266,6 +266,76 @@ def test_each_sequence_is_ready_as_soon_as_its_call_is_decoded(batched: LocalBac
         ("decode", {ids[first]}),
         ("ready", 2, 1),
     ]
+
+
+def test_prompts_beside_writing_streams_are_prefilled_in_small_pieces_in_queue_order(
+    batched: LocalBackend,
+) -> None:
+    """While a stream is writing, a round prefills one piece of prompt of about
+    ``PIECE_TOKENS`` (the stream gets its next token every round, in a call before the piece,
+    instead of waiting for up to ``ROUND_TOKENS`` of prompt), the prompt admitted first before
+    the next (a prompt's first token waits for the prompts ahead of it and its own, no more),
+    and the pieces give each prompt the logits it has decoded whole."""
+    np = pytest.importorskip("numpy")
+    engine = batched.load()
+    forward = engine.loaded.forward
+    assert isinstance(forward, LlamaCppForward)
+    filler = "The quick brown fox jumps over the lazy dog. " * 25
+    prompts = [
+        _prompt_with(engine, "Summarize.", "Summarize this. " + filler),
+        _prompt_with(engine, "Translate.", "Translate this into French. " + filler),
+    ]
+    assert all(len(p) > 3 * PIECE_TOKENS for p in prompts)
+    expected = []
+    for prompt in prompts:
+        forward.forget()
+        alone = forward.sequence()
+        expected.append(alone.decode(prompt, 1).copy())
+        alone.close()
+    forward.forget()
+    writer = forward.sequence()
+    rows = writer.decode(_prompt_with(engine, "Count.", "Count to ten."), 1)
+    first, second = forward.sequence(), forward.sequence()
+    first.append(prompts[0])
+    second.append(prompts[1])
+    got: list[Any] = [None, None]
+    lib, events = forward._lib, []
+    forward._lib = _Recording(lib, events)
+    rounds, first_rows = 0, None
+    try:
+        while got[1] is None:
+            writer.append([int(rows[-1].argmax())])
+            if first_rows is not None:  # the first prompt is done: it writes too
+                first.append([int(first_rows[-1].argmax())])
+            out = forward.decode_many([(writer, 1), (first, 1), (second, 1)])
+            rounds += 1
+            rows = out[0]
+            assert rows is not None  # the writing stream has its next token every round
+            if first_rows is not None:
+                assert out[1] is not None
+            elif out[1] is not None:
+                got[0] = out[1].copy()
+            first_rows = out[1]
+            if out[2] is not None:
+                got[1] = out[2].copy()
+    finally:
+        forward._lib = lib
+    ids = {s: s._slot.seq_id for s in (writer, first, second) if s._slot}
+    for sequence in (writer, first, second):
+        sequence.close()
+    pieces = [
+        e[1] for e in events if set(e[1]) <= {ids[first], ids[second]} and len(set(e[1])) == 1
+    ]
+    # Pieces of PIECE_TOKENS, the last one up to 2 * MIN_PIECE - 1 rather than leave a rest
+    # under MIN_PIECE (a batch that small is computed by other kernels).
+    assert all(MIN_PIECE <= len(piece) < PIECE_TOKENS + MIN_PIECE for piece in pieces)
+    owners = [piece[0] for piece in pieces]
+    # First-in, first-out: every piece of the first prompt before any of the second.
+    assert owners == sorted(owners, key=lambda seq_id: seq_id != ids[first])
+    assert sum(len(p) for p in pieces if p[0] == ids[first]) <= len(prompts[0])
+    assert rounds >= sum(len(p) for p in prompts) // PIECE_TOKENS
+    assert float(np.abs(got[0] - expected[0]).max()) == 0.0
+    assert float(np.abs(got[1] - expected[1]).max()) == 0.0
 
 
 def test_a_round_s_rows_go_to_llama_cpp_in_seq_id_order(batched: LocalBackend) -> None:

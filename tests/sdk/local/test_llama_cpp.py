@@ -144,6 +144,34 @@ def test_changed_defaults_fail_the_load_check(gguf: Path, monkeypatch: pytest.Mo
         load_llama_cpp(gguf, threads=1)
 
 
+@pytest.mark.slow
+def test_a_unified_kv_cache_is_one_sequence_of_the_whole_context(
+    gguf: Path, forward: LlamaCppForward, prompt: list[int]
+) -> None:
+    """``unified=True`` writes llama.cpp's ``kv_unified``: the context made reports each
+    sequence as long as all of it (a per-sequence cache reports ``context``), and it decodes
+    the prompt to the same greedy token as the per-sequence cache."""
+    unified = load_llama_cpp(gguf, threads=1, slots=2, context=512, unified=True)
+    try:
+        assert unified.unified and not forward.unified
+        assert int(unified._lib.llama_n_ctx_seq(unified._ctx)) == 1024
+        first = unified.sequence()
+        assert int(first.decode(prompt, 1)[-1].argmax()) == greedy(forward, prompt, 1)[0]
+        first.close()
+    finally:
+        unified.close()
+
+
+def test_kv_unified_is_written_only_where_its_default_reads(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A moved ``kv_unified`` shows as bytes that do not read swa_full's and kv_unified's
+    defaults (true, false) before it is written."""
+    monkeypatch.setattr(_llama_cpp, "_KV_UNIFIED_OFFSET", 140)
+    with pytest.raises(LoadCheckFailed, match="kv_unified"):
+        load_llama_cpp(gguf, threads=1, slots=2, context=512, unified=True)
+
+
 @pytest.fixture
 def unbound() -> Iterator[None]:
     """The binding is made again by the test, and restored after it."""

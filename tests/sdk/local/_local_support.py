@@ -264,31 +264,39 @@ _alone: weakref.WeakKeyDictionary[LocalBackend, dict[str, str]] = weakref.WeakKe
 """Each live backend's texts written alone, by case (:func:`as_alone`)."""
 
 
-async def as_alone(
-    backend: LocalBackend, key: str, text: str, run: Callable[[], Awaitable[str]]
-) -> None:
-    """Check that a greedy or seeded generation writes the same ``text`` in a full batch as
-    alone. Alone (not :func:`crowded`), record ``text`` as what case ``key`` writes on
-    ``backend``; crowded, assert it is the recorded text (``run()``, which must run the case
-    and return its text, is awaited alone first when the alone variant has not run)."""
+async def alone_first(backend: LocalBackend, key: str, run: Callable[[], Awaitable[str]]) -> None:
+    """Crowded (:func:`crowded`) and with no text recorded for case ``key`` on ``backend``,
+    await ``run()`` (which must run the case alone and return its text) and record its text,
+    before the full batch runs it: what :func:`as_alone` compares with. (Alone first: on
+    llama.cpp a request run alone right after it ran in a full batch wrote another text once,
+    test_tools' calls, likely from its prompt's cache copied from a slot the batch decoded;
+    and ``last_stats`` stays the full batch's generation's.)"""
     texts = _alone.setdefault(backend, {})
-    if not _CROWDED[0]:
-        texts.setdefault(key, text)
-        return
-    if key not in texts:
+    if _CROWDED[0] and key not in texts:
         crowded(False)
         try:
             texts[key] = await run()
         finally:
             crowded(True)
-    assert text == texts[key], "a full batch changed the text this generation writes alone"
+
+
+def as_alone(backend: LocalBackend, key: str, text: str) -> None:
+    """Check that a greedy or seeded generation writes the same ``text`` in a full batch as
+    alone: alone (not :func:`crowded`), record ``text`` as what case ``key`` writes on
+    ``backend`` (unless recorded); crowded, assert it is the recorded text (recorded alone or
+    by :func:`alone_first`)."""
+    texts = _alone.setdefault(backend, {})
+    if not _CROWDED[0]:
+        texts.setdefault(key, text)
+        return
+    assert text == texts[key], f"in a full batch {text!r}, alone {texts[key]!r}"
 
 
 def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
     """Every delta of one generation (run on asyncio, for sync tests). Crowded
     (:func:`crowded`), the generation runs :func:`beside_others`, and what it writes must not
     depend on them: a greedy or seeded request's text is checked against the text it writes
-    alone (:func:`as_alone`, keyed by the request's ``repr``)."""
+    alone (:func:`alone_first`, :func:`as_alone`; keyed by the request's ``repr``)."""
 
     async def alone() -> list[Delta]:
         return await deltas_of(backend, request)
@@ -297,16 +305,16 @@ def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
         async with beside_others(backend):
             return await alone()
 
+    key = repr(request)
+
+    async def text_alone() -> str:
+        return text_of(await alone())
+
+    if deterministic(request):
+        anyio.run(alone_first, backend, key, text_alone)
     deltas = anyio.run(in_a_full_batch if _CROWDED[0] else alone)
     if deterministic(request):
-
-        async def text_alone() -> str:
-            return text_of(await alone())
-
-        async def check() -> None:
-            await as_alone(backend, repr(request), text_of(deltas), text_alone)
-
-        anyio.run(check)
+        as_alone(backend, key, text_of(deltas))
     return deltas
 
 

@@ -24,7 +24,7 @@ from sdk._backend import GenerationRequest, Message
 from sdk._cli._schema_source import load_schema
 from sdk._local import LocalBackend
 from sdk._local._model import Runtime
-from tests.sdk.local._local_support import as_alone, beside_others
+from tests.sdk.local._local_support import alone_first, as_alone, beside_others
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -125,14 +125,14 @@ DEMO_PROMPT = (
 async def test_each_repair_is_one_backtracked_event(
     local_backend: LocalBackend, prompt: str, schema: Any
 ) -> None:
+    async def alone() -> str:
+        return str((await _repaired(local_backend, prompt, schema))[1].attempts[-1].text)
+
+    await alone_first(local_backend, f"repaired {prompt}", alone)
     async with beside_others(local_backend):
         events, s, backend = await _repaired(local_backend, prompt, schema)
-
-    async def alone() -> str:
-        return (await _repaired(local_backend, prompt, schema))[1].attempts[-1].text
-
     # Greedy: the same repairs and the same final text as alone.
-    await as_alone(local_backend, f"repaired {prompt}", s.attempts[-1].text, alone)
+    as_alone(local_backend, f"repaired {prompt}", s.attempts[-1].text)
     back = [ev for ev in events if isinstance(ev, Backtracked)]
     assert back, "the model wrote no repeated item this time"
     assert backend.requests == 1  # every repair was in place

@@ -18,6 +18,7 @@ from sdk._local._engine import Engine
 from tests.sdk.local._local_support import (
     ENUM,
     TAGS4,
+    alone_first,
     as_alone,
     beside_others,
     find_value,
@@ -70,6 +71,12 @@ async def rewind_second_tag(backend: LocalBackend) -> tuple[LocalGeneration, str
 
 @pytest.mark.usefixtures("crowd")  # the same rewind, ban and text in a full batch
 async def test_a_rewind_between_deltas_resumes_the_stream(local_backend: LocalBackend) -> None:
+    async def alone() -> str:
+        gen, text, _, _ = await rewind_second_tag(local_backend)
+        await gen.aclose()
+        return text
+
+    await alone_first(local_backend, "rewind the second tag", alone)
     async with beside_others(local_backend):
         gen, final, rewound, last = await rewind_second_tag(local_backend)
         jsonschema.validate(json.loads(final), TAGS4)
@@ -81,13 +88,7 @@ async def test_a_rewind_between_deltas_resumes_the_stream(local_backend: LocalBa
         assert last.usage.completion_tokens > rewound.dropped_tokens
         await gen.aclose()
         assert local_backend.active == 0
-
-    async def alone() -> str:
-        gen, text, _, _ = await rewind_second_tag(local_backend)
-        await gen.aclose()
-        return text
-
-    await as_alone(local_backend, "rewind the second tag", final, alone)
+    as_alone(local_backend, "rewind the second tag", final)
 
 
 async def test_a_finished_generation_can_be_rewound_before_asking_for_more(

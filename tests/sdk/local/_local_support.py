@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -209,48 +210,112 @@ async def all_at_once(
     return out
 
 
+def sibling(backend: LocalBackend) -> LocalBackend:
+    """A backend of its own over ``backend``'s loaded model (the same slots, one scheduler):
+    generations through it share the rounds, and ``backend.last_stats`` stays the test's."""
+    others = LocalBackend(
+        backend.model,
+        backend.device,
+        threads=1,
+        runtime=backend.runtime,
+        slots=backend.slots,
+        context=backend.context,
+    )
+    assert others.load().loaded is backend.load().loaded
+    return others
+
+
+@asynccontextmanager
+async def beside_others(backend: LocalBackend) -> AsyncIterator[None]:
+    """Crowded (:func:`crowded`), run the body beside ``backend.slots - 1`` generations that
+    keep every other slot busy (each started again when it ends; cancelled when the body is
+    done); alone, just the body. An exception of the body is raised as it is, not in the task
+    group's ExceptionGroup."""
+    if not _CROWDED[0]:
+        yield
+        return
+    others = sibling(backend)
+
+    async def keep_busy(i: int) -> None:
+        while True:
+            async for _ in others.generate(companion(i)):
+                pass
+
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        for i in range(backend.slots - 1):
+            tg.start_soon(keep_busy, i)
+        await anyio.sleep(0.05)  # the companions take their slots first
+        try:
+            yield
+        except Exception as exc:
+            failure = exc
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+def deterministic(request: GenerationRequest) -> bool:
+    """Whether ``request`` writes one text whatever runs beside it: greedy, or seeded."""
+    return not request.temperature or request.seed is not None
+
+
+_alone: weakref.WeakKeyDictionary[LocalBackend, dict[str, str]] = weakref.WeakKeyDictionary()
+"""Each live backend's texts written alone, by case (:func:`as_alone`)."""
+
+
+async def alone_first(backend: LocalBackend, key: str, run: Callable[[], Awaitable[str]]) -> None:
+    """Crowded (:func:`crowded`) and with no text recorded for case ``key`` on ``backend``,
+    await ``run()`` (which must run the case alone and return its text) and record its text,
+    before the full batch runs it: what :func:`as_alone` compares with. (Alone first: on
+    llama.cpp a request run alone right after it ran in a full batch wrote another text once,
+    test_tools' calls, likely from its prompt's cache copied from a slot the batch decoded;
+    and ``last_stats`` stays the full batch's generation's.)"""
+    texts = _alone.setdefault(backend, {})
+    if _CROWDED[0] and key not in texts:
+        crowded(False)
+        try:
+            texts[key] = await run()
+        finally:
+            crowded(True)
+
+
+def as_alone(backend: LocalBackend, key: str, text: str) -> None:
+    """Check that a greedy or seeded generation writes the same ``text`` in a full batch as
+    alone: alone (not :func:`crowded`), record ``text`` as what case ``key`` writes on
+    ``backend`` (unless recorded); crowded, assert it is the recorded text (recorded alone or
+    by :func:`alone_first`)."""
+    texts = _alone.setdefault(backend, {})
+    if not _CROWDED[0]:
+        texts.setdefault(key, text)
+        return
+    assert text == texts[key], f"in a full batch {text!r}, alone {texts[key]!r}"
+
+
 def collect(backend: LocalBackend, request: GenerationRequest) -> list[Delta]:
     """Every delta of one generation (run on asyncio, for sync tests). Crowded
-    (:func:`crowded`), the generation runs beside ``backend.slots - 1`` others that keep every
-    other slot busy (each started again when it ends) and are cancelled when it is done: what
-    it writes must not depend on them."""
+    (:func:`crowded`), the generation runs :func:`beside_others`, and what it writes must not
+    depend on them: a greedy or seeded request's text is checked against the text it writes
+    alone (:func:`alone_first`, :func:`as_alone`; keyed by the request's ``repr``)."""
 
     async def alone() -> list[Delta]:
         return await deltas_of(backend, request)
 
     async def in_a_full_batch() -> list[Delta]:
-        # The companions go through a backend of their own over the same loaded model (the
-        # same slots, one scheduler): ``backend.last_stats`` stays the test's generation's.
-        others = LocalBackend(
-            backend.model,
-            backend.device,
-            threads=1,
-            runtime=backend.runtime,
-            slots=backend.slots,
-            context=backend.context,
-        )
-        assert others.load().loaded is backend.load().loaded
+        async with beside_others(backend):
+            return await alone()
 
-        async def keep_busy(i: int) -> None:
-            while True:
-                async for _ in others.generate(companion(i)):
-                    pass
+    key = repr(request)
 
-        outcome: list[Delta] | BaseException = []
-        async with anyio.create_task_group() as tg:
-            for i in range(backend.slots - 1):
-                tg.start_soon(keep_busy, i)
-            await anyio.sleep(0.05)  # the companions take their slots first
-            try:
-                outcome = await alone()
-            except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
-                outcome = exc
-            tg.cancel_scope.cancel()
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+    async def text_alone() -> str:
+        return text_of(await alone())
 
-    return anyio.run(in_a_full_batch if _CROWDED[0] else alone)
+    if deterministic(request):
+        anyio.run(alone_first, backend, key, text_alone)
+    deltas = anyio.run(in_a_full_batch if _CROWDED[0] else alone)
+    if deterministic(request):
+        as_alone(backend, key, text_of(deltas))
+    return deltas
 
 
 _greedy: weakref.WeakKeyDictionary[LocalBackend, dict[str, list[Delta]]] = (

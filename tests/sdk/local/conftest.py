@@ -90,24 +90,11 @@ def ll_tokenizer(tokenizer: Any) -> Any:
 def crowd(request: pytest.FixtureRequest) -> Iterator[bool]:
     """Each generation of the test alone, then in a full batch (``_local_support.collect``
     runs it beside generations that keep every other slot busy): the engine suite's modules
-    that ask for it (``pytestmark = pytest.mark.usefixtures("crowd")``) run both ways. The
-    full batch runs on the llama.cpp runtime (see ``pytest_collection_modifyitems``)."""
+    that ask for it (``pytestmark = pytest.mark.usefixtures("crowd")``) run both ways, on
+    both runtimes."""
     on: bool = request.param
     crowded(on)
     try:
         yield on
     finally:
         crowded(False)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The full-batch variants run on the llama.cpp runtime only: on the torch runtime (float32
-    on the CPU, about 80 ms a pass) they would add minutes to the suite, and
-    ``test_torch_batching.py`` runs its batching against each stream alone."""
-    kept, dropped = [], []
-    for item in items:
-        ids = getattr(getattr(item, "callspec", None), "id", "")
-        (dropped if "full-batch" in ids and "torch" in ids else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept

@@ -24,6 +24,7 @@ from sdk._backend import GenerationRequest, Message
 from sdk._cli._schema_source import load_schema
 from sdk._local import LocalBackend
 from sdk._local._model import Runtime
+from tests.sdk.local._local_support import alone_first, as_alone, beside_others
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -120,29 +121,18 @@ DEMO_PROMPT = (
     [("List five fruits that are red.", Tags), (DEMO_PROMPT, None)],
     ids=["fruits", "demo"],
 )
+@pytest.mark.usefixtures("crowd")  # rewinds, bans, events and usage in a full batch too
 async def test_each_repair_is_one_backtracked_event(
     local_backend: LocalBackend, prompt: str, schema: Any
 ) -> None:
-    messages: list[Message] = [{"role": "user", "content": prompt}]
-    # The demo's request as the command sends it: the client shows the schema in a system
-    # message of its own (show_schema=None on the local engine); the fruits as they were
-    # written, with no system message.
-    show = None if schema is None else False
-    if schema is None:
-        schema = _demo_person()
-    backend = Counting(local_backend.runtime)
-    async with Client.from_backend(backend, max_retries=0) as client:
-        async with client.stream(
-            messages=messages,
-            schema=schema,
-            retry=Retry(max_attempts=6, backtrack=True),
-            progress=True,
-            max_tokens=160,
-            temperature=0,
-            show_schema=show,
-        ) as s:
-            events = [ev async for ev in s]
-            await s.result()
+    async def alone() -> str:
+        return str((await _repaired(local_backend, prompt, schema))[1].attempts[-1].text)
+
+    await alone_first(local_backend, f"repaired {prompt}", alone)
+    async with beside_others(local_backend):
+        events, s, backend = await _repaired(local_backend, prompt, schema)
+    # Greedy: the same repairs and the same final text as alone.
+    as_alone(local_backend, f"repaired {prompt}", s.attempts[-1].text)
     back = [ev for ev in events if isinstance(ev, Backtracked)]
     assert back, "the model wrote no repeated item this time"
     assert backend.requests == 1  # every repair was in place
@@ -172,3 +162,31 @@ async def test_each_repair_is_one_backtracked_event(
     assert s.usage.completion_tokens == sum(a.usage.completion_tokens for a in s.attempts)
     assert backend.last_stats is not None
     assert s.usage.completion_tokens == backend.last_stats.completion_tokens
+
+
+async def _repaired(
+    local_backend: LocalBackend, prompt: str, schema: Any
+) -> tuple[list[Any], Any, Counting]:
+    """The stream of ``prompt`` under ``schema`` repaired in place (``Retry(backtrack=True)``):
+    its events, the stream and the backend that served it."""
+    messages: list[Message] = [{"role": "user", "content": prompt}]
+    # The demo's request as the command sends it: the client shows the schema in a system
+    # message of its own (show_schema=None on the local engine); the fruits as they were
+    # written, with no system message.
+    show = None if schema is None else False
+    if schema is None:
+        schema = _demo_person()
+    backend = Counting(local_backend.runtime)
+    async with Client.from_backend(backend, max_retries=0) as client:
+        async with client.stream(
+            messages=messages,
+            schema=schema,
+            retry=Retry(max_attempts=6, backtrack=True),
+            progress=True,
+            max_tokens=160,
+            temperature=0,
+            show_schema=show,
+        ) as s:
+            events = [ev async for ev in s]
+            await s.result()
+    return events, s, backend

@@ -4,6 +4,7 @@ deltas of the new text; closing, usage and misuse (on asyncio and trio)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import jsonschema
@@ -14,7 +15,16 @@ from sdk._errors import StreamUsageError
 from sdk._local import LocalBackend, LocalGeneration
 from sdk._local._bans import RewindExhausted
 from sdk._local._engine import Engine
-from tests.sdk.local._local_support import ENUM, TAGS4, find_value, request_for, value_start
+from tests.sdk.local._local_support import (
+    ENUM,
+    TAGS4,
+    alone_first,
+    as_alone,
+    beside_others,
+    find_value,
+    request_for,
+    value_start,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -43,8 +53,10 @@ async def read_to_finish(gen: LocalGeneration) -> tuple[str, Delta]:
     raise AssertionError("no finish delta")
 
 
-async def test_a_rewind_between_deltas_resumes_the_stream(local_backend: LocalBackend) -> None:
-    gen = local_backend.generate(REQUEST)
+async def rewind_second_tag(backend: LocalBackend) -> tuple[LocalGeneration, str, Any, Delta]:
+    """:data:`REQUEST` rewound once, inside its second tag: the generation, the final text, the
+    rewind's outcome and the finish delta."""
+    gen = backend.generate(REQUEST)
     assert isinstance(gen, Rewindable)
     # Read until the second item has begun and written a few characters.
     text = await read_into(gen, ("tags", 1))
@@ -54,15 +66,29 @@ async def test_a_rewind_between_deltas_resumes_the_stream(local_backend: LocalBa
     rest, last = await read_to_finish(gen)
     final = text[: rewound.offset] + rest
     assert not final[rewound.offset :].startswith(rewound.banned)
-    jsonschema.validate(json.loads(final), TAGS4)
-    assert last.finish_reason == "stop" and last.usage is not None
-    # Usage counts every token decoded, those the rewind dropped included.
-    assert gen.stats.rewinds == 1
-    assert gen.stats.rewound_tokens == rewound.dropped_tokens > 0
-    assert last.usage.completion_tokens == gen.stats.completion_tokens
-    assert last.usage.completion_tokens > rewound.dropped_tokens
-    await gen.aclose()
-    assert local_backend.active == 0
+    return gen, final, rewound, last
+
+
+@pytest.mark.usefixtures("crowd")  # the same rewind, ban and text in a full batch
+async def test_a_rewind_between_deltas_resumes_the_stream(local_backend: LocalBackend) -> None:
+    async def alone() -> str:
+        gen, text, _, _ = await rewind_second_tag(local_backend)
+        await gen.aclose()
+        return text
+
+    await alone_first(local_backend, "rewind the second tag", alone)
+    async with beside_others(local_backend):
+        gen, final, rewound, last = await rewind_second_tag(local_backend)
+        jsonschema.validate(json.loads(final), TAGS4)
+        assert last.finish_reason == "stop" and last.usage is not None
+        # Usage counts every token decoded, those the rewind dropped included.
+        assert gen.stats.rewinds == 1
+        assert gen.stats.rewound_tokens == rewound.dropped_tokens > 0
+        assert last.usage.completion_tokens == gen.stats.completion_tokens
+        assert last.usage.completion_tokens > rewound.dropped_tokens
+        await gen.aclose()
+        assert local_backend.active == 0
+    as_alone(local_backend, "rewind the second tag", final)
 
 
 async def test_a_finished_generation_can_be_rewound_before_asking_for_more(
@@ -107,7 +133,13 @@ async def test_closing_a_resumed_generation_stops_it(
         await gen.rewind(0)
 
 
+@pytest.mark.usefixtures("crowd")
 async def test_rewind_misuse_is_refused(local_backend: LocalBackend) -> None:
+    async with beside_others(local_backend):
+        await _misuse(local_backend)
+
+
+async def _misuse(local_backend: LocalBackend) -> None:
     gen = local_backend.generate(REQUEST)
     with pytest.raises(StreamUsageError, match="nothing was generated"):
         await gen.rewind(0)
@@ -122,7 +154,13 @@ async def test_rewind_misuse_is_refused(local_backend: LocalBackend) -> None:
     await gen.aclose()
 
 
+@pytest.mark.usefixtures("crowd")  # every value banned in turn, in a full batch too
 async def test_running_out_of_values_ends_the_generation(local_backend: LocalBackend) -> None:
+    async with beside_others(local_backend):
+        await _run_out_of_values(local_backend)
+
+
+async def _run_out_of_values(local_backend: LocalBackend) -> None:
     gen = local_backend.generate(request_for("How do you feel today?", ENUM, max_tokens=24))
     text, _ = await read_to_finish(gen)
     at = value_start(text, ("mood",))

@@ -48,7 +48,13 @@ generations, so serving never comes to that. A long prompt is prefilled in piece
 other sequences' tokens: :data:`PIECE_TOKENS` a round while other sequences of the round are
 writing, so they keep their pace, else up to :data:`ROUND_TOKENS`; never a piece under
 :data:`MIN_PIECE` tokens (a prompt alone is cut by the same rule), so each prompt token is
-computed by the kernels that compute it alone.
+computed by the kernels that compute it alone. For the same reason a new sequence keeps of a
+cached prefix (its slot's, or one copied from another slot) only the tokens that a cold decode of
+its prompt computes the same way, and leaves :data:`MIN_PIECE` of them to decode: each slot
+counts the leading tokens it decoded as prompt pieces of :data:`MIN_PIECE` rows or more
+(:attr:`_Slot.exact`), so a generated token, a prompt's last token decoded alone, or a prompt
+shorter than :data:`MIN_PIECE` is never reused by another sequence, and what a greedy request
+writes does not depend on what ran before it.
 """
 
 from __future__ import annotations
@@ -366,13 +372,17 @@ def _set_kv_unified(params: _Params) -> None:
 class _Slot:
     """One of the context's sequences (a seq id) and what its KV cache holds."""
 
-    __slots__ = ("cached", "owner", "seq_id", "used")
+    __slots__ = ("cached", "exact", "owner", "seq_id", "used")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
         self.cached: list[int] = []
         """The tokens this seq id's KV cache holds, in order (kept after its owner leaves:
         a later sequence with the same prefix starts from them)."""
+        self.exact = 0
+        """How many leading tokens of :attr:`cached` were decoded as a cold decode of a prompt
+        decodes them: in calls of one sequence's :data:`MIN_PIECE` tokens or more (only these
+        may be reused by another sequence: :func:`_reusable`)."""
         self.owner: LlamaSequence | None = None
         self.used = 0
         """When the slot last decoded (a round counter): the least recently used is lent out
@@ -561,18 +571,23 @@ class LlamaCppForward:
         """Give ``sequence`` a slot (its own, a free one, or the least recently used one of a
         sequence outside the round) and cut the slot's KV cache to the prefix it shares with
         the sequence, short of the ``keep`` tokens whose logits are wanted."""
-        slot = sequence._slot
+        slot, tokens = sequence._slot, sequence._tokens
         if slot is None or slot.owner is not sequence:
             slot = self._lend(sequence, members)
-        cached, tokens = slot.cached, sequence._tokens
-        limit = min(len(cached), len(tokens) - keep)
-        common = min(sequence._valid, limit)
-        while common < limit and cached[common] == tokens[common]:
-            common += 1
+            cached = slot.cached
+            # What another sequence decoded: only what a cold decode computes the same way.
+            common = min(len(cached), len(tokens) - keep, _reusable(slot, tokens))
+        else:  # the sequence's own tokens (a rewind's cut): computed as they are alone
+            cached = slot.cached
+            limit = min(len(cached), len(tokens) - keep)
+            common = min(sequence._valid, limit)
+            while common < limit and cached[common] == tokens[common]:
+                common += 1
         if common < len(cached):
             if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, common, -1):
                 raise BackendError("llama.cpp could not truncate its KV cache")
             del cached[common:]
+            slot.exact = min(slot.exact, common)
         sequence._valid = common
         slot.used = self._rounds
 
@@ -588,7 +603,7 @@ class LlamaCppForward:
                 live = {s.seq_id for s in self._slots if s.owner is not None}
                 slot = min(
                     free,
-                    key=lambda s: (_runs(live | {s.seq_id}), -_shared(s.cached, tokens), s.seq_id),
+                    key=lambda s: (_runs(live | {s.seq_id}), -_reusable(s, tokens), s.seq_id),
                 )
             else:  # a round holds at most `slots` sequences: one slot is not the round's
                 taken = [s for s in self._slots if id(s.owner) not in members]
@@ -596,11 +611,11 @@ class LlamaCppForward:
                 assert slot.owner is not None
                 slot.owner._slot = None
             slot.owner, sequence._slot = sequence, slot
-        mine = _shared(slot.cached, tokens)
+        mine = _reusable(slot, tokens)
         best, source = mine, None
         for other in self._slots:
             if other is not slot:
-                shared = _shared(other.cached, tokens)
+                shared = _reusable(other, tokens)
                 if shared > best:
                     best, source = shared, other
         if source is not None and best - mine >= _MIN_SHARED:
@@ -608,6 +623,7 @@ class LlamaCppForward:
             # the sequences of a context), then cut the copy to the shared prefix.
             self._lib.llama_memory_seq_cp(self._memory, source.seq_id, slot.seq_id, -1, -1)
             slot.cached = source.cached[:best]
+            slot.exact = best  # _reusable: no more than the source's exact prefix
             if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, best, -1):
                 raise BackendError("llama.cpp could not truncate its KV cache")
             self.copied_tokens += best
@@ -637,15 +653,21 @@ class LlamaCppForward:
                 assert sequence._slot is not None
                 self._lib.llama_memory_seq_rm(self._memory, sequence._slot.seq_id, -1, -1)
                 sequence._slot.cached.clear()
+                sequence._slot.exact = 0
                 sequence._valid = 0
             what = "the context is full" if status == 1 else f"status {status}"
             raise BackendError(
                 f"llama.cpp could not decode {n} tokens of {len(plan)} sequences: {what} "
                 f"(context: {self.context_length} tokens per sequence)"
             )
+        # A call of one sequence's MIN_PIECE tokens or more is what a cold decode of a prompt
+        # makes (a prompt piece): its tokens may be reused by a later sequence (_reusable).
+        exact = len(plan) == 1 and n >= MIN_PIECE
         for sequence, take, _ in plan:
             slot = sequence._slot
             assert slot is not None
+            if exact and slot.exact == len(slot.cached):
+                slot.exact += take
             slot.cached.extend(sequence._tokens[len(slot.cached) : len(slot.cached) + take])
             sequence._valid = len(slot.cached)
 
@@ -656,6 +678,7 @@ class LlamaCppForward:
             for slot in self._slots:
                 self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
                 slot.cached.clear()
+                slot.exact = 0
                 if slot.owner is not None:
                     slot.owner._valid = 0
 
@@ -698,6 +721,13 @@ def _prefilling(sequence: LlamaSequence, keep: int) -> bool:
     assert sequence._slot is not None
     cached = len(sequence._slot.cached)
     return cached == 0 or len(sequence._tokens) - cached > keep
+
+
+def _reusable(slot: _Slot, tokens: list[int]) -> int:
+    """How many leading tokens of ``slot``'s cache a new sequence of ``tokens`` keeps: those they
+    share that the slot decoded as a cold decode does (:attr:`_Slot.exact`), leaving at least
+    :data:`MIN_PIECE` tokens to decode in a call of that size (none of a shorter prompt)."""
+    return max(0, min(_shared(slot.cached, tokens), slot.exact, len(tokens) - MIN_PIECE))
 
 
 def _shared(cached: list[int], tokens: list[int]) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from sdk._errors import BackendError
 from sdk._local import _llama_cpp, _model
-from sdk._local._llama_cpp import LlamaCppForward, LoadCheckFailed, load_llama_cpp
+from sdk._local._llama_cpp import MIN_PIECE, LlamaCppForward, LoadCheckFailed, load_llama_cpp
 from sdk._local._model import choose_runtime, default_gguf_path, load_model
 
 np = pytest.importorskip("numpy")
@@ -85,19 +85,55 @@ def test_the_logits_are_a_numpy_view_of_llama_cpp_s_buffer(
 
 
 @pytest.mark.slow
-def test_the_prompt_prefix_is_decoded_once(forward: LlamaCppForward, prompt: list[int]) -> None:
+def test_a_cached_prefix_is_reused_as_a_cold_decode_computes_it(
+    forward: LlamaCppForward, prompt: list[int]
+) -> None:
+    """A new sequence keeps a cached prompt prefix but for the last MIN_PIECE tokens, decoded
+    again in a call of that size, so its logits are a cold decode's to the last bit; tokens a
+    sequence generated (decoded one at a time) are never reused by another."""
+    np = pytest.importorskip("numpy")
+    tokens = prompt * (2 * MIN_PIECE // len(prompt) + 2)  # longer than 2 * MIN_PIECE
+    generated = [28, 29, 30]
+    forward.forget()
+    cold = forward.sequence()
+    cold_rows = cold.decode(tokens, 1).copy()
+    cold.close()
+    forward.forget()
+    cold = forward.sequence()
+    cold_longer = cold.decode([*tokens, *generated], 1).copy()
+    cold.close()
+
+    forward.forget()
     first = forward.sequence()
-    cold = first.decode(prompt, 1).copy()
+    first.decode(tokens, 1)
+    for token in generated:  # "generated": one token a call, as a step decodes them
+        first.decode([token], 1)
+    first.close()
     before = forward.decoded_tokens
     again = forward.sequence()
-    warm = again.decode(prompt, 1).copy()
-    # Only the last prompt token runs again (its logits are asked for); the rest is reused.
-    assert forward.decoded_tokens - before == 1
-    assert float(np.abs(warm - cold).max()) < 1e-4
-    longer = forward.sequence()
+    warm = again.decode(tokens, 1).copy()
+    assert forward.decoded_tokens - before == MIN_PIECE
+    assert np.array_equal(warm, cold_rows)
+    again.close()
+    forward.forget()
+    first = forward.sequence()
+    first.decode(tokens, 1)
+    for token in generated:
+        first.decode([token], 1)
+    first.close()
     before = forward.decoded_tokens
-    longer.decode([*prompt, 28], 1)
-    assert forward.decoded_tokens - before == 1
+    longer = forward.sequence()
+    warm = longer.decode([*tokens, *generated], 1).copy()
+    # The generated tokens in the cache are decoded again, in the call of MIN_PIECE rows.
+    assert forward.decoded_tokens - before == MIN_PIECE
+    assert np.array_equal(warm, cold_longer)
+    longer.close()
+    # A prompt shorter than MIN_PIECE is never reused: decoded whole, as cold.
+    short = forward.sequence()
+    before = forward.decoded_tokens
+    short.decode(tokens[: MIN_PIECE - 8], 1)
+    assert forward.decoded_tokens - before == MIN_PIECE - 8
+    short.close()
 
 
 @pytest.mark.slow

@@ -48,13 +48,16 @@ generations, so serving never comes to that. A long prompt is prefilled in piece
 other sequences' tokens: :data:`PIECE_TOKENS` a round while other sequences of the round are
 writing, so they keep their pace, else up to :data:`ROUND_TOKENS`; never a piece under
 :data:`MIN_PIECE` tokens (a prompt alone is cut by the same rule), so each prompt token is
-computed by the kernels that compute it alone. For the same reason a new sequence keeps of a
-cached prefix (its slot's, or one copied from another slot) only the tokens that a cold decode of
-its prompt computes the same way, and leaves :data:`MIN_PIECE` of them to decode: each slot
-counts the leading tokens it decoded as prompt pieces of :data:`MIN_PIECE` rows or more
-(:attr:`_Slot.exact`), so a generated token, a prompt's last token decoded alone, or a prompt
-shorter than :data:`MIN_PIECE` is never reused by another sequence, and what a greedy request
-writes does not depend on what ran before it.
+computed by the kernels that compute it alone; the rows whose logits are asked for (a prompt's
+last token) are decoded in a call of their own right after the rest (the kernels of a small
+call, as every generated token). For the same reason a new sequence keeps of a cached prefix
+(its slot's, or one copied from another slot) only what a cold decode of its prompt computes
+the same way: each slot records the kind of call each cached token was decoded in
+(:attr:`_Slot.kinds`), and :func:`_reusable` keeps the tokens of the prompt's own kind, all of
+the prompt but its last token, or else leaving at least :data:`MIN_PIECE` to decode. So a
+repeated prompt decodes only its last token, and what a greedy request writes does not depend
+on what ran before it (a retry decodes its first attempt's answer again: generated one token a
+call, it is not what a cold decode of the retry's prompt computes).
 """
 
 from __future__ import annotations
@@ -126,6 +129,13 @@ _MIN_SHARED = 4
 make it (``llama_memory_seq_cp`` copies the slot's whole KV buffer, done at the next decode:
 SmolLM2-135M, one thread, it added 5 ms to that decode at 1,024 tokens a slot and 14 ms at
 4,096; a prompt token prefilled costs about 7 ms)."""
+
+
+_SMALL, _LARGE, _MIXED = 0, 1, 2
+"""The kinds of call a token was decoded in: under :data:`MIN_PIECE` rows (llama.cpp's kernels
+for small batches, which compute each row as a call of one row does), one sequence's
+:data:`MIN_PIECE` rows or more (a prompt piece), several sequences' :data:`MIN_PIECE` rows or
+more (never reused)."""
 
 
 class LoadCheckFailed(BackendError):
@@ -372,17 +382,16 @@ def _set_kv_unified(params: _Params) -> None:
 class _Slot:
     """One of the context's sequences (a seq id) and what its KV cache holds."""
 
-    __slots__ = ("cached", "exact", "owner", "seq_id", "used")
+    __slots__ = ("cached", "kinds", "owner", "seq_id", "used")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
         self.cached: list[int] = []
         """The tokens this seq id's KV cache holds, in order (kept after its owner leaves:
         a later sequence with the same prefix starts from them)."""
-        self.exact = 0
-        """How many leading tokens of :attr:`cached` were decoded as a cold decode of a prompt
-        decodes them: in calls of one sequence's :data:`MIN_PIECE` tokens or more (only these
-        may be reused by another sequence: :func:`_reusable`)."""
+        self.kinds = bytearray()
+        """The kind of call that decoded each token of :attr:`cached` (:data:`_SMALL`,
+        :data:`_LARGE`, :data:`_MIXED`): what another sequence may reuse (:func:`_reusable`)."""
         self.owner: LlamaSequence | None = None
         self.used = 0
         """When the slot last decoded (a round counter): the least recently used is lent out
@@ -521,9 +530,17 @@ class LlamaCppForward:
                     # The streams already writing keep their pace: a small piece beside them.
                     room = min(room, PIECE_TOKENS)
                     writing = False  # the prompts share one piece budget, in the order given
-                take = _piece(pending, room)
-            else:
-                take = min(pending, room)
+                body = pending - keep  # the prompt's tokens whose logits are not asked for
+                take = _piece(body, room)
+                if take <= 0:
+                    continue
+                plan.append((i, take, 0))
+                room -= take
+                if take == body:  # then its rows, in a small call of their own (see _submit)
+                    plan.append((i, keep, keep))
+                    room -= keep
+                continue
+            take = min(pending, room)
             if take < pending and pending - take < keep:
                 take = pending - keep  # the rows asked for all come out of one round
             if take <= 0:
@@ -532,9 +549,11 @@ class LlamaCppForward:
             room -= take
         # The others' tokens together in the first call (a prompt being admitted does not
         # hold up the streams already writing), then each prompt's piece in a call of its
-        # own: a call that mixes a piece of a prompt with other sequences' tokens is split by
-        # llama.cpp into batches of other shapes, whose logits differ in the last bits from
-        # the prompt's decoded alone; a piece alone gives the same logits as the whole prompt.
+        # own, and after its last piece its rows in one more: a call that mixes a piece of a
+        # prompt with other sequences' tokens is split by llama.cpp into batches of other
+        # shapes, whose logits differ in the last bits from the prompt's decoded alone; a
+        # piece alone gives the same logits as the whole prompt, and the rows' small call the
+        # same as when the prompt's body came from a cache (_reusable).
         pieces = [[step] for step in plan if step[0] in prefilling]
         # In seq id order: llama.cpp splits a batch of several sequences into micro-batches of
         # consecutive seq ids (its split_equal over a per-sequence KV cache), so rows in any
@@ -576,7 +595,7 @@ class LlamaCppForward:
             slot = self._lend(sequence, members)
             cached = slot.cached
             # What another sequence decoded: only what a cold decode computes the same way.
-            common = min(len(cached), len(tokens) - keep, _reusable(slot, tokens))
+            common = min(len(cached), _reusable(slot, tokens, keep))
         else:  # the sequence's own tokens (a rewind's cut): computed as they are alone
             cached = slot.cached
             limit = min(len(cached), len(tokens) - keep)
@@ -587,7 +606,7 @@ class LlamaCppForward:
             if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, common, -1):
                 raise BackendError("llama.cpp could not truncate its KV cache")
             del cached[common:]
-            slot.exact = min(slot.exact, common)
+            del slot.kinds[common:]
         sequence._valid = common
         slot.used = self._rounds
 
@@ -623,7 +642,7 @@ class LlamaCppForward:
             # the sequences of a context), then cut the copy to the shared prefix.
             self._lib.llama_memory_seq_cp(self._memory, source.seq_id, slot.seq_id, -1, -1)
             slot.cached = source.cached[:best]
-            slot.exact = best  # _reusable: no more than the source's exact prefix
+            slot.kinds = source.kinds[:best]
             if not self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, best, -1):
                 raise BackendError("llama.cpp could not truncate its KV cache")
             self.copied_tokens += best
@@ -653,21 +672,19 @@ class LlamaCppForward:
                 assert sequence._slot is not None
                 self._lib.llama_memory_seq_rm(self._memory, sequence._slot.seq_id, -1, -1)
                 sequence._slot.cached.clear()
-                sequence._slot.exact = 0
+                sequence._slot.kinds.clear()
                 sequence._valid = 0
             what = "the context is full" if status == 1 else f"status {status}"
             raise BackendError(
                 f"llama.cpp could not decode {n} tokens of {len(plan)} sequences: {what} "
                 f"(context: {self.context_length} tokens per sequence)"
             )
-        # A call of one sequence's MIN_PIECE tokens or more is what a cold decode of a prompt
-        # makes (a prompt piece): its tokens may be reused by a later sequence (_reusable).
-        exact = len(plan) == 1 and n >= MIN_PIECE
+        # The kind of call, for what a later sequence may reuse of these tokens (_reusable).
+        kind = _SMALL if n < MIN_PIECE else _LARGE if len(plan) == 1 else _MIXED
         for sequence, take, _ in plan:
             slot = sequence._slot
             assert slot is not None
-            if exact and slot.exact == len(slot.cached):
-                slot.exact += take
+            slot.kinds.extend(bytes([kind]) * take)
             slot.cached.extend(sequence._tokens[len(slot.cached) : len(slot.cached) + take])
             sequence._valid = len(slot.cached)
 
@@ -678,7 +695,7 @@ class LlamaCppForward:
             for slot in self._slots:
                 self._lib.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
                 slot.cached.clear()
-                slot.exact = 0
+                slot.kinds.clear()
                 if slot.owner is not None:
                     slot.owner._valid = 0
 
@@ -716,18 +733,28 @@ def _seq_id(sequence: LlamaSequence) -> int:
 
 def _prefilling(sequence: LlamaSequence, keep: int) -> bool:
     """True when ``sequence`` (aligned) has a prompt to decode rather than its next token and
-    drafts: its slot holds nothing yet, or tokens whose logits are not asked for are missing
-    (a prompt's tail after a cached prefix; a step's pick and drafts all want theirs)."""
+    drafts: tokens whose logits are not asked for are missing (a prompt's body, or its tail
+    after a cached prefix; a step's pick and drafts all want theirs). A prompt whose body is
+    all cached decodes its last rows with the streams writing, as they do."""
     assert sequence._slot is not None
-    cached = len(sequence._slot.cached)
-    return cached == 0 or len(sequence._tokens) - cached > keep
+    return len(sequence._tokens) - len(sequence._slot.cached) > keep
 
 
-def _reusable(slot: _Slot, tokens: list[int]) -> int:
-    """How many leading tokens of ``slot``'s cache a new sequence of ``tokens`` keeps: those they
-    share that the slot decoded as a cold decode does (:attr:`_Slot.exact`), leaving at least
-    :data:`MIN_PIECE` tokens to decode in a call of that size (none of a shorter prompt)."""
-    return max(0, min(_shared(slot.cached, tokens), slot.exact, len(tokens) - MIN_PIECE))
+def _reusable(slot: _Slot, tokens: list[int], keep: int = 1) -> int:
+    """How many leading tokens of ``slot``'s cache a new sequence of ``tokens`` (the last
+    ``keep`` of them wanted for their logits) keeps: of those they share, the ones decoded in
+    the kind of call a cold decode of the prompt's body decodes them in (a large call for a
+    body of :data:`MIN_PIECE` tokens or more, else a small one), all of the body, or else
+    leaving at least :data:`MIN_PIECE` of it to decode in a large call again."""
+    body = len(tokens) - keep
+    shared = min(_shared(slot.cached, tokens), body)
+    kind = _LARGE if body >= MIN_PIECE else _SMALL
+    kinds, run = slot.kinds, 0
+    while run < shared and kinds[run] == kind:
+        run += 1
+    if kind == _LARGE and run < body:
+        run = min(run, body - MIN_PIECE)
+    return max(run, 0)
 
 
 def _shared(cached: list[int], tokens: list[int]) -> int:

@@ -153,8 +153,9 @@ def test_a_new_sequence_copies_a_shared_prefix_instead_of_decoding_it(
     first = _prompt_with(engine, system, "Describe a cat.")
     second = _prompt_with(engine, system, "Describe a dog.")
     shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
-    # Reused: the shared prefix, short of MIN_PIECE tokens decoded again (see _reusable).
-    reused = min(shared, len(second) - MIN_PIECE)
+    # Reused: the shared prefix, short of MIN_PIECE tokens of the body decoded again in a
+    # large call, as a cold decode computes them (see _reusable).
+    reused = min(shared, len(second) - 1 - MIN_PIECE)
     assert reused > 40
     forward.forget()
     alone = forward.sequence()
@@ -173,12 +174,12 @@ def test_a_new_sequence_copies_a_shared_prefix_instead_of_decoding_it(
     assert np.array_equal(warm, cold)
     live.close()
     new.close()
-    # A retry of a finished request finds its slot as it was left: nothing copied, and only
-    # the last MIN_PIECE tokens decoded again, with the same logits as cold.
+    # A retry of a finished request finds its slot as it was left: nothing copied or decoded
+    # again but the last token (its logits are asked for), with the same logits as cold.
     copied, decoded = forward.copied_tokens, forward.decoded_tokens
     retry = forward.sequence()
     again = retry.decode(second, 1).copy()
-    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (0, MIN_PIECE)
+    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (0, 1)
     assert np.array_equal(again, cold)
     retry.close()
 
@@ -242,9 +243,9 @@ class _Recording:
 
 
 def test_each_sequence_is_ready_as_soon_as_its_call_is_decoded(batched: LocalBackend) -> None:
-    """A round decodes the streams already writing first, then each prompt in a call of its
-    own, and hands each sequence its rows right after its call: a prompt's first token does not
-    wait for the prompts after it."""
+    """A round decodes the streams already writing first, then each prompt in calls of its
+    own, and hands each sequence its rows right after its calls: a prompt's first token does
+    not wait for the prompts after it."""
     engine = batched.load()
     forward = engine.loaded.forward
     assert isinstance(forward, LlamaCppForward)
@@ -268,12 +269,15 @@ def test_each_sequence_is_ready_as_soon_as_its_call_is_decoded(batched: LocalBac
     for sequence in (writing, first, second):
         sequence.close()
     # (A prompt's call decodes what its slot does not hold: a prefix may have been copied.)
+    # (Each prompt's last token in a small call of its own after its body: _reusable.)
     seen = [(e[0], set(e[1])) if e[0] == "decode" else e for e in events]
     assert seen == [
         ("decode", {ids[writing]}),
         ("ready", 1, 1),
         ("decode", {ids[second]}),
+        ("decode", {ids[second]}),
         ("ready", 0, 1),
+        ("decode", {ids[first]}),
         ("decode", {ids[first]}),
         ("ready", 2, 1),
     ]
@@ -334,9 +338,12 @@ def test_prompts_beside_writing_streams_are_prefilled_in_small_pieces_in_queue_o
     ids = {s: s._slot.seq_id for s in (writer, first, second) if s._slot}
     for sequence in (writer, first, second):
         sequence.close()
-    pieces = [
+    alone = [
         e[1] for e in events if set(e[1]) <= {ids[first], ids[second]} and len(set(e[1])) == 1
     ]
+    # After its last piece, each prompt's last token in a small call of its own (_reusable).
+    assert [call for call in alone if len(call) == 1] == [[ids[first]], [ids[second]]]
+    pieces = [call for call in alone if len(call) > 1]
     # Pieces of PIECE_TOKENS, the last one up to 2 * MIN_PIECE - 1 rather than leave a rest
     # under MIN_PIECE (a batch that small is computed by other kernels).
     assert all(MIN_PIECE <= len(piece) < PIECE_TOKENS + MIN_PIECE for piece in pieces)
@@ -404,7 +411,7 @@ def test_new_sequences_take_the_lowest_free_seq_ids(batched: LocalBackend) -> No
     assert ids == [0, 1, 2, 3]
     # A retry whose own slot would leave a gap takes the slot that fills it, and copies its
     # prompt's cached prefix from its own slot instead of decoding it again.
-    prompt = [3000 + j for j in range(2 * MIN_PIECE)]
+    prompt = [3000 + j for j in range(40)]
     first = forward.sequence()
     first.decode(prompt, 1)
     own = first._slot
@@ -415,12 +422,7 @@ def test_new_sequences_take_the_lowest_free_seq_ids(batched: LocalBackend) -> No
     retry = forward.sequence()
     retry.decode([*prompt, 5, 6], 1)
     assert retry._slot is not None and retry._slot.seq_id == 1
-    # All of the prompt but what leaves MIN_PIECE tokens to decode (_reusable).
-    reused = len(prompt) + 2 - MIN_PIECE
-    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (
-        reused,
-        MIN_PIECE,
-    )
+    assert (forward.copied_tokens - copied, forward.decoded_tokens - decoded) == (40, 2)
     for sequence in (live[0], live[3], fresh[1], retry):
         sequence.close()
 

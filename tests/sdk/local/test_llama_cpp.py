@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,52 +89,59 @@ def test_the_logits_are_a_numpy_view_of_llama_cpp_s_buffer(
 def test_a_cached_prefix_is_reused_as_a_cold_decode_computes_it(
     forward: LlamaCppForward, prompt: list[int]
 ) -> None:
-    """A new sequence keeps a cached prompt prefix but for the last MIN_PIECE tokens, decoded
-    again in a call of that size, so its logits are a cold decode's to the last bit; tokens a
-    sequence generated (decoded one at a time) are never reused by another."""
+    """A repeated prompt decodes only its last token, and a longer one all of what its cache
+    cannot give as a cold decode computes it (at least MIN_PIECE tokens in a large call): the
+    logits are a cold decode's to the last bit. Tokens a sequence generated (decoded one at a
+    time) are never reused by another."""
     np = pytest.importorskip("numpy")
     tokens = prompt * (2 * MIN_PIECE // len(prompt) + 2)  # longer than 2 * MIN_PIECE
     generated = [28, 29, 30]
-    forward.forget()
-    cold = forward.sequence()
-    cold_rows = cold.decode(tokens, 1).copy()
-    cold.close()
-    forward.forget()
-    cold = forward.sequence()
-    cold_longer = cold.decode([*tokens, *generated], 1).copy()
-    cold.close()
+    short = tokens[: MIN_PIECE - 8]
 
-    forward.forget()
-    first = forward.sequence()
-    first.decode(tokens, 1)
-    for token in generated:  # "generated": one token a call, as a step decodes them
-        first.decode([token], 1)
-    first.close()
+    def cold(ids: list[int]) -> Any:
+        forward.forget()
+        sequence = forward.sequence()
+        rows = sequence.decode(ids, 1).copy()
+        sequence.close()
+        return rows
+
+    def after_a_generation() -> None:
+        forward.forget()
+        first = forward.sequence()
+        first.decode(tokens, 1)
+        for token in generated:  # "generated": one token a call, as a step decodes them
+            first.decode([token], 1)
+        first.close()
+
+    cold_rows, cold_longer, cold_short = cold(tokens), cold([*tokens, *generated]), cold(short)
+    after_a_generation()
     before = forward.decoded_tokens
     again = forward.sequence()
     warm = again.decode(tokens, 1).copy()
-    assert forward.decoded_tokens - before == MIN_PIECE
+    assert forward.decoded_tokens - before == 1  # only the last token, as a cold decode does
     assert np.array_equal(warm, cold_rows)
     again.close()
-    forward.forget()
-    first = forward.sequence()
-    first.decode(tokens, 1)
-    for token in generated:
-        first.decode([token], 1)
-    first.close()
+    after_a_generation()
     before = forward.decoded_tokens
     longer = forward.sequence()
     warm = longer.decode([*tokens, *generated], 1).copy()
-    # The generated tokens in the cache are decoded again, in the call of MIN_PIECE rows.
-    assert forward.decoded_tokens - before == MIN_PIECE
+    # The cache holds the prompt's body as a cold decode computes it; its last token and the
+    # generated ones were decoded in small calls: the rest is decoded again in a large call.
+    body = len(tokens) + len(generated) - 1
+    assert forward.decoded_tokens - before == len(tokens) + len(generated) - (body - MIN_PIECE)
     assert np.array_equal(warm, cold_longer)
     longer.close()
-    # A prompt shorter than MIN_PIECE is never reused: decoded whole, as cold.
-    short = forward.sequence()
+    # A prompt shorter than MIN_PIECE + 1 is decoded in small calls: its cache is reused too.
+    forward.forget()
+    first = forward.sequence()
+    first.decode(short, 1)
+    first.close()
     before = forward.decoded_tokens
-    short.decode(tokens[: MIN_PIECE - 8], 1)
-    assert forward.decoded_tokens - before == MIN_PIECE - 8
-    short.close()
+    again = forward.sequence()
+    warm = again.decode(short, 1).copy()
+    assert forward.decoded_tokens - before == 1
+    assert np.array_equal(warm, cold_short)
+    again.close()
 
 
 @pytest.mark.slow

@@ -338,9 +338,7 @@ def test_prompts_beside_writing_streams_are_prefilled_in_small_pieces_in_queue_o
     ids = {s: s._slot.seq_id for s in (writer, first, second) if s._slot}
     for sequence in (writer, first, second):
         sequence.close()
-    alone = [
-        e[1] for e in events if set(e[1]) <= {ids[first], ids[second]} and len(set(e[1])) == 1
-    ]
+    alone = [e[1] for e in events if set(e[1]) <= {ids[first], ids[second]} and len(set(e[1])) == 1]
     # After its last piece, each prompt's last token in a small call of its own (_reusable).
     assert [call for call in alone if len(call) == 1] == [[ids[first]], [ids[second]]]
     pieces = [call for call in alone if len(call) > 1]

@@ -20,7 +20,10 @@ from models import Review
 
 from sdk import Client, FieldEvent, TextDelta
 
-PROMPT = "Review a coffee mug: product, rating and a summary of your opinion."
+PROMPT = (
+    "Write a short review of a ceramic coffee mug: product name, rating and a summary of what "
+    "you think of it."
+)
 
 
 async def main() -> None:

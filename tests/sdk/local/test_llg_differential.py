@@ -575,7 +575,9 @@ def test_real_world_schemas_compile_on_both_but_for_known_ones(
         assert errors == {}, path.name  # no schema is refused (issue 42)
         plans = {
             "llguidance": schema_plan(spec.text, json_format).refused,
-            "xgrammar": xgr_plan(spec.text).refused,
+            # No build budget: whether xgrammar takes the schema, not whether it built it
+            # within 0.5 s on a loaded machine (gitlab-ci's build crossed it under CI's load).
+            "xgrammar": xgr_plan(spec.text, None).refused,
         }
         refused_by = sorted(name for name, reason in plans.items() if reason)
         if path.name in CORPUS_WIDENED:

@@ -1,10 +1,33 @@
-"""A response body for httpx mock transports that records what the client read."""
+"""A response body for httpx mock transports that records what the client read, and the
+city document the misrouted-answer tests stream in pieces."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import httpx
+from pydantic import BaseModel
+
+MESSAGES = [{"role": "user", "content": "Where?"}]
+DOC = '{"name": "Paris", "population": 2100000}'
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+PARIS = City(name="Paris", population=2100000)
+
+
+def pieces(raw: bytes, split: int | None) -> list[bytes]:
+    """``raw`` whole (``split`` None) or cut at random places (seeded by ``split``)."""
+    if split is None:
+        return [raw]
+    rng = random.Random(split)
+    cuts = sorted(rng.sample(range(1, len(raw)), min(12, len(raw) - 1)))
+    return [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 
 
 class Body(httpx.AsyncByteStream):

@@ -10,12 +10,10 @@ no fix is not asked again, and that a mistake inside the document is still the m
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 import httpx
 import pytest
-from pydantic import BaseModel
 
 import sdk
 from sdk import Client, ConstraintIgnored, OutputSyntaxError, Retry
@@ -26,30 +24,11 @@ from sdk._http.gemini._cures import TOOL_BESIDE, gemini_policy
 from sdk._http.gemini._request import gemini_body
 from sdk._http.openai._cures import IGNORED_FORMAT, openai_policy
 from sdk._server_policy import ServerPolicy
-from tests.sdk._http_support import Body
+from tests.sdk._http_support import DOC, MESSAGES, PARIS, Body, City, pieces
 
 pytestmark = pytest.mark.anyio
 
-MESSAGES = [{"role": "user", "content": "Where?"}]
-DOC = '{"name": "Paris", "population": 2100000}'
 RETRY = Retry(max_attempts=3, jitter=0, backoff=0)
-
-
-class City(BaseModel):
-    name: str
-    population: int
-
-
-PARIS = City(name="Paris", population=2100000)
-
-
-def pieces(raw: bytes, split: int | None) -> list[bytes]:
-    """``raw`` whole (``split`` None) or cut at random places (seeded by ``split``)."""
-    if split is None:
-        return [raw]
-    rng = random.Random(split)
-    cuts = sorted(rng.sample(range(1, len(raw)), min(12, len(raw) - 1)))
-    return [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 
 
 @pytest.fixture(params=[None, 1, 2], ids=["whole", "split1", "split2"])

@@ -7,39 +7,18 @@ sends, and that a server with no fix is not asked again."""
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 import httpx
 import pytest
-from pydantic import BaseModel
 
 import sdk
 from sdk import AnswerInReasoning, Client, ConstraintIgnored, OutputSyntaxError, Retry
-from tests.sdk._http_support import Body
+from tests.sdk._http_support import DOC, MESSAGES, PARIS, Body, City, pieces
 
 pytestmark = pytest.mark.anyio
 
 URL = "http://server.test"
-MESSAGES = [{"role": "user", "content": "Where?"}]
-DOC = '{"name": "Paris", "population": 2100000}'
-
-
-class City(BaseModel):
-    name: str
-    population: int
-
-
-PARIS = City(name="Paris", population=2100000)
-
-
-def pieces(raw: bytes, split: int | None) -> list[bytes]:
-    """``raw`` whole (``split`` None) or cut at random places (seeded by ``split``)."""
-    if split is None:
-        return [raw]
-    rng = random.Random(split)
-    cuts = sorted(rng.sample(range(1, len(raw)), min(12, len(raw) - 1)))
-    return [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 
 
 @pytest.fixture(params=[None, 1, 2, 3], ids=["whole", "split1", "split2", "split3"])

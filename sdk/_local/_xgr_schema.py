@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -120,6 +121,52 @@ def _escaped(text: str, at: int) -> bool:
     return run % 2 == 1
 
 
+class _Edit:
+    """A schema rewritten copy-on-write: :attr:`result` is the schema itself until the first
+    change, then a shallow copy with the changes (the walks below return the very object they
+    were given when nothing in it changes)."""
+
+    __slots__ = ("out", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.out: dict[str, Any] | None = None
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return self.schema if self.out is None else self.out
+
+    def put(self, key: str, value: Any) -> None:
+        if value is not self.schema.get(key):
+            if self.out is None:
+                self.out = dict(self.schema)
+            self.out[key] = value
+
+    def drop(self, key: str) -> None:
+        if self.out is None:
+            self.out = dict(self.schema)
+        del self.out[key]
+
+    def children(self, rewrite: Callable[[Any, tuple[str, ...]], Any]) -> None:
+        """Put ``rewrite(subschema, steps)`` in place of each subschema (under the maps, the
+        lists and the single-schema keywords), ``steps`` its keys below this schema."""
+        schema = self.schema
+        for key in _SCHEMA_MAPS:
+            members = schema.get(key)
+            if isinstance(members, dict):
+                new = {name: rewrite(member, (key, name)) for name, member in members.items()}
+                if any(new[name] is not members[name] for name in members):
+                    self.put(key, new)
+        for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
+            value = schema.get(key)
+            if isinstance(value, list):  # also draft-04's array form of items
+                new_list = [rewrite(m, (key, str(i))) for i, m in enumerate(value)]
+                if any(a is not b for a, b in zip(new_list, value, strict=True)):
+                    self.put(key, new_list)
+            elif isinstance(value, dict):
+                self.put(key, rewrite(value, (key,)))
+
+
 def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str, ...] = ()) -> Any:
     """``schema`` with every ``pattern`` loosened (see the module docstring); the schema's data
     (``const``, ``enum``, ``default``, ``examples``...) and anything else untouched. Returns
@@ -127,15 +174,7 @@ def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str
     given) as a :class:`~sdk._local._mask_schema.Relaxation` at its ``path``."""
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] | None = None
-
-    def put(key: str, value: Any) -> None:
-        nonlocal out
-        if value is not schema[key]:
-            if out is None:
-                out = dict(schema)
-            out[key] = value
-
+    edit = _Edit(schema)
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
@@ -153,30 +192,13 @@ def loosened(schema: Any, notes: list[Relaxation] | None = None, path: tuple[str
                 )
         found = searched(counted)
         if found is None:
-            out = dict(schema) if out is None else out
-            del out["pattern"]
+            edit.drop("pattern")
             if notes is not None:
                 notes.append(Relaxation(pointer(path), "pattern", _UNPLACED))
         elif found != pattern:
-            put("pattern", found)
-    for key in _SCHEMA_MAPS:
-        members = schema.get(key)
-        if isinstance(members, dict):
-            new = {
-                name: loosened(member, notes, (*path, key, name))
-                for name, member in members.items()
-            }
-            if any(new[name] is not members[name] for name in members):
-                put(key, new)
-    for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
-        value = schema.get(key)
-        if isinstance(value, list):  # also draft-04's array form of items
-            new_list = [loosened(m, notes, (*path, key, str(i))) for i, m in enumerate(value)]
-            if any(a is not b for a, b in zip(new_list, value, strict=True)):
-                put(key, new_list)
-        elif isinstance(value, dict):
-            put(key, loosened(value, notes, (*path, key)))
-    return schema if out is None else out
+            edit.put("pattern", found)
+    edit.children(lambda member, steps: loosened(member, notes, (*path, *steps)))
+    return edit.result
 
 
 def loosened_text(schema_text: str) -> str:
@@ -242,36 +264,15 @@ def distributed(schema: Any) -> Any:
     object's own as any value after them). Returns ``schema`` itself when nothing changes."""
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] | None = None
-
-    def put(key: str, value: Any) -> None:
-        nonlocal out
-        if value is not schema[key]:
-            if out is None:
-                out = dict(schema)
-            out[key] = value
-
-    for key in _SCHEMA_MAPS:
-        members = schema.get(key)
-        if isinstance(members, dict):
-            new = {name: distributed(member) for name, member in members.items()}
-            if any(new[name] is not members[name] for name in members):
-                put(key, new)
-    for key in (*_SCHEMA_LISTS, *_SCHEMA_ONE):
-        value = schema.get(key)
-        if isinstance(value, list):
-            new_list = [distributed(m) for m in value]
-            if any(a is not b for a, b in zip(new_list, value, strict=True)):
-                put(key, new_list)
-        elif isinstance(value, dict):
-            put(key, distributed(value))
-    current = schema if out is None else out
+    edit = _Edit(schema)
+    edit.children(lambda member, _steps: distributed(member))
+    current = edit.result
     if any(word in current for word in _OBJECT_WORDS):
         for key in ("anyOf", "oneOf"):
             branches = current.get(key)
             if isinstance(branches, list):
-                put(key, [_merged(current, branch) for branch in branches])
-    return schema if out is None else out
+                edit.put(key, [_merged(current, branch) for branch in branches])
+    return edit.result
 
 
 def xgr_grammar(schema_text: str, **options: Any) -> Any:

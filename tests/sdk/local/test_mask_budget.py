@@ -114,12 +114,8 @@ def test_llguidance_decodes_under_the_wider_mask_while_the_exact_compiles(
 ) -> None:
     pytest.importorskip("llguidance")
     from sdk._local import _llg_masks
-    from sdk._local._llg_masks import LlgGrammars
 
-    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
-    grammars = LlgGrammars(
-        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
-    )
+    grammars = _budgeted(ll_tokenizer)
     release, cached = threading.Event(), threading.Event()
     real = _llg_masks.llg_grammar
 
@@ -288,19 +284,25 @@ def test_a_malformed_small_schema_is_refused_at_the_check_whatever_the_budget() 
         check_llg(request_for("x", malformed), "bounded", budget=0)
 
 
+def _budgeted(ll_tokenizer: Any) -> Any:
+    """llguidance's grammars over the packaged model's vocabulary, compact, a 0.05 s budget."""
+    pytest.importorskip("llguidance")
+    from sdk._local._llg_masks import LlgGrammars
+
+    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
+    return LlgGrammars(
+        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
+    )
+
+
 @pytest.mark.torch  # the tokenizer fixture reads the GGUF through transformers
 def test_a_plan_past_the_budget_decodes_under_the_root_type_then_the_exact_mask(
     monkeypatch: pytest.MonkeyPatch, ll_tokenizer: Any, tokenizer: Any
 ) -> None:
-    pytest.importorskip("llguidance")
-    from sdk._local._llg_masks import LlgGrammars
     from sdk._local._llg_specs import check_llg
     from tests.sdk.local._local_support import request_for
 
-    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
-    grammars = LlgGrammars(
-        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
-    )
+    grammars = _budgeted(ll_tokenizer)
     release = _held(monkeypatch)
     spec = GrammarSpec("json_schema", BIG_TEXT)
     valid = ['{"id":"123"}', '{"id":"7","p3":"x","p119":""}']
@@ -369,13 +371,7 @@ def test_skeleton_is_the_root_s_type_or_any_value() -> None:
 def test_a_widened_generation_takes_the_exact_mask_over_once_it_is_cached(
     monkeypatch: pytest.MonkeyPatch, ll_tokenizer: Any, tokenizer: Any
 ) -> None:
-    pytest.importorskip("llguidance")
-    from sdk._local._llg_masks import LlgGrammars
-
-    vocab = [ll_tokenizer.decode_bytes([i]) for i in range(ll_tokenizer.vocab_size)]
-    grammars = LlgGrammars(
-        ll_tokenizer, ll_tokenizer.vocab_size, vocab, json_format="compact", budget=0.05
-    )
+    grammars = _budgeted(ll_tokenizer)
     release = _held(monkeypatch)
     spec = GrammarSpec("json_schema", BIG_TEXT)
     try:
